@@ -1,0 +1,63 @@
+// Backend: how one pool stores volumes. LVM, NFS and directory pools each
+// implement it in their own folder (backend/dir, backend/lvm, backend/nfs).
+//
+// The node layer (node/node.h) owns names, locking, state records and
+// publication; a backend only manages storage. Contract for implementers:
+// - Every call is idempotent: Create of an existing volume with the same spec
+//   succeeds, Delete of a missing one succeeds, Unstage of an unstaged one
+//   succeeds. The node layer retries any of them after a crash.
+// - Calls for different volumes may run concurrently; the node layer never
+//   runs two calls for the same volume at once.
+// - Errors are Status values with a message an operator can act on.
+// - A backend never deletes data except in Delete.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "node/volume.h"
+
+namespace nodevol {
+
+struct Capacity {
+  uint64_t total_bytes = 0;
+  uint64_t free_bytes = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // Backend kind: "dir", "lvm", "nfs".
+  virtual std::string kind() const = 0;
+  // Filesystem types Create accepts ("" is always the pool default).
+  virtual std::vector<std::string> fs_types() const = 0;
+  // Whether volume sizes are enforced.
+  virtual bool size_enforced() const = 0;
+  // Facts for GetInfo (path, volume group, ...).
+  virtual Params attributes() const = 0;
+
+  // Checks backend-specific parameters of a spec before anything is written.
+  virtual Status Validate(const VolumeSpec& spec) const = 0;
+  // Creates the volume's storage; fills record->attributes.
+  virtual Status Create(VolumeRecord* record) = 0;
+  // Removes the volume's storage and data.
+  virtual Status Delete(const VolumeRecord& record) = 0;
+  // Grows the volume to new_size (>= current); updates record->attributes.
+  virtual Status Expand(VolumeRecord* record, uint64_t new_size) = 0;
+  // Makes the volume's data reachable as a host directory and returns it in
+  // *path (dir: the volume directory; lvm: the LV mounted under the state
+  // dir; nfs: a subdirectory of a shared staging mount). Called before each
+  // publication; the node layer calls Unstage after the last one goes.
+  virtual Status Stage(const VolumeRecord& record, std::string* path) = 0;
+  virtual Status Unstage(const VolumeRecord& record) = 0;
+  // Whether the volume's storage exists (for reconcile and drift reports).
+  virtual Status Check(const VolumeRecord& record) = 0;
+  // Pool capacity as the backend sees it.
+  virtual Status GetCapacity(Capacity* out) = 0;
+};
+
+}  // namespace nodevol

@@ -1,0 +1,57 @@
+// Volume and publication records: the domain's data, free of any transport.
+//
+// These are what nodevold persists in its state dir (see state/store.h) and
+// what the gRPC layer translates to and from nodevol.v1 messages.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nodevol {
+
+using Params = std::map<std::string, std::string>;
+
+// What a caller asks for when creating a volume.
+struct VolumeSpec {
+  std::string name;
+  std::string pool;
+  uint64_t size_bytes = 0;
+  std::string fs_type;
+  Params parameters;
+};
+
+enum class VolumeState { kCreating, kReady, kDeleting };
+
+struct VolumeRecord {
+  VolumeSpec spec;
+  std::string backend;        // kind of the pool's backend at creation
+  VolumeState state = VolumeState::kCreating;
+  bool ephemeral = false;     // inline volume, deleted with its only publication
+  int64_t created_unix = 0;
+  Params attributes;          // backend-owned facts: path, project id, device
+};
+
+enum class PublicationState { kPublishing, kPublished, kUnpublishing };
+
+struct PodIdentity {
+  std::string uid, name, ns, service_account;
+};
+
+// One bind of a volume into a pod volume directory.
+struct PublicationRecord {
+  std::string target;         // resolved pod volume directory
+  std::string volume;         // volume name
+  PublicationState state = PublicationState::kPublishing;
+  bool read_only = false;
+  std::vector<std::string> mount_options;
+  std::optional<uint32_t> fs_group;
+  PodIdentity pod;
+};
+
+const char* ToString(VolumeState s);
+const char* ToString(PublicationState s);
+
+}  // namespace nodevol

@@ -44,6 +44,7 @@ struct PodIdentity {
 struct PublicationRecord {
   std::string target;         // resolved pod volume directory
   std::string volume;         // volume name
+  std::string source;         // host directory bound onto target (from Backend::Stage)
   PublicationState state = PublicationState::kPublishing;
   bool read_only = false;
   std::vector<std::string> mount_options;

@@ -1,0 +1,25 @@
+// Sizes on the nodevolctl command line: parsing and human formatting.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace nodevol::ctl {
+
+// What ParseSize accepts, for usage errors.
+inline constexpr std::string_view kSizeForms =
+    "a size is a positive whole number of bytes, optionally followed by "
+    "k, M, G, T (powers of 1000) or Ki, Mi, Gi, Ti (powers of 1024), "
+    "e.g. 1073741824, 500M or 10Gi";
+
+// Parses a size like a Kubernetes quantity restricted to whole numbers:
+// "1073741824", "500M", "10Gi". Returns nullopt for anything malformed,
+// negative, zero or beyond 2^64-1 bytes.
+std::optional<uint64_t> ParseSize(std::string_view text);
+
+// Formats bytes with binary units and one decimal: "512B", "1.5KiB", "10.0GiB".
+std::string FormatSize(uint64_t bytes);
+
+}  // namespace nodevol::ctl

@@ -1,0 +1,177 @@
+#include "backend/dir/dir_backend.h"
+
+#include <dirent.h>
+#include <ftw.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "backend/dir/project_quota.h"
+#include "base/parse.h"
+#include "mount/target.h"
+
+namespace nodevol {
+namespace {
+
+// Project ids nodevold hands out start here, clear of ids operators
+// usually pick by hand in /etc/projid.
+constexpr uint32_t kFirstProjectId = 1000000;
+constexpr char kDeletingPrefix[] = ".deleting-";
+
+struct DirParams {
+  mode_t mode = 0777;
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
+
+Status ParseParams(const Params& p, DirParams* out) {
+  for (const auto& [k, v] : p) {
+    uint64_t n = 0;
+    if (k == "mode") {
+      NODEVOL_RETURN_IF_ERROR(ParseUint("parameter mode", v, 07777, &n, 8));
+      out->mode = static_cast<mode_t>(n);
+    } else if (k == "uid") {
+      NODEVOL_RETURN_IF_ERROR(ParseUint("parameter uid", v, 0xfffffffe, &n));
+      out->uid = static_cast<uid_t>(n);
+    } else if (k == "gid") {
+      NODEVOL_RETURN_IF_ERROR(ParseUint("parameter gid", v, 0xfffffffe, &n));
+      out->gid = static_cast<gid_t>(n);
+    } else {
+      return Status::InvalidArgument("unknown parameter \"" + k + "\" for a dir volume; known: mode, uid, gid");
+    }
+  }
+  return Status::Ok();
+}
+
+int RemoveEntry(const char* path, const struct stat*, int type, struct FTW*) {
+  int rc = (type == FTW_DP) ? ::rmdir(path) : ::unlink(path);
+  return (rc == 0 || errno == ENOENT) ? 0 : errno;
+}
+
+// Removes a tree without following symlinks or crossing into other mounts
+// (a mount inside would make the final rmdir fail, which is what we want).
+Status RemoveTree(const std::string& dir) {
+  int rc = ::nftw(dir.c_str(), RemoveEntry, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+  if (rc == -1 && errno == ENOENT) return Status::Ok();
+  if (rc != 0) return Status::FromErrno("remove " + dir, rc == -1 ? errno : rc);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status DirBackend::Make(const std::string& pool, const Params& options, std::unique_ptr<Backend>* out) {
+  std::string path, quota = "auto";
+  for (const auto& [k, v] : options) {
+    if (k == "path") path = v;
+    else if (k == "quota") quota = v;
+    else return Status::InvalidArgument("pool " + pool + ": unknown dir option \"" + k + "\"; known: path, quota");
+  }
+  if (path.empty()) return Status::InvalidArgument("pool " + pool + ": dir pools need path=<directory>");
+  if (quota != "auto" && quota != "off" && quota != "required")
+    return Status::InvalidArgument("pool " + pool + ": quota must be auto, off or required, not \"" + quota + "\"");
+  std::string resolved;
+  NODEVOL_RETURN_IF_ERROR(ResolveConfiguredDir("pool " + pool + " path", path, &resolved));
+  bool use_quota = false;
+  if (quota != "off") {
+    Status probe = ProbeProjectQuota(resolved);
+    if (!probe.ok() && quota == "required") return probe.WithContext("pool " + pool);
+    use_quota = probe.ok();
+  }
+  out->reset(new DirBackend(pool, resolved, use_quota));
+  return Status::Ok();
+}
+
+DirBackend::DirBackend(std::string pool, std::string path, bool quota)
+    : pool_(std::move(pool)), path_(std::move(path)), quota_(quota) {}
+
+Params DirBackend::attributes() const {
+  return {{"path", path_}, {"quota", quota_ ? "project" : "none"}};
+}
+
+Status DirBackend::Validate(const VolumeSpec& spec) const {
+  if (!spec.fs_type.empty())
+    return Status::InvalidArgument("dir pool " + pool_ + " has no filesystem types; leave fs_type empty, not \"" +
+                                   spec.fs_type + "\"");
+  DirParams p;
+  return ParseParams(spec.parameters, &p);
+}
+
+Status DirBackend::Create(VolumeRecord* record) {
+  DirParams p;
+  NODEVOL_RETURN_IF_ERROR(ParseParams(record->spec.parameters, &p));
+  std::string dir = VolumeDir(record->spec.name);
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return Status::FromErrno("mkdir " + dir, errno);
+  struct stat st;
+  if (::lstat(dir.c_str(), &st) != 0) return Status::FromErrno("stat " + dir, errno);
+  if (!S_ISDIR(st.st_mode)) return Status::FailedPrecondition(dir + " exists and is not a directory");
+  if (::chown(dir.c_str(), p.uid, p.gid) != 0) return Status::FromErrno("chown " + dir, errno);
+  if (::chmod(dir.c_str(), p.mode) != 0) return Status::FromErrno("chmod " + dir, errno);
+  record->attributes["path"] = dir;
+  if (quota_) NODEVOL_RETURN_IF_ERROR(ApplyQuota(record, record->spec.size_bytes));
+  return Status::Ok();
+}
+
+Status DirBackend::ApplyQuota(VolumeRecord* record, uint64_t bytes) {
+  std::string dir = VolumeDir(record->spec.name);
+  std::lock_guard<std::mutex> lock(quota_mu_);
+  uint32_t id = 0;
+  NODEVOL_RETURN_IF_ERROR(GetProjectId(dir, &id));
+  if (id < kFirstProjectId) {
+    // Pick one above every id the pool's directories use.
+    id = kFirstProjectId;
+    DIR* d = ::opendir(path_.c_str());
+    if (!d) return Status::FromErrno("opendir " + path_, errno);
+    while (struct dirent* e = ::readdir(d)) {
+      uint32_t used = 0;
+      if (e->d_name[0] != '.' && GetProjectId(path_ + "/" + e->d_name, &used).ok() && used >= id) id = used + 1;
+    }
+    ::closedir(d);
+    NODEVOL_RETURN_IF_ERROR(SetProjectId(dir, id));
+  }
+  NODEVOL_RETURN_IF_ERROR(SetProjectLimit(dir, id, bytes));
+  record->attributes["project_id"] = std::to_string(id);
+  return Status::Ok();
+}
+
+Status DirBackend::Delete(const VolumeRecord& record) {
+  // Rename first: a crash mid-removal leaves a ".deleting-" tree that the
+  // next Delete finishes, never a half-emptied volume under its own name.
+  std::string dir = VolumeDir(record.spec.name);
+  std::string doomed = path_ + "/" + kDeletingPrefix + record.spec.name;
+  if (::rename(dir.c_str(), doomed.c_str()) != 0 && errno != ENOENT)
+    return Status::FromErrno("rename " + dir, errno);
+  return RemoveTree(doomed);
+}
+
+Status DirBackend::Expand(VolumeRecord* record, uint64_t new_size) {
+  if (quota_) return ApplyQuota(record, new_size);
+  return Status::Ok();
+}
+
+Status DirBackend::Stage(const VolumeRecord& record, std::string* path) {
+  *path = VolumeDir(record.spec.name);
+  return Check(record);
+}
+
+Status DirBackend::Check(const VolumeRecord& record) {
+  std::string dir = VolumeDir(record.spec.name);
+  struct stat st;
+  if (::lstat(dir.c_str(), &st) != 0) {
+    if (errno == ENOENT) return Status::NotFound("directory " + dir + " of volume " + record.spec.name + " is missing");
+    return Status::FromErrno("stat " + dir, errno);
+  }
+  if (!S_ISDIR(st.st_mode)) return Status::FailedPrecondition(dir + " is not a directory");
+  return Status::Ok();
+}
+
+Status DirBackend::GetCapacity(Capacity* out) {
+  struct statvfs vfs;
+  if (::statvfs(path_.c_str(), &vfs) != 0) return Status::FromErrno("statvfs " + path_, errno);
+  out->total_bytes = static_cast<uint64_t>(vfs.f_blocks) * vfs.f_frsize;
+  out->free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+  return Status::Ok();
+}
+
+}  // namespace nodevol

@@ -1,0 +1,57 @@
+#include "base/names.h"
+
+#include <string>
+
+namespace nodevol {
+namespace {
+
+bool IsAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
+
+// Quotes a name for a message, showing control bytes (NUL included) as \xNN.
+std::string Quote(std::string_view s) {
+  std::string out = "\"";
+  for (unsigned char c : s.substr(0, 80)) {
+    if (c < 0x20 || c == 0x7f || c == '"' || c == '\\') {
+      static const char* hex = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (s.size() > 80) out += "...";
+  return out + "\"";
+}
+
+}  // namespace
+
+Status ValidateVolumeName(std::string_view name) {
+  if (name.empty()) return Status::InvalidArgument("volume name is empty");
+  if (name.size() > 200)
+    return Status::InvalidArgument("volume name " + Quote(name) + " is longer than 200 characters");
+  if (!IsAlnum(name[0]))
+    return Status::InvalidArgument("volume name " + Quote(name) + " must start with a letter or digit");
+  for (char c : name) {
+    if (!IsAlnum(c) && c != '.' && c != '_' && c != '-')
+      return Status::InvalidArgument("volume name " + Quote(name) +
+                                     " may only contain letters, digits, '.', '_' and '-'");
+  }
+  return Status::Ok();
+}
+
+Status ValidatePoolName(std::string_view name) {
+  if (name.empty()) return Status::InvalidArgument("pool name is empty");
+  if (name.size() > 63)
+    return Status::InvalidArgument("pool name " + Quote(name) + " is longer than 63 characters");
+  for (char c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+    if (!ok)
+      return Status::InvalidArgument("pool name " + Quote(name) +
+                                     " may only contain lower-case letters, digits and '-'");
+  }
+  if (name[0] == '-') return Status::InvalidArgument("pool name " + Quote(name) + " must start with a letter or digit");
+  return Status::Ok();
+}
+
+}  // namespace nodevol

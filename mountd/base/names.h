@@ -1,0 +1,19 @@
+// Validation of names that end up in file names, paths and LVM names.
+// Every check returns INVALID_ARGUMENT with a message that says the rule.
+#pragma once
+
+#include <string_view>
+
+#include "base/status.h"
+
+namespace nodevol {
+
+// Volume names: 1-200 characters of [A-Za-z0-9._-], first one a letter or
+// digit. Fits Kubernetes PV names ("pvc-<uid>") and file names with room
+// for suffixes; rules out "/", NUL, "." and "..".
+Status ValidateVolumeName(std::string_view name);
+
+// Pool names: 1-63 characters of [a-z0-9-], first one a letter or digit.
+Status ValidatePoolName(std::string_view name);
+
+}  // namespace nodevol

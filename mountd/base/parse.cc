@@ -1,0 +1,19 @@
+#include "base/parse.h"
+
+#include <charconv>
+#include <string>
+
+namespace nodevol {
+
+Status ParseUint(std::string_view what, std::string_view text, uint64_t max, uint64_t* out, int base) {
+  uint64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v, base);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || v > max)
+    return Status::InvalidArgument(std::string(what) + " \"" + std::string(text) + "\" is not " +
+                                   (base == 8 ? "an octal" : "a") + " number from 0 to " +
+                                   std::to_string(max));
+  *out = v;
+  return Status::Ok();
+}
+
+}  // namespace nodevol

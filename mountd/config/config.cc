@@ -1,0 +1,126 @@
+#include "config/config.h"
+
+#include <unistd.h>
+
+#include <boost/program_options.hpp>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "base/names.h"
+
+namespace po = boost::program_options;
+
+namespace nodevol {
+namespace {
+
+Status CheckAbsolute(const char* option, const std::string& path) {
+  if (path.empty() || path[0] != '/')
+    return Status::InvalidArgument("--" + std::string(option) + " must be an absolute path, not \"" + path + "\"");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ParsePoolSpec(const std::string& spec, PoolConfig* out) {
+  std::stringstream ss(spec);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return Status::InvalidArgument("--pool \"" + spec + "\": \"" + item + "\" is not key=value");
+    std::string k = item.substr(0, eq), v = item.substr(eq + 1);
+    if (k == "name") out->name = v;
+    else if (k == "backend") out->backend = v;
+    else if (!out->options.emplace(k, v).second)
+      return Status::InvalidArgument("--pool \"" + spec + "\": " + k + " given twice");
+  }
+  if (out->name.empty() || out->backend.empty())
+    return Status::InvalidArgument("--pool \"" + spec + "\" needs name=<pool> and backend=<kind>, "
+                                   "e.g. name=default,backend=dir,path=/var/lib/nodevol/pools/default");
+  return ValidatePoolName(out->name).WithContext("--pool \"" + spec + "\"");
+}
+
+Status ParseConfig(int argc, const char* const* argv, Config* c, ParseOutcome* outcome, std::string* text) {
+  *outcome = ParseOutcome::kRun;
+  std::vector<std::string> pools;
+  po::options_description general("nodevold options (flags, or key = value in the config file)");
+  general.add_options()
+      ("help,h", "print this help and exit")
+      ("version", "print the version and exit")
+      ("config", po::value(&c->config_file)->default_value(c->config_file),
+       "config file; a missing default file is fine, a missing named one is an error")
+      ("node-name", po::value(&c->node_name), "Kubernetes node name (default: the host name)")
+      ("socket", po::value(&c->socket)->default_value(c->socket), "unix socket of the Node API (mode 0600)")
+      ("state-dir", po::value(&c->state_dir)->default_value(c->state_dir), "where volume and publication records live")
+      ("pods-root", po::value(&c->pods_root)->default_value(c->pods_root),
+       "kubelet's pods directory; every publication target must lie below it")
+      ("pool", po::value(&pools)->composing(),
+       "a pool, repeatable: name=NAME,backend=dir,path=DIR[,quota=auto|off|required]")
+      ("metrics-address", po::value(&c->metrics_address)->default_value(c->metrics_address),
+       "host:port of the Prometheus /metrics endpoint; empty to disable")
+      ("log-level", po::value(&c->log_level)->default_value(c->log_level), "trace, debug, info, warn, error")
+      ("log-target", po::value(&c->log_target)->default_value(c->log_target),
+       "auto (journal under systemd, else stderr), journal or stderr")
+      ("heartbeat-seconds", po::value(&c->heartbeat_seconds)->default_value(c->heartbeat_seconds),
+       "default WatchCapacity heartbeat interval")
+      ("capacity-poll-ms", po::value(&c->capacity_poll_ms)->default_value(c->capacity_poll_ms),
+       "how often pool capacity is sampled for WatchCapacity")
+      ("shutdown-grace-seconds", po::value(&c->shutdown_grace_seconds)->default_value(c->shutdown_grace_seconds),
+       "how long SIGTERM waits for in-flight operations");
+
+  po::variables_map vm;
+  try {
+    po::store(po::parse_command_line(argc, argv, general), vm);
+    if (vm.count("help")) {
+      std::ostringstream os;
+      os << "Usage: nodevold [options]\n\n" << general;
+      *text = os.str();
+      *outcome = ParseOutcome::kExit;
+      return Status::Ok();
+    }
+    if (vm.count("version")) {
+      *text = std::string("nodevold ") + NODEVOL_VERSION + "\n";
+      *outcome = ParseOutcome::kExit;
+      return Status::Ok();
+    }
+    std::string file = vm["config"].as<std::string>();
+    std::ifstream in(file);
+    if (in) {
+      po::store(po::parse_config_file(in, general), vm);
+    } else if (!vm["config"].defaulted()) {
+      return Status::InvalidArgument("--config " + file + ": cannot read the file");
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    return Status::InvalidArgument(std::string(e.what()) + " (see nodevold --help)");
+  }
+
+  NODEVOL_RETURN_IF_ERROR(CheckAbsolute("socket", c->socket));
+  NODEVOL_RETURN_IF_ERROR(CheckAbsolute("state-dir", c->state_dir));
+  NODEVOL_RETURN_IF_ERROR(CheckAbsolute("pods-root", c->pods_root));
+  static const std::set<std::string> kLevels = {"trace", "debug", "info", "warn", "error"};
+  if (!kLevels.count(c->log_level))
+    return Status::InvalidArgument("--log-level must be trace, debug, info, warn or error, not \"" + c->log_level + "\"");
+  if (c->log_target != "auto" && c->log_target != "journal" && c->log_target != "stderr")
+    return Status::InvalidArgument("--log-target must be auto, journal or stderr, not \"" + c->log_target + "\"");
+  if (c->heartbeat_seconds == 0) return Status::InvalidArgument("--heartbeat-seconds must be at least 1");
+  if (c->capacity_poll_ms < 100) return Status::InvalidArgument("--capacity-poll-ms must be at least 100");
+  if (c->node_name.empty()) {
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    c->node_name = host;
+  }
+  if (pools.empty())
+    return Status::InvalidArgument("no --pool configured; add one, e.g. --pool name=default,backend=dir,path=/var/lib/nodevol/pools/default");
+  std::set<std::string> names;
+  for (const std::string& spec : pools) {
+    PoolConfig pc;
+    NODEVOL_RETURN_IF_ERROR(ParsePoolSpec(spec, &pc));
+    if (!names.insert(pc.name).second) return Status::InvalidArgument("--pool: pool " + pc.name + " is configured twice");
+    c->pools.push_back(std::move(pc));
+  }
+  return Status::Ok();
+}
+
+}  // namespace nodevol

@@ -1,0 +1,44 @@
+// nodevold's configuration: command-line flags and a config file
+// (/etc/nodevol/nodevold.conf by default) in Boost.Program_options' INI
+// syntax, flags winning over the file. Every option is listed in --help;
+// a bad value stops the start with a message naming the option.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "node/volume.h"
+
+namespace nodevol {
+
+struct PoolConfig {
+  std::string name;
+  std::string backend;
+  Params options;  // backend-specific, e.g. path=/srv/nodevol for dir
+};
+
+struct Config {
+  std::string config_file = "/etc/nodevol/nodevold.conf";
+  std::string node_name;  // default: the host name
+  std::string socket = "/run/nodevol/nodevold.sock";
+  std::string state_dir = "/var/lib/nodevol";
+  std::string pods_root = "/var/lib/kubelet/pods";
+  std::vector<PoolConfig> pools;
+  std::string metrics_address = "127.0.0.1:9808";  // "" = off
+  std::string log_level = "info";
+  std::string log_target = "auto";  // auto | journal | stderr
+  unsigned heartbeat_seconds = 10;
+  unsigned capacity_poll_ms = 2000;
+  unsigned shutdown_grace_seconds = 30;
+};
+
+// Outcome of parsing: run, or print `text` to stdout and exit 0.
+enum class ParseOutcome { kRun, kExit };
+
+Status ParseConfig(int argc, const char* const* argv, Config* out, ParseOutcome* outcome, std::string* text);
+
+// Parses one pool spec: "name=NAME,backend=KIND,key=value,...".
+Status ParsePoolSpec(const std::string& spec, PoolConfig* out);
+
+}  // namespace nodevol

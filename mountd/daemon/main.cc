@@ -1,0 +1,159 @@
+// nodevold: wires configuration, state, backends, the Node domain, the
+// capacity monitor, metrics and the gRPC server together, then waits for
+// SIGTERM. Exit codes: 0 clean stop, 1 start failure, 2 bad configuration.
+#include <signal.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include <grpcpp/grpcpp.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "backend/registry.h"
+#include "config/config.h"
+#include "daemon/logging.h"
+#include "metrics/http_server.h"
+#include "metrics/metrics.h"
+#include "mount/target.h"
+#include "node/capacity_monitor.h"
+#include "node/node.h"
+#include "server/node_service.h"
+#include "state/atomic_file.h"
+#include "state/store.h"
+
+namespace nodevol {
+namespace {
+
+int Fail(const Status& st) {
+  spdlog::critical("cannot start: {}", st.message());
+  sd_notifyf(0, "STATUS=cannot start: %s", st.message().c_str());
+  return 1;
+}
+
+// Removes a stale socket file (never anything else) so the bind succeeds.
+Status PrepareSocket(const std::string& path) {
+  std::filesystem::path p(path);
+  NODEVOL_RETURN_IF_ERROR(EnsureDir(p.parent_path().string(), 0755));
+  struct stat st;
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) return Status::FailedPrecondition("--socket " + path + " exists and is not a socket");
+    ::unlink(path.c_str());
+  }
+  return Status::Ok();
+}
+
+int Run(const Config& c) {
+  spdlog::info("nodevold {} starting: node={} socket={} state={} pods-root={}", NODEVOL_VERSION, c.node_name,
+               c.socket, c.state_dir, c.pods_root);
+  // Everything nodevold creates is private unless it says otherwise.
+  ::umask(077);
+
+  Status st = EnsureDir(c.pods_root, 0750);
+  std::string pods_root;
+  if (st.ok()) st = ResolveConfiguredDir("--pods-root", c.pods_root, &pods_root);
+  if (!st.ok()) return Fail(st);
+
+  Store store(c.state_dir);
+  if (st = store.Open(); !st.ok()) return Fail(st);
+
+  std::map<std::string, std::unique_ptr<Backend>> pools;
+  for (const PoolConfig& pc : c.pools) {
+    std::unique_ptr<Backend> b;
+    if (st = MakeBackend(pc.name, pc.backend, pc.options, &b); !st.ok()) return Fail(st);
+    spdlog::info("pool {}: backend={} size-enforced={}", pc.name, b->kind(), b->size_enforced());
+    pools.emplace(pc.name, std::move(b));
+  }
+
+  Node node(pods_root, &store, std::move(pools));
+  if (st = node.Start(); !st.ok()) return Fail(st);
+  for (const std::string& d : node.Drift()) spdlog::warn("reconcile: {}", d);
+
+  metrics::Registry registry;
+  registry.SetDrift(node.Drift().size());
+  CapacityMonitor capacity(&node, std::chrono::milliseconds(c.capacity_poll_ms),
+                           [&](const std::vector<PoolCapacityView>& pools) {
+                             for (const PoolCapacityView& p : pools)
+                               registry.SetPool(p.pool, p.backend, p.total_bytes, p.free_bytes, p.allocated_bytes,
+                                                p.volume_count);
+                           });
+  capacity.Start();
+
+  metrics::HttpServer http(&registry);
+  if (!c.metrics_address.empty()) {
+    if (st = http.Start(c.metrics_address); !st.ok()) return Fail(st.WithContext("--metrics-address"));
+    spdlog::info("metrics on http://{}/metrics", c.metrics_address);
+  }
+
+  NodeService service(&node, &capacity, &registry, c.node_name, c.heartbeat_seconds);
+  if (st = PrepareSocket(c.socket); !st.ok()) return Fail(st);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("unix:" + c.socket, grpc::InsecureServerCredentials());
+  // A second listener (TCP with mutual TLS for the provisioner) is added
+  // here with its own credentials; the service is shared.
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server) return Fail(Status::Unavailable("cannot listen on unix socket " + c.socket));
+  if (::chmod(c.socket.c_str(), 0600) != 0) return Fail(Status::FromErrno("chmod " + c.socket, errno));
+
+  spdlog::info("ready: {} pools, {} drift findings", c.pools.size(), node.Drift().size());
+  sd_notifyf(0, "READY=1\nSTATUS=serving on %s", c.socket.c_str());
+
+  // Wait for a signal, pinging the watchdog meanwhile.
+  uint64_t watchdog_usec = 0;
+  bool watchdog = sd_watchdog_enabled(0, &watchdog_usec) > 0;
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  for (;;) {
+    struct timespec ts = {1, 0};
+    if (watchdog) ts = {static_cast<time_t>(watchdog_usec / 2000000), static_cast<long>(watchdog_usec / 2 % 1000000 * 1000)};
+    int sig = sigtimedwait(&set, nullptr, &ts);
+    if (sig == SIGTERM || sig == SIGINT) {
+      spdlog::info("signal {}: stopping after in-flight operations", sig);
+      break;
+    }
+    if (watchdog) sd_notify(0, "WATCHDOG=1");
+  }
+
+  sd_notify(0, "STOPPING=1");
+  service.Shutdown();
+  capacity.Stop();
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(c.shutdown_grace_seconds));
+  server->Wait();
+  http.Stop();
+  ::unlink(c.socket.c_str());
+  spdlog::info("stopped");
+  return 0;
+}
+
+}  // namespace
+}  // namespace nodevol
+
+int main(int argc, char** argv) {
+  // Block the stop signals before any thread exists; Run() waits for them.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  nodevol::Config config;
+  nodevol::ParseOutcome outcome;
+  std::string text;
+  nodevol::Status st = nodevol::ParseConfig(argc, argv, &config, &outcome, &text);
+  if (!st.ok()) {
+    std::fprintf(stderr, "nodevold: %s\n", st.message().c_str());
+    return 2;
+  }
+  if (outcome == nodevol::ParseOutcome::kExit) {
+    std::fputs(text.c_str(), stdout);
+    return 0;
+  }
+  nodevol::SetupLogging(config.log_target, config.log_level);
+  return nodevol::Run(config);
+}

@@ -1,0 +1,46 @@
+// Metrics: counters, latency histograms and gauges nodevold exposes in the
+// Prometheus text format (version 0.0.4) on a localhost HTTP address.
+//
+// Thread-safe; ObserveRpc is on every RPC's path and must stay cheap (no
+// allocation once a method/code pair has been seen).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace nodevol::metrics {
+
+class Registry {
+ public:
+  Registry();
+  ~Registry();
+  Registry(const Registry&) = delete;
+  Registry& operator=(const Registry&) = delete;
+
+  // One finished RPC: method ("Publish"), gRPC code name ("OK",
+  // "INVALID_ARGUMENT"), duration. Feeds
+  //   nodevol_rpc_total{method,code}            counter
+  //   nodevol_rpc_errors_total{method}          counter (code != OK)
+  //   nodevol_rpc_duration_seconds{method}      histogram
+  void ObserveRpc(std::string_view method, std::string_view code, double seconds);
+
+  // Current figures of one pool. Feeds gauges
+  //   nodevol_pool_total_bytes{pool,backend}, nodevol_pool_free_bytes{...},
+  //   nodevol_pool_allocated_bytes{...}, nodevol_pool_volumes{...}
+  void SetPool(std::string_view pool, std::string_view backend, uint64_t total,
+               uint64_t free, uint64_t allocated, uint64_t volumes);
+
+  // Number of drift findings since start: nodevol_drift_findings gauge.
+  void SetDrift(uint64_t findings);
+
+  // The whole exposition, with # HELP and # TYPE lines.
+  std::string Render() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace nodevol::metrics

@@ -1,0 +1,141 @@
+#include "mount/bind.h"
+
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <map>
+
+#include "mount/mount_table.h"
+
+namespace nodevol {
+namespace {
+
+// An O_PATH descriptor that pins a directory; mount(2) and friends reach it
+// through /proc/self/fd/N so a later rename or symlink swap of the path
+// cannot redirect the call.
+class PinnedDir {
+ public:
+  ~PinnedDir() { if (fd_ >= 0) ::close(fd_); }
+  Status Open(const std::string& path) {
+    fd_ = ::open(path.c_str(), O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+    if (fd_ < 0) return Status::FromErrno("open " + path, errno);
+    // The kernel's view of what we opened must be the path we validated.
+    char buf[PATH_MAX];
+    ssize_t n = ::readlink(proc_path().c_str(), buf, sizeof buf - 1);
+    if (n < 0) return Status::FromErrno("readlink " + proc_path(), errno);
+    if (std::string(buf, static_cast<size_t>(n)) != path)
+      return Status::FailedPrecondition("path \"" + path + "\" changed while being mounted (now \"" +
+                                        std::string(buf, static_cast<size_t>(n)) + "\")");
+    return Status::Ok();
+  }
+  std::string proc_path() const { return "/proc/self/fd/" + std::to_string(fd_); }
+  int fd() const { return fd_; }
+
+ private:
+  int fd_ = -1;
+};
+
+// Whether path is the root of a mount: statx's STATX_ATTR_MOUNT_ROOT, or the
+// mount table where the kernel does not report it.
+Status IsMountRoot(const std::string& path, bool* root, struct statx* stx) {
+  if (::statx(AT_FDCWD, path.c_str(), AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, stx) != 0)
+    return Status::FromErrno("statx " + path, errno);
+  if (stx->stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) {
+    *root = (stx->stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
+    return Status::Ok();
+  }
+  MountTable table;
+  NODEVOL_RETURN_IF_ERROR(table.Load());
+  *root = table.FindTarget(path) != nullptr;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status InspectMount(const std::string& source, const std::string& target, MountState* state,
+                    bool* read_only) {
+  struct statx tx;
+  bool root = false;
+  NODEVOL_RETURN_IF_ERROR(IsMountRoot(target, &root, &tx));
+  if (!root) {
+    *state = MountState::kNotMounted;
+    return Status::Ok();
+  }
+  struct stat sx;
+  if (::stat(source.c_str(), &sx) != 0) return Status::FromErrno("stat " + source, errno);
+  bool same = makedev(tx.stx_dev_major, tx.stx_dev_minor) == sx.st_dev && tx.stx_ino == sx.st_ino;
+  *state = same ? MountState::kMountedSource : MountState::kMountedOther;
+  if (read_only) {
+    struct statvfs vfs;
+    if (::statvfs(target.c_str(), &vfs) != 0) return Status::FromErrno("statvfs " + target, errno);
+    *read_only = (vfs.f_flag & ST_RDONLY) != 0;
+  }
+  return Status::Ok();
+}
+
+Status ParseBindOptions(const std::vector<std::string>& options, unsigned long* flags) {
+  static const std::map<std::string, unsigned long> kKnown = {
+      {"nosuid", MS_NOSUID},     {"nodev", MS_NODEV},           {"noexec", MS_NOEXEC},
+      {"noatime", MS_NOATIME},   {"nodiratime", MS_NODIRATIME}, {"relatime", MS_RELATIME},
+      {"strictatime", MS_STRICTATIME}, {"ro", MS_RDONLY},       {"rw", 0},
+      {"bind", 0},               {"defaults", 0},
+  };
+  *flags = 0;
+  for (const std::string& o : options) {
+    auto it = kKnown.find(o);
+    if (it == kKnown.end())
+      return Status::InvalidArgument("mount option \"" + o +
+                                     "\" is not supported for bind mounts; use nosuid, nodev, noexec, "
+                                     "noatime, nodiratime, relatime, strictatime, ro or rw");
+    *flags |= it->second;
+  }
+  return Status::Ok();
+}
+
+Status BindMount(const std::string& source, const std::string& target, bool read_only,
+                 unsigned long flags) {
+  PinnedDir src, dst;
+  NODEVOL_RETURN_IF_ERROR(src.Open(source));
+  NODEVOL_RETURN_IF_ERROR(dst.Open(target));
+  if (::mount(src.proc_path().c_str(), dst.proc_path().c_str(), nullptr, MS_BIND, nullptr) != 0)
+    return Status::FromErrno("bind mount " + source + " on " + target, errno);
+  if (read_only) flags |= MS_RDONLY;
+  if (flags == 0) return Status::Ok();
+
+  // Re-open the path: it now shows the new mount's root. Remounting through
+  // the old descriptor would change the *parent* mount's flags.
+  PinnedDir mounted;
+  Status st = mounted.Open(target);
+  struct stat a, b;
+  if (st.ok() && (::fstat(mounted.fd(), &a) != 0 || ::fstat(src.fd(), &b) != 0))
+    st = Status::FromErrno("fstat " + target, errno);
+  if (st.ok() && (a.st_dev != b.st_dev || a.st_ino != b.st_ino))
+    st = Status::FailedPrecondition("after mounting, " + target + " does not show " + source);
+  if (st.ok() && ::mount(nullptr, mounted.proc_path().c_str(), nullptr, MS_BIND | MS_REMOUNT | flags,
+                         nullptr) != 0)
+    st = Status::FromErrno("remount " + target + " with flags", errno);
+  if (!st.ok()) ::umount2(target.c_str(), UMOUNT_NOFOLLOW);
+  return st;
+}
+
+Status Unmount(const std::string& target) {
+  if (::umount2(target.c_str(), UMOUNT_NOFOLLOW) == 0) return Status::Ok();
+  switch (errno) {
+    case EINVAL:  // not a mount point
+    case ENOENT:
+      return Status::Ok();
+    case EBUSY:
+      return Status::FailedPrecondition("target " + target +
+                                        " is busy: a process still uses it (see `fuser -vm " + target + "`)");
+    default:
+      return Status::FromErrno("unmount " + target, errno);
+  }
+}
+
+}  // namespace nodevol

@@ -1,0 +1,41 @@
+// Bind mounts of volume directories into pod volume directories.
+//
+// Both paths must already be validated and resolved (mount/target.h): the
+// calls refuse to follow a symlink in the last component, and read-only or
+// flag changes are applied to the new mount only after checking that the
+// path now shows the source's inode — never to the parent filesystem.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace nodevol {
+
+// What is mounted at a path, as far as nodevold cares.
+enum class MountState {
+  kNotMounted,     // not a mount point
+  kMountedSource,  // a mount point showing the expected source directory
+  kMountedOther,   // a mount point showing something else
+};
+
+// Checks `target` against `source` (by device and inode) without reading the
+// mount table; *read_only tells whether the target mount is read-only.
+Status InspectMount(const std::string& source, const std::string& target, MountState* state,
+                    bool* read_only = nullptr);
+
+// Parses bind mount options (nosuid, nodev, noexec, noatime, nodiratime,
+// relatime, strictatime) into MS_* flags; INVALID_ARGUMENT names any other.
+Status ParseBindOptions(const std::vector<std::string>& options, unsigned long* flags);
+
+// Bind-mounts source onto target, then applies MS_RDONLY and flags.
+// On failure nothing stays mounted.
+Status BindMount(const std::string& source, const std::string& target, bool read_only,
+                 unsigned long flags);
+
+// Unmounts the top mount at target (never following a symlink). A target
+// that is not a mount point is success.
+Status Unmount(const std::string& target);
+
+}  // namespace nodevol

@@ -1,0 +1,127 @@
+#include "mount/target.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+namespace nodevol {
+namespace {
+
+std::vector<std::string> Split(const std::string& s) {
+  std::vector<std::string> parts;
+  size_t start = 1;  // skip the leading '/'
+  while (start <= s.size()) {
+    size_t end = s.find('/', start);
+    if (end == std::string::npos) end = s.size();
+    parts.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return parts;
+}
+
+bool AllOf(const std::string& s, bool (*ok)(char)) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (!ok(c)) return false;
+  return true;
+}
+
+bool NameChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '_' || c == '.';
+}
+
+bool RealPath(const std::string& path, std::string* out, int* err) {
+  std::unique_ptr<char, decltype(&free)> r(::realpath(path.c_str(), nullptr), &free);
+  if (!r) {
+    *err = errno;
+    return false;
+  }
+  *out = r.get();
+  return true;
+}
+
+Status Invalid(const std::string& path, const std::string& why) {
+  return Status::InvalidArgument("target \"" + path + "\" " + why +
+                                 "; expected <pods root>/<podUID>/volumes/<vendor~driver>/<name>");
+}
+
+}  // namespace
+
+Status ResolveTarget(const std::string& pods_root, const std::string& path, Target* out,
+                     bool allow_missing_parent) {
+  if (path.empty()) return Status::InvalidArgument("target is empty");
+  if (path.find('\0') != std::string::npos) return Status::InvalidArgument("target contains a NUL byte");
+  if (path.size() >= PATH_MAX) return Status::InvalidArgument("target is longer than PATH_MAX");
+  if (path[0] != '/') return Invalid(path, "is not an absolute path");
+  std::string p = path;
+  if (p.size() > 1 && p.back() == '/') p.pop_back();
+  for (const std::string& c : Split(p)) {
+    if (c.empty()) return Invalid(path, "has an empty component");
+    if (c == "." || c == "..") return Invalid(path, "has a \"" + c + "\" component");
+  }
+
+  // Resolve every symlink: the target itself when it exists, else its parent.
+  std::string resolved;
+  int err = 0;
+  out->exists = false;
+  if (RealPath(p, &resolved, &err)) {
+    out->exists = true;
+  } else if (err == ENOENT) {
+    size_t slash = p.rfind('/');
+    std::string parent = p.substr(0, slash == 0 ? 1 : slash);
+    std::string rparent;
+    if (!RealPath(parent, &rparent, &err)) {
+      if (err == ENOENT && allow_missing_parent) {
+        rparent = parent;  // nothing exists there: checked lexically only
+      } else if (err == ENOENT) {
+        return Invalid(path, "has no parent directory");
+      } else {
+        return Status::FromErrno("resolve " + parent, err);
+      }
+    }
+    resolved = rparent + "/" + p.substr(slash + 1);
+  } else {
+    return Status::FromErrno("resolve " + path, err);
+  }
+
+  std::string prefix = pods_root + "/";
+  if (resolved.compare(0, prefix.size(), prefix) != 0)
+    return Invalid(path, "resolves to \"" + resolved + "\", outside the pods root \"" + pods_root + "\"");
+  std::vector<std::string> rest = Split("/" + resolved.substr(prefix.size()));
+  if (rest.size() != 4 || rest[1] != "volumes")
+    return Invalid(path, "resolves to \"" + resolved + "\"");
+  if (!AllOf(rest[0], NameChar)) return Invalid(path, "has an invalid pod UID \"" + rest[0] + "\"");
+  size_t tilde = rest[2].find('~');
+  if (tilde == std::string::npos || tilde == 0 || tilde + 1 == rest[2].size() ||
+      !AllOf(rest[2].substr(0, tilde), NameChar) || !AllOf(rest[2].substr(tilde + 1), NameChar))
+    return Invalid(path, "has an invalid plugin directory \"" + rest[2] + "\"");
+  if (!AllOf(rest[3], NameChar)) return Invalid(path, "has an invalid volume name \"" + rest[3] + "\"");
+  if (out->exists) {
+    struct stat st;
+    if (::stat(resolved.c_str(), &st) != 0) return Status::FromErrno("stat " + resolved, errno);
+    if (!S_ISDIR(st.st_mode)) return Invalid(path, "is not a directory");
+  }
+  out->path = resolved;
+  out->pod_uid = rest[0];
+  out->plugin = rest[2];
+  out->name = rest[3];
+  return Status::Ok();
+}
+
+Status ResolveConfiguredDir(const std::string& what, const std::string& path, std::string* out) {
+  int err = 0;
+  if (!RealPath(path, out, &err))
+    return Status::InvalidArgument(what + " \"" + path + "\" cannot be resolved: " + std::strerror(err));
+  struct stat st;
+  if (::stat(out->c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return Status::InvalidArgument(what + " \"" + path + "\" is not a directory");
+  return Status::Ok();
+}
+
+}  // namespace nodevol

@@ -1,0 +1,54 @@
+// CapacityMonitor: samples every pool's capacity on its own thread (and at
+// once when poked after a volume change), keeps the latest figures with a
+// version number, and wakes WatchCapacity streams when they change.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "node/node.h"
+
+namespace nodevol {
+
+class CapacityMonitor {
+ public:
+  using Listener = std::function<void(const std::vector<PoolCapacityView>&)>;
+
+  // on_sample (may be empty) sees every sample, e.g. to export metrics.
+  CapacityMonitor(Node* node, std::chrono::milliseconds poll, Listener on_sample);
+  ~CapacityMonitor();  // Stops.
+
+  void Start();
+  // Wakes every waiter for good. Idempotent.
+  void Stop();
+  // Asks for a sample now (after a create, delete or expand).
+  void Poke();
+
+  // Latest figures and their version (0 before the first sample).
+  uint64_t Snapshot(std::vector<PoolCapacityView>* out) const;
+  // Blocks until the version differs from `seen`, the timeout passes, or
+  // Stop(); returns false once stopped.
+  bool WaitChange(uint64_t seen, std::chrono::milliseconds timeout) const;
+
+ private:
+  void Loop();
+  void Sample();
+
+  Node* const node_;
+  const std::chrono::milliseconds poll_;
+  Listener on_sample_;
+  mutable std::mutex mu_;
+  mutable std::condition_variable changed_;  // waiters of WaitChange
+  std::condition_variable wake_;              // the sampling thread
+  bool stopped_ = false;
+  bool poked_ = false;
+  uint64_t version_ = 0;
+  std::vector<PoolCapacityView> figures_;
+  std::thread thread_;
+};
+
+}  // namespace nodevol

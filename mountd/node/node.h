@@ -1,0 +1,131 @@
+// Node: the domain of nodevold — volumes in pools and their publications
+// into pod volume directories. Transport-free: the gRPC service and tests
+// call it directly.
+//
+// Guarantees:
+// - Every operation is idempotent (by volume name, by target path).
+// - Operations on one volume or one target are serialized; different ones
+//   run in parallel.
+// - Durable intent: a record is written before the action (create, mount)
+//   and removed only after the undoing action (delete, unmount), so after a
+//   kill -9 at any instant Start() finds every volume and every mount it
+//   made, finishes or rolls back half-done steps, and never deletes data a
+//   volume record still owns.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "node/lock_table.h"
+#include "node/volume.h"
+#include "state/store.h"
+
+namespace nodevol {
+
+struct VolumeView {
+  VolumeRecord record;
+  std::vector<std::string> published_at;
+};
+
+struct PoolView {
+  std::string name;
+  std::string backend;
+  std::vector<std::string> fs_types;
+  bool size_enforced = false;
+  Params attributes;
+};
+
+struct PoolCapacityView {
+  std::string pool;
+  std::string backend;
+  uint64_t total_bytes = 0;
+  uint64_t free_bytes = 0;
+  uint64_t allocated_bytes = 0;
+  uint32_t volume_count = 0;
+  bool operator==(const PoolCapacityView&) const = default;
+};
+
+struct InlineSpec {
+  std::string pool;
+  uint64_t size_bytes = 0;
+  std::string fs_type;
+  Params parameters;
+};
+
+struct PublishArgs {
+  std::string volume;                 // or:
+  std::optional<InlineSpec> inline_spec;
+  std::string target;
+  bool read_only = false;
+  std::vector<std::string> mount_options;
+  std::optional<uint32_t> fs_group;
+  PodIdentity pod;
+};
+
+struct VolumeStats {
+  std::string volume;
+  uint64_t total_bytes = 0, used_bytes = 0, available_bytes = 0;
+  uint64_t total_inodes = 0, used_inodes = 0, free_inodes = 0;
+};
+
+class Node {
+ public:
+  // pods_root is resolved by the caller (mount/target.h ResolveConfiguredDir).
+  Node(std::string pods_root, Store* store, std::map<std::string, std::unique_ptr<Backend>> pools);
+
+  // Loads the state and reconciles it with the mount table (see reconcile.cc).
+  Status Start();
+
+  std::vector<PoolView> Pools() const;
+  std::vector<std::string> Drift() const;
+  Status GetCapacity(const std::string& pool, std::vector<PoolCapacityView>* out);
+
+  Status CreateVolume(const VolumeSpec& spec, VolumeView* out);
+  Status DeleteVolume(const std::string& name, bool* existed);
+  Status ExpandVolume(const std::string& name, uint64_t size_bytes, VolumeView* out);
+  Status GetVolume(const std::string& name, VolumeView* out);
+  Status ListVolumes(const std::string& pool, std::vector<VolumeView>* out);
+
+  // *volume gets the volume's name (generated for inline volumes), *target
+  // the resolved target.
+  Status Publish(const PublishArgs& args, std::string* volume, std::string* target);
+  Status Unpublish(const std::string& target, bool* was_published);
+  Status GetVolumeStats(const std::string& target, VolumeStats* out);
+
+  // Bumped after every change of volumes (capacity watchers poll it).
+  uint64_t generation() const { return generation_.load(); }
+
+ private:
+  Backend* FindPool(const std::string& pool) const;
+  Status CheckSpec(const VolumeSpec& spec) const;
+  // These expect the volume's lock held.
+  Status CreateLocked(const VolumeSpec& spec, bool ephemeral, VolumeView* out);
+  Status DeleteLocked(const std::string& name, bool* existed);
+  Status UnpublishLocked(const PublicationRecord& pub);
+  bool LookupVolume(const std::string& name, VolumeRecord* out) const;
+  bool LookupPublication(const std::string& target, PublicationRecord* out) const;
+  std::vector<std::string> PublishedAt(const std::string& volume) const;
+  void SaveVolumeInMemory(const VolumeRecord& v);
+  void AddDrift(std::string line);
+  void Reconcile();
+  void ReconcilePublication(PublicationRecord pub);
+
+  const std::string pods_root_;
+  Store* const store_;
+  const std::map<std::string, std::unique_ptr<Backend>> pools_;
+  LockTable locks_;
+  std::atomic<uint64_t> generation_{0};
+
+  mutable std::mutex mu_;  // guards the maps and drift_; never held across I/O
+  std::map<std::string, VolumeRecord> volumes_;
+  std::map<std::string, PublicationRecord> publications_;  // by resolved target
+  std::vector<std::string> drift_;
+};
+
+}  // namespace nodevol

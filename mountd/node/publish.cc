@@ -1,0 +1,216 @@
+// Node: publication of volumes into pod volume directories.
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
+#include <cerrno>
+
+#include "base/names.h"
+#include "mount/bind.h"
+#include "mount/target.h"
+#include "node/fs_group.h"
+#include "node/node.h"
+
+namespace nodevol {
+namespace {
+
+std::string VolumeKey(const std::string& name) { return "volume:" + name; }
+std::string TargetKey(const std::string& path) { return "target:" + path; }
+
+}  // namespace
+
+bool Node::LookupPublication(const std::string& target, PublicationRecord* out) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = publications_.find(target);
+  if (it == publications_.end()) return false;
+  *out = it->second;
+  return true;
+}
+
+Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* target_out) {
+  Target target;
+  NODEVOL_RETURN_IF_ERROR(ResolveTarget(pods_root_, args.target, &target));
+  if (!args.pod.uid.empty() && args.pod.uid != target.pod_uid)
+    return Status::InvalidArgument("pod uid " + args.pod.uid + " does not match the pod uid " + target.pod_uid +
+                                   " in target " + target.path);
+  unsigned long flags = 0;
+  NODEVOL_RETURN_IF_ERROR(ParseBindOptions(args.mount_options, &flags));
+  bool read_only = args.read_only || (flags & MS_RDONLY);
+
+  std::string name = args.volume;
+  VolumeSpec inline_spec;
+  if (args.inline_spec) {
+    if (!name.empty()) return Status::InvalidArgument("give either a volume name or an inline volume, not both");
+    // One inline volume per pod volume directory, named after it.
+    name = "ephemeral-" + target.pod_uid + "-" + target.name;
+    inline_spec = {name, args.inline_spec->pool, args.inline_spec->size_bytes, args.inline_spec->fs_type,
+                   args.inline_spec->parameters};
+    NODEVOL_RETURN_IF_ERROR(CheckSpec(inline_spec).WithContext("inline volume"));
+  } else {
+    NODEVOL_RETURN_IF_ERROR(ValidateVolumeName(name));
+  }
+
+  LockTable::Guard tg(&locks_, TargetKey(target.path));
+  LockTable::Guard vg(&locks_, VolumeKey(name));
+  *volume = name;
+  *target_out = target.path;
+
+  PublicationRecord pub;
+  if (LookupPublication(target.path, &pub)) {
+    if (pub.volume != name)
+      return Status::FailedPrecondition("target " + target.path + " already has volume " + pub.volume +
+                                        " published; unpublish it first");
+    if (pub.read_only != read_only)
+      return Status::FailedPrecondition("volume " + name + " is already published at " + target.path + " " +
+                                        (pub.read_only ? "read-only" : "read-write") + "; unpublish it first");
+    MountState ms;
+    NODEVOL_RETURN_IF_ERROR(InspectMount(pub.source, target.path, &ms));
+    if (pub.state == PublicationState::kPublished && ms == MountState::kMountedSource) return Status::Ok();
+    return Status::FailedPrecondition("publication of " + name + " at " + target.path + " is " +
+                                      ToString(pub.state) + " and the target is " +
+                                      (ms == MountState::kNotMounted ? "not mounted" : "mounted") +
+                                      "; unpublish it and publish again");
+  }
+
+  VolumeRecord rec;
+  if (args.inline_spec) {
+    VolumeView created;
+    NODEVOL_RETURN_IF_ERROR(CreateLocked(inline_spec, true, &created));
+    rec = created.record;
+  } else if (!LookupVolume(name, &rec)) {
+    return Status::NotFound("volume " + name + " does not exist on this node");
+  }
+  if (rec.state != VolumeState::kReady)
+    return Status::FailedPrecondition("volume " + name + " is " + ToString(rec.state) + ", not ready");
+  Backend* b = FindPool(rec.spec.pool);
+  if (!b) return Status::FailedPrecondition("pool " + rec.spec.pool + " of volume " + name + " is not configured");
+
+  if (!target.exists && ::mkdir(target.path.c_str(), 0750) != 0 && errno != EEXIST)
+    return Status::FromErrno("mkdir " + target.path, errno);
+
+  std::string source;
+  NODEVOL_RETURN_IF_ERROR(b->Stage(rec, &source).WithContext("stage volume " + name));
+  MountState ms;
+  bool mounted_ro = false;
+  NODEVOL_RETURN_IF_ERROR(InspectMount(source, target.path, &ms, &mounted_ro));
+  if (ms == MountState::kMountedOther)
+    return Status::FailedPrecondition("target " + target.path + " is already a mount point of something else");
+  // Mounted from this volume without a record (a record lost by hand):
+  // adopt it if it matches, but never remount or unmount it.
+  bool adopt = ms == MountState::kMountedSource;
+  if (adopt && mounted_ro != read_only)
+    return Status::FailedPrecondition("target " + target.path + " is already mounted " +
+                                      (mounted_ro ? "read-only" : "read-write") + " from volume " + name);
+
+  pub = PublicationRecord{target.path, name, source, PublicationState::kPublishing, read_only,
+                          args.mount_options, args.fs_group, args.pod};
+  NODEVOL_RETURN_IF_ERROR(store_->PutPublication(pub));
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    publications_[target.path] = pub;
+  }
+  bool mounted = false;
+  auto undo = [&](Status st) {
+    if ((!mounted || Unmount(target.path).ok()) && store_->RemovePublication(target.path).ok()) {
+      std::lock_guard<std::mutex> l(mu_);
+      publications_.erase(target.path);
+    }
+    return st;
+  };
+
+  Status st;
+  if (args.fs_group && !read_only) st = ApplyFsGroup(source, *args.fs_group);
+  if (!st.ok()) return undo(st);
+  if (!adopt) {
+    st = BindMount(source, target.path, read_only, flags & ~MS_RDONLY);
+    if (!st.ok()) return undo(st);
+    mounted = true;
+  }
+  pub.state = PublicationState::kPublished;
+  st = store_->PutPublication(pub);
+  if (!st.ok()) return undo(st);
+  std::lock_guard<std::mutex> l(mu_);
+  publications_[target.path] = pub;
+  return Status::Ok();
+}
+
+Status Node::Unpublish(const std::string& path, bool* was_published) {
+  Target target;
+  NODEVOL_RETURN_IF_ERROR(ResolveTarget(pods_root_, path, &target, /*allow_missing_parent=*/true));
+  LockTable::Guard tg(&locks_, TargetKey(target.path));
+  PublicationRecord pub;
+  *was_published = LookupPublication(target.path, &pub);
+  if (!*was_published) {
+    if (!target.exists) return Status::Ok();
+    struct statx stx;
+    if (::statx(AT_FDCWD, target.path.c_str(), AT_SYMLINK_NOFOLLOW, 0, &stx) == 0 &&
+        (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
+      return Status::FailedPrecondition("target " + target.path +
+                                        " is mounted, but not by nodevold; nodevold leaves it alone");
+    return Status::Ok();
+  }
+  LockTable::Guard vg(&locks_, VolumeKey(pub.volume));
+  return UnpublishLocked(pub);
+}
+
+// Unmounts, forgets the publication, unstages after the last one, and
+// deletes an inline volume with its publication. Each step is durable
+// before the next, so a crash anywhere is finished by Reconcile.
+Status Node::UnpublishLocked(const PublicationRecord& p) {
+  PublicationRecord pub = p;
+  if (pub.state != PublicationState::kUnpublishing) {
+    pub.state = PublicationState::kUnpublishing;
+    NODEVOL_RETURN_IF_ERROR(store_->PutPublication(pub));
+    std::lock_guard<std::mutex> l(mu_);
+    publications_[pub.target] = pub;
+  }
+  struct stat st;
+  if (::lstat(pub.target.c_str(), &st) == 0) {
+    MountState ms = MountState::kNotMounted;
+    if (::stat(pub.source.c_str(), &st) == 0) {
+      NODEVOL_RETURN_IF_ERROR(InspectMount(pub.source, pub.target, &ms));
+    } else {
+      // The source is gone (staging lost): a mount left at the target can
+      // only be ours if it is the one we recorded; let umount decide.
+      ms = MountState::kMountedSource;
+    }
+    if (ms == MountState::kMountedOther)
+      return Status::FailedPrecondition("target " + pub.target +
+                                        " now shows another mount on top of volume " + pub.volume +
+                                        "; unmount that first");
+    if (ms == MountState::kMountedSource) NODEVOL_RETURN_IF_ERROR(Unmount(pub.target));
+  }
+  NODEVOL_RETURN_IF_ERROR(store_->RemovePublication(pub.target));
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    publications_.erase(pub.target);
+  }
+  VolumeRecord rec;
+  if (!LookupVolume(pub.volume, &rec) || !PublishedAt(pub.volume).empty()) return Status::Ok();
+  if (Backend* b = FindPool(rec.spec.pool)) NODEVOL_RETURN_IF_ERROR(b->Unstage(rec).WithContext("unstage " + pub.volume));
+  if (rec.ephemeral) {
+    bool existed = false;
+    NODEVOL_RETURN_IF_ERROR(DeleteLocked(pub.volume, &existed));
+  }
+  return Status::Ok();
+}
+
+Status Node::GetVolumeStats(const std::string& path, VolumeStats* out) {
+  Target target;
+  NODEVOL_RETURN_IF_ERROR(ResolveTarget(pods_root_, path, &target));
+  PublicationRecord pub;
+  if (!LookupPublication(target.path, &pub) || pub.state != PublicationState::kPublished)
+    return Status::NotFound("nothing is published at " + target.path);
+  struct statvfs vfs;
+  if (::statvfs(target.path.c_str(), &vfs) != 0) return Status::FromErrno("statvfs " + target.path, errno);
+  out->volume = pub.volume;
+  out->total_bytes = static_cast<uint64_t>(vfs.f_blocks) * vfs.f_frsize;
+  out->available_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+  out->used_bytes = static_cast<uint64_t>(vfs.f_blocks - vfs.f_bfree) * vfs.f_frsize;
+  out->total_inodes = vfs.f_files;
+  out->free_inodes = vfs.f_ffree;
+  out->used_inodes = vfs.f_files - vfs.f_ffree;
+  return Status::Ok();
+}
+
+}  // namespace nodevol

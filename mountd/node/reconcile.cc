@@ -1,0 +1,157 @@
+// Node: start-up — load the records and reconcile them with the kernel.
+//
+// What a crash can leave, and what Start() does about it:
+//   volume creating      left as is; CreateVolume finishes it, DeleteVolume drops it
+//   volume deleting      deletion finished (it was asked for and is idempotent)
+//   volume ready, data missing            reported as drift, record kept
+//   publication publishing, mounted       completed (read-only enforced)
+//   publication publishing, not mounted   rolled back (the caller saw an error)
+//   publication published, bind missing   bind re-created when the target dir exists
+//   publication unpublishing              unmount finished, record removed
+//   ephemeral volume without publication  deleted (it was scratch space)
+//   mount from one of our volumes under the pods root without a record
+//                                         reported as drift, left alone
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include <set>
+
+#include "mount/bind.h"
+#include "mount/mount_table.h"
+#include "node/node.h"
+
+namespace nodevol {
+
+Status Node::Start() {
+  std::vector<VolumeRecord> vols;
+  std::vector<PublicationRecord> pubs;
+  std::vector<std::string> problems;
+  NODEVOL_RETURN_IF_ERROR(store_->Load(&vols, &pubs, &problems));
+  for (std::string& p : problems) AddDrift(std::move(p));
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (VolumeRecord& v : vols) volumes_[v.spec.name] = std::move(v);
+    for (PublicationRecord& p : pubs) publications_[p.target] = std::move(p);
+  }
+  Reconcile();
+  return Status::Ok();
+}
+
+void Node::Reconcile() {
+  std::vector<PublicationRecord> pubs;
+  std::vector<VolumeRecord> vols;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const auto& [_, p] : publications_) pubs.push_back(p);
+    for (const auto& [_, v] : volumes_) vols.push_back(v);
+  }
+  for (PublicationRecord& p : pubs) ReconcilePublication(std::move(p));
+
+  for (const VolumeRecord& v : vols) {
+    const std::string& name = v.spec.name;
+    Backend* b = FindPool(v.spec.pool);
+    if (!b) {
+      AddDrift("volume " + name + " is in pool " + v.spec.pool + ", which is not configured; record kept");
+      continue;
+    }
+    bool existed = false;
+    if (v.state == VolumeState::kDeleting || (v.ephemeral && PublishedAt(name).empty())) {
+      Status st = DeleteLocked(name, &existed);
+      AddDrift(st.ok() ? "finished deleting " + std::string(v.ephemeral ? "inline " : "") + "volume " + name
+                       : "could not finish deleting volume " + name + ": " + st.message());
+    } else if (v.state == VolumeState::kCreating) {
+      AddDrift("volume " + name + " was being created when nodevold stopped; CreateVolume finishes it");
+    } else if (Status st = b->Check(v); !st.ok()) {
+      AddDrift("volume " + name + ": " + st.message());
+    }
+  }
+
+  // Mounts of our volumes under the pods root that no record explains.
+  MountTable table;
+  if (Status st = table.Load(); !st.ok()) {
+    AddDrift("cannot read the mount table: " + st.message());
+    return;
+  }
+  std::set<std::pair<dev_t, ino_t>> sources;
+  std::set<std::string> recorded;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const auto& [target, p] : publications_) {
+      recorded.insert(target);
+      struct stat st;
+      if (::stat(p.source.c_str(), &st) == 0) sources.insert({st.st_dev, st.st_ino});
+    }
+    for (const auto& [_, v] : volumes_) {
+      auto it = v.attributes.find("path");
+      struct stat st;
+      if (it != v.attributes.end() && ::stat(it->second.c_str(), &st) == 0) sources.insert({st.st_dev, st.st_ino});
+    }
+  }
+  for (const MountEntry* e : table.Below(pods_root_)) {
+    if (recorded.count(e->target)) continue;
+    struct stat st;
+    if (::stat(e->target.c_str(), &st) == 0 && sources.count({st.st_dev, st.st_ino}))
+      AddDrift("mount at " + e->target + " shows a nodevol volume but has no publication record; left alone");
+  }
+}
+
+void Node::ReconcilePublication(PublicationRecord pub) {
+  auto forget = [&](const std::string& why) {
+    if (store_->RemovePublication(pub.target).ok()) {
+      std::lock_guard<std::mutex> l(mu_);
+      publications_.erase(pub.target);
+    }
+    AddDrift("publication of " + pub.volume + " at " + pub.target + ": " + why);
+  };
+  if (pub.state == PublicationState::kUnpublishing) {
+    Status st = UnpublishLocked(pub);
+    AddDrift(st.ok() ? "finished unpublishing " + pub.volume + " from " + pub.target
+                     : "could not finish unpublishing " + pub.volume + " from " + pub.target + ": " + st.message());
+    return;
+  }
+  struct stat st;
+  if (::lstat(pub.target.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    forget("target directory is gone; record removed");
+    return;
+  }
+  MountState ms = MountState::kNotMounted;
+  bool ro = false;
+  Status s = ::stat(pub.source.c_str(), &st) == 0 ? InspectMount(pub.source, pub.target, &ms, &ro)
+                                                  : Status::NotFound("source " + pub.source + " is missing");
+  if (!s.ok()) {
+    AddDrift("publication of " + pub.volume + " at " + pub.target + ": " + s.message() + "; record kept");
+    return;
+  }
+  if (ms == MountState::kMountedOther) {
+    AddDrift("publication of " + pub.volume + " at " + pub.target + ": another mount is there; left alone");
+    return;
+  }
+  if (pub.state == PublicationState::kPublishing && ms == MountState::kNotMounted) {
+    forget("was interrupted before mounting; rolled back");
+    return;
+  }
+  unsigned long flags = 0;
+  ParseBindOptions(pub.mount_options, &flags);  // validated when recorded
+  flags &= ~MS_RDONLY;
+  if (ms == MountState::kNotMounted) {
+    s = BindMount(pub.source, pub.target, pub.read_only, flags);
+    AddDrift("publication of " + pub.volume + " at " + pub.target +
+             (s.ok() ? ": bind mount was missing; re-created" : ": bind mount is missing and re-creating failed: " + s.message()));
+    if (!s.ok()) return;
+  } else if (pub.read_only && !ro) {
+    // Crashed between the bind and the read-only remount: finish it.
+    s = Unmount(pub.target);
+    if (s.ok()) s = BindMount(pub.source, pub.target, true, flags);
+    AddDrift("publication of " + pub.volume + " at " + pub.target + ": made read-only as recorded" +
+             (s.ok() ? "" : " failed: " + s.message()));
+  }
+  if (pub.state == PublicationState::kPublishing) {
+    pub.state = PublicationState::kPublished;
+    if (store_->PutPublication(pub).ok()) {
+      std::lock_guard<std::mutex> l(mu_);
+      publications_[pub.target] = pub;
+    }
+  }
+}
+
+}  // namespace nodevol

@@ -1,0 +1,234 @@
+// Node: the volume lifecycle (create, delete, expand, get, list, capacity).
+#include <ctime>
+
+#include "base/names.h"
+#include "node/node.h"
+
+namespace nodevol {
+namespace {
+
+std::string Bytes(uint64_t n) { return std::to_string(n) + " bytes"; }
+
+std::string VolumeKey(const std::string& name) { return "volume:" + name; }
+
+// Describes how an existing volume differs from a requested spec ("" = same).
+std::string Difference(const VolumeSpec& have, const VolumeSpec& want) {
+  if (have.pool != want.pool) return "pool " + have.pool + " (asked: " + want.pool + ")";
+  if (have.size_bytes != want.size_bytes)
+    return "size " + Bytes(have.size_bytes) + " (asked: " + Bytes(want.size_bytes) + ")";
+  if (have.fs_type != want.fs_type) return "fs_type \"" + have.fs_type + "\" (asked: \"" + want.fs_type + "\")";
+  if (have.parameters != want.parameters) return "other parameters";
+  return "";
+}
+
+}  // namespace
+
+Node::Node(std::string pods_root, Store* store, std::map<std::string, std::unique_ptr<Backend>> pools)
+    : pods_root_(std::move(pods_root)), store_(store), pools_(std::move(pools)) {}
+
+Backend* Node::FindPool(const std::string& pool) const {
+  auto it = pools_.find(pool);
+  return it == pools_.end() ? nullptr : it->second.get();
+}
+
+std::vector<PoolView> Node::Pools() const {
+  std::vector<PoolView> out;
+  for (const auto& [name, b] : pools_)
+    out.push_back({name, b->kind(), b->fs_types(), b->size_enforced(), b->attributes()});
+  return out;
+}
+
+std::vector<std::string> Node::Drift() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return drift_;
+}
+
+void Node::AddDrift(std::string line) {
+  std::lock_guard<std::mutex> l(mu_);
+  drift_.push_back(std::move(line));
+}
+
+bool Node::LookupVolume(const std::string& name, VolumeRecord* out) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = volumes_.find(name);
+  if (it == volumes_.end()) return false;
+  *out = it->second;
+  return true;
+}
+
+std::vector<std::string> Node::PublishedAt(const std::string& volume) const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<std::string> out;
+  for (const auto& [target, p] : publications_)
+    if (p.volume == volume) out.push_back(target);
+  return out;
+}
+
+void Node::SaveVolumeInMemory(const VolumeRecord& v) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    volumes_[v.spec.name] = v;
+  }
+  ++generation_;
+}
+
+Status Node::GetCapacity(const std::string& pool, std::vector<PoolCapacityView>* out) {
+  if (!pool.empty() && !FindPool(pool)) return Status::NotFound("pool \"" + pool + "\" is not configured on this node");
+  for (const auto& [name, b] : pools_) {
+    if (!pool.empty() && name != pool) continue;
+    Capacity cap;
+    NODEVOL_RETURN_IF_ERROR(b->GetCapacity(&cap).WithContext("pool " + name));
+    PoolCapacityView v{name, b->kind(), cap.total_bytes, cap.free_bytes, 0, 0};
+    std::lock_guard<std::mutex> l(mu_);
+    for (const auto& [_, rec] : volumes_) {
+      if (rec.spec.pool != name) continue;
+      v.allocated_bytes += rec.spec.size_bytes;
+      ++v.volume_count;
+    }
+    out->push_back(v);
+  }
+  return Status::Ok();
+}
+
+Status Node::CheckSpec(const VolumeSpec& spec) const {
+  NODEVOL_RETURN_IF_ERROR(ValidateVolumeName(spec.name));
+  if (spec.pool.empty()) return Status::InvalidArgument("pool is empty; name one of the node's pools");
+  Backend* b = FindPool(spec.pool);
+  if (!b) {
+    std::string known;
+    for (const auto& [n, _] : pools_) known += (known.empty() ? "" : ", ") + n;
+    return Status::InvalidArgument("pool \"" + spec.pool + "\" is not configured on this node; pools: " + known);
+  }
+  if (spec.size_bytes == 0) return Status::InvalidArgument("size must be greater than 0 bytes");
+  if (spec.size_bytes > (uint64_t{1} << 62)) return Status::InvalidArgument("size " + Bytes(spec.size_bytes) + " is too large");
+  return b->Validate(spec);
+}
+
+Status Node::CreateVolume(const VolumeSpec& spec, VolumeView* out) {
+  NODEVOL_RETURN_IF_ERROR(CheckSpec(spec));
+  LockTable::Guard g(&locks_, VolumeKey(spec.name));
+  return CreateLocked(spec, false, out);
+}
+
+Status Node::CreateLocked(const VolumeSpec& spec, bool ephemeral, VolumeView* out) {
+  Backend* b = FindPool(spec.pool);
+  VolumeRecord rec;
+  if (LookupVolume(spec.name, &rec)) {
+    std::string diff = Difference(rec.spec, spec);
+    if (!diff.empty())
+      return Status::AlreadyExists("volume " + spec.name + " already exists with " + diff);
+    if (rec.ephemeral != ephemeral)
+      return Status::AlreadyExists("volume " + spec.name + " already exists as " +
+                                   (rec.ephemeral ? "an inline ephemeral" : "a persistent") + " volume");
+    if (rec.state == VolumeState::kDeleting)
+      return Status::FailedPrecondition("volume " + spec.name + " is being deleted; call DeleteVolume to finish");
+    if (rec.state == VolumeState::kReady) {
+      *out = {rec, PublishedAt(spec.name)};
+      return Status::Ok();
+    }
+    // kCreating: a crash or an error interrupted it; finish below.
+  } else {
+    Capacity cap;
+    NODEVOL_RETURN_IF_ERROR(b->GetCapacity(&cap).WithContext("pool " + spec.pool));
+    if (spec.size_bytes > cap.free_bytes)
+      return Status::ResourceExhausted("pool " + spec.pool + " has " + Bytes(cap.free_bytes) + " free, " +
+                                       Bytes(spec.size_bytes) + " asked");
+    rec = VolumeRecord{spec, b->kind(), VolumeState::kCreating, ephemeral, static_cast<int64_t>(std::time(nullptr)), {}};
+    NODEVOL_RETURN_IF_ERROR(store_->PutVolume(rec));
+    SaveVolumeInMemory(rec);
+  }
+  Status st = b->Create(&rec);
+  if (!st.ok()) return st.WithContext("create volume " + spec.name + " in pool " + spec.pool);
+  rec.state = VolumeState::kReady;
+  NODEVOL_RETURN_IF_ERROR(store_->PutVolume(rec));
+  SaveVolumeInMemory(rec);
+  *out = {rec, {}};
+  return Status::Ok();
+}
+
+Status Node::DeleteVolume(const std::string& name, bool* existed) {
+  NODEVOL_RETURN_IF_ERROR(ValidateVolumeName(name));
+  LockTable::Guard g(&locks_, VolumeKey(name));
+  return DeleteLocked(name, existed);
+}
+
+Status Node::DeleteLocked(const std::string& name, bool* existed) {
+  VolumeRecord rec;
+  *existed = LookupVolume(name, &rec);
+  if (!*existed) return Status::Ok();
+  std::vector<std::string> targets = PublishedAt(name);
+  if (!targets.empty())
+    return Status::FailedPrecondition("volume " + name + " is published at " + targets[0] +
+                                      (targets.size() > 1 ? " and " + std::to_string(targets.size() - 1) + " more" : "") +
+                                      "; unpublish it first");
+  Backend* b = FindPool(rec.spec.pool);
+  if (!b)
+    return Status::FailedPrecondition("volume " + name + " is in pool " + rec.spec.pool +
+                                      ", which is no longer configured; restore the pool to delete it");
+  if (rec.state != VolumeState::kDeleting) {
+    rec.state = VolumeState::kDeleting;
+    NODEVOL_RETURN_IF_ERROR(store_->PutVolume(rec));
+    SaveVolumeInMemory(rec);
+  }
+  NODEVOL_RETURN_IF_ERROR(b->Delete(rec).WithContext("delete volume " + name));
+  NODEVOL_RETURN_IF_ERROR(store_->RemoveVolume(name));
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    volumes_.erase(name);
+  }
+  ++generation_;
+  return Status::Ok();
+}
+
+Status Node::ExpandVolume(const std::string& name, uint64_t size_bytes, VolumeView* out) {
+  NODEVOL_RETURN_IF_ERROR(ValidateVolumeName(name));
+  LockTable::Guard g(&locks_, VolumeKey(name));
+  VolumeRecord rec;
+  if (!LookupVolume(name, &rec)) return Status::NotFound("volume " + name + " does not exist on this node");
+  if (rec.state != VolumeState::kReady)
+    return Status::FailedPrecondition("volume " + name + " is " + ToString(rec.state) + ", not ready");
+  if (size_bytes < rec.spec.size_bytes)
+    return Status::InvalidArgument("volume " + name + " is " + Bytes(rec.spec.size_bytes) +
+                                   "; shrinking to " + Bytes(size_bytes) + " is not supported");
+  if (size_bytes > rec.spec.size_bytes) {
+    Backend* b = FindPool(rec.spec.pool);
+    if (!b) return Status::FailedPrecondition("pool " + rec.spec.pool + " of volume " + name + " is not configured");
+    if (b->size_enforced()) {
+      Capacity cap;
+      NODEVOL_RETURN_IF_ERROR(b->GetCapacity(&cap));
+      uint64_t more = size_bytes - rec.spec.size_bytes;
+      if (more > cap.free_bytes)
+        return Status::ResourceExhausted("pool " + rec.spec.pool + " has " + Bytes(cap.free_bytes) + " free, " +
+                                         Bytes(more) + " more asked");
+    }
+    NODEVOL_RETURN_IF_ERROR(b->Expand(&rec, size_bytes).WithContext("expand volume " + name));
+    rec.spec.size_bytes = size_bytes;
+    NODEVOL_RETURN_IF_ERROR(store_->PutVolume(rec));
+    SaveVolumeInMemory(rec);
+  }
+  *out = {rec, PublishedAt(name)};
+  return Status::Ok();
+}
+
+Status Node::GetVolume(const std::string& name, VolumeView* out) {
+  NODEVOL_RETURN_IF_ERROR(ValidateVolumeName(name));
+  VolumeRecord rec;
+  if (!LookupVolume(name, &rec)) return Status::NotFound("volume " + name + " does not exist on this node");
+  *out = {rec, PublishedAt(name)};
+  return Status::Ok();
+}
+
+Status Node::ListVolumes(const std::string& pool, std::vector<VolumeView>* out) {
+  if (!pool.empty() && !FindPool(pool)) return Status::NotFound("pool \"" + pool + "\" is not configured on this node");
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& [name, rec] : volumes_) {
+    if (!pool.empty() && rec.spec.pool != pool) continue;
+    VolumeView v{rec, {}};
+    for (const auto& [target, p] : publications_)
+      if (p.volume == name) v.published_at.push_back(target);
+    out->push_back(std::move(v));
+  }
+  return Status::Ok();
+}
+
+}  // namespace nodevol

@@ -1,0 +1,236 @@
+#include "server/node_service.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+#include "backend/registry.h"
+
+namespace nodevol {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+grpc::Status ToGrpc(const Status& st) {
+  if (st.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(st.code()), st.message());
+}
+
+v1::VolumeState ToProto(VolumeState s) {
+  switch (s) {
+    case VolumeState::kCreating: return v1::VOLUME_STATE_CREATING;
+    case VolumeState::kReady: return v1::VOLUME_STATE_READY;
+    case VolumeState::kDeleting: return v1::VOLUME_STATE_DELETING;
+  }
+  return v1::VOLUME_STATE_UNSPECIFIED;
+}
+
+void ToProto(const VolumeView& v, v1::Volume* out) {
+  const VolumeRecord& r = v.record;
+  out->set_name(r.spec.name);
+  out->set_pool(r.spec.pool);
+  out->set_backend(r.backend);
+  out->set_size_bytes(r.spec.size_bytes);
+  out->set_fs_type(r.spec.fs_type);
+  out->mutable_parameters()->insert(r.spec.parameters.begin(), r.spec.parameters.end());
+  out->set_state(ToProto(r.state));
+  out->set_ephemeral(r.ephemeral);
+  for (const std::string& t : v.published_at) out->add_published_at(t);
+  out->set_created_unix(r.created_unix);
+  out->mutable_attributes()->insert(r.attributes.begin(), r.attributes.end());
+}
+
+Params ToParams(const google::protobuf::Map<std::string, std::string>& m) { return Params(m.begin(), m.end()); }
+
+void ToProto(const std::vector<PoolCapacityView>& pools, v1::GetCapacityResponse* out) {
+  for (const PoolCapacityView& p : pools) {
+    v1::PoolCapacity* c = out->add_pools();
+    c->set_pool(p.pool);
+    c->set_total_bytes(p.total_bytes);
+    c->set_free_bytes(p.free_bytes);
+    c->set_allocated_bytes(p.allocated_bytes);
+    c->set_volume_count(p.volume_count);
+  }
+  out->set_observed_unix_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count());
+}
+
+}  // namespace
+
+NodeService::NodeService(Node* node, CapacityMonitor* capacity, metrics::Registry* metrics, std::string node_name,
+                         unsigned default_heartbeat_seconds)
+    : node_(node), capacity_(capacity), metrics_(metrics), node_name_(std::move(node_name)),
+      heartbeat_seconds_(default_heartbeat_seconds) {}
+
+template <typename Fn>
+grpc::Status NodeService::Run(const char* method, const std::string& volume, const std::string& target, Fn fn) {
+  auto start = Clock::now();
+  Status st = fn();
+  double secs = std::chrono::duration<double>(Clock::now() - start).count();
+  if (metrics_) metrics_->ObserveRpc(method, st.code_name(), secs);
+  auto level = st.ok() ? spdlog::level::info : spdlog::level::warn;
+  spdlog::log(level, "{} volume={} target={} duration_ms={:.3f} outcome={}{}{}", method,
+              volume.empty() ? "-" : volume, target.empty() ? "-" : target, secs * 1000, st.code_name(),
+              st.ok() ? "" : " error=", st.message());
+  return ToGrpc(st);
+}
+
+grpc::Status NodeService::GetInfo(grpc::ServerContext*, const v1::GetInfoRequest*, v1::GetInfoResponse* resp) {
+  return Run("GetInfo", "", "", [&] {
+    resp->set_node_name(node_name_);
+    resp->set_version(NODEVOL_VERSION);
+    for (const std::string& k : BackendKinds()) resp->add_backends(k);
+    for (const PoolView& p : node_->Pools()) {
+      v1::PoolInfo* pi = resp->add_pools();
+      pi->set_name(p.name);
+      pi->set_backend(p.backend);
+      for (const std::string& f : p.fs_types) pi->add_fs_types(f);
+      pi->set_size_enforced(p.size_enforced);
+      pi->mutable_attributes()->insert(p.attributes.begin(), p.attributes.end());
+    }
+    for (const std::string& d : node_->Drift()) resp->add_drift(d);
+    resp->add_api_versions("nodevol.v1");
+    return Status::Ok();
+  });
+}
+
+grpc::Status NodeService::GetCapacity(grpc::ServerContext*, const v1::GetCapacityRequest* req,
+                                      v1::GetCapacityResponse* resp) {
+  return Run("GetCapacity", "", "", [&] {
+    std::vector<PoolCapacityView> pools;
+    NODEVOL_RETURN_IF_ERROR(node_->GetCapacity(req->pool(), &pools));
+    ToProto(pools, resp);
+    return Status::Ok();
+  });
+}
+
+grpc::Status NodeService::WatchCapacity(grpc::ServerContext* ctx, const v1::WatchCapacityRequest* req,
+                                        grpc::ServerWriter<v1::GetCapacityResponse>* writer) {
+  auto heartbeat = std::chrono::seconds(req->heartbeat_seconds() ? req->heartbeat_seconds() : heartbeat_seconds_);
+  // Wake at least every 500 ms to notice a cancelled call or a shutdown.
+  auto tick = std::min<std::chrono::milliseconds>(heartbeat, std::chrono::milliseconds(500));
+  spdlog::info("WatchCapacity started peer={}", ctx->peer());
+  uint64_t seen = 0;
+  auto last_sent = Clock::now();
+  while (!ctx->IsCancelled() && !shutting_down_) {
+    std::vector<PoolCapacityView> pools;
+    uint64_t version = capacity_->Snapshot(&pools);
+    bool changed = version != seen;
+    if (changed || Clock::now() - last_sent >= heartbeat) {
+      v1::GetCapacityResponse msg;
+      ToProto(pools, &msg);
+      msg.set_heartbeat(!changed);
+      if (!writer->Write(msg)) break;
+      seen = version;
+      last_sent = Clock::now();
+    }
+    if (!capacity_->WaitChange(seen, tick)) break;
+  }
+  spdlog::info("WatchCapacity ended peer={}", ctx->peer());
+  return grpc::Status::OK;
+}
+
+grpc::Status NodeService::CreateVolume(grpc::ServerContext*, const v1::CreateVolumeRequest* req,
+                                       v1::CreateVolumeResponse* resp) {
+  return Run("CreateVolume", req->name(), "", [&] {
+    VolumeSpec spec{req->name(), req->pool(), req->size_bytes(), req->fs_type(), ToParams(req->parameters())};
+    VolumeView v;
+    NODEVOL_RETURN_IF_ERROR(node_->CreateVolume(spec, &v));
+    capacity_->Poke();
+    ToProto(v, resp->mutable_volume());
+    return Status::Ok();
+  });
+}
+
+grpc::Status NodeService::DeleteVolume(grpc::ServerContext*, const v1::DeleteVolumeRequest* req,
+                                       v1::DeleteVolumeResponse* resp) {
+  return Run("DeleteVolume", req->name(), "", [&] {
+    bool existed = false;
+    NODEVOL_RETURN_IF_ERROR(node_->DeleteVolume(req->name(), &existed));
+    capacity_->Poke();
+    resp->set_existed(existed);
+    return Status::Ok();
+  });
+}
+
+grpc::Status NodeService::ExpandVolume(grpc::ServerContext*, const v1::ExpandVolumeRequest* req,
+                                       v1::ExpandVolumeResponse* resp) {
+  return Run("ExpandVolume", req->name(), "", [&] {
+    VolumeView v;
+    NODEVOL_RETURN_IF_ERROR(node_->ExpandVolume(req->name(), req->size_bytes(), &v));
+    capacity_->Poke();
+    ToProto(v, resp->mutable_volume());
+    return Status::Ok();
+  });
+}
+
+grpc::Status NodeService::GetVolume(grpc::ServerContext*, const v1::GetVolumeRequest* req, v1::GetVolumeResponse* resp) {
+  return Run("GetVolume", req->name(), "", [&] {
+    VolumeView v;
+    NODEVOL_RETURN_IF_ERROR(node_->GetVolume(req->name(), &v));
+    ToProto(v, resp->mutable_volume());
+    return Status::Ok();
+  });
+}
+
+grpc::Status NodeService::ListVolumes(grpc::ServerContext*, const v1::ListVolumesRequest* req,
+                                      v1::ListVolumesResponse* resp) {
+  return Run("ListVolumes", "", "", [&] {
+    std::vector<VolumeView> vols;
+    NODEVOL_RETURN_IF_ERROR(node_->ListVolumes(req->pool(), &vols));
+    for (const VolumeView& v : vols) ToProto(v, resp->add_volumes());
+    return Status::Ok();
+  });
+}
+
+grpc::Status NodeService::Publish(grpc::ServerContext*, const v1::PublishRequest* req, v1::PublishResponse* resp) {
+  std::string label = req->has_inline_() ? "(inline)" : req->volume();
+  return Run("Publish", label, req->target(), [&] {
+    PublishArgs a;
+    a.volume = req->volume();
+    if (req->has_inline_()) {
+      const v1::InlineVolume& in = req->inline_();
+      a.inline_spec = InlineSpec{in.pool(), in.size_bytes(), in.fs_type(), ToParams(in.parameters())};
+    }
+    a.target = req->target();
+    a.read_only = req->read_only();
+    a.mount_options.assign(req->mount_options().begin(), req->mount_options().end());
+    if (req->has_fs_group()) a.fs_group = req->fs_group();
+    a.pod = {req->pod().uid(), req->pod().name(), req->pod().namespace_(), req->pod().service_account()};
+    std::string volume, target;
+    NODEVOL_RETURN_IF_ERROR(node_->Publish(a, &volume, &target));
+    if (a.inline_spec) capacity_->Poke();
+    resp->set_volume(volume);
+    resp->set_target(target);
+    return Status::Ok();
+  });
+}
+
+grpc::Status NodeService::Unpublish(grpc::ServerContext*, const v1::UnpublishRequest* req, v1::UnpublishResponse* resp) {
+  return Run("Unpublish", "", req->target(), [&] {
+    bool was = false;
+    NODEVOL_RETURN_IF_ERROR(node_->Unpublish(req->target(), &was));
+    capacity_->Poke();
+    resp->set_was_published(was);
+    return Status::Ok();
+  });
+}
+
+grpc::Status NodeService::GetVolumeStats(grpc::ServerContext*, const v1::GetVolumeStatsRequest* req,
+                                         v1::GetVolumeStatsResponse* resp) {
+  return Run("GetVolumeStats", "", req->target(), [&] {
+    VolumeStats s;
+    NODEVOL_RETURN_IF_ERROR(node_->GetVolumeStats(req->target(), &s));
+    resp->set_volume(s.volume);
+    resp->set_total_bytes(s.total_bytes);
+    resp->set_used_bytes(s.used_bytes);
+    resp->set_available_bytes(s.available_bytes);
+    resp->set_total_inodes(s.total_inodes);
+    resp->set_used_inodes(s.used_inodes);
+    resp->set_free_inodes(s.free_inodes);
+    return Status::Ok();
+  });
+}
+
+}  // namespace nodevol

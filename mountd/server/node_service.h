@@ -1,0 +1,50 @@
+// NodeService: the gRPC face of Node (nodevol.v1.Node). A thin translator:
+// it converts messages to domain calls and Status to grpc::Status, logs one
+// line per call (method, volume, target, duration, outcome) and feeds the
+// metrics. No domain decision is made here.
+#pragma once
+
+#include <atomic>
+
+#include "metrics/metrics.h"
+#include "node/capacity_monitor.h"
+#include "node/node.h"
+#include "nodevol/v1/node.grpc.pb.h"
+
+namespace nodevol {
+
+class NodeService final : public v1::Node::Service {
+ public:
+  NodeService(Node* node, CapacityMonitor* capacity, metrics::Registry* metrics, std::string node_name,
+              unsigned default_heartbeat_seconds);
+
+  grpc::Status GetInfo(grpc::ServerContext*, const v1::GetInfoRequest*, v1::GetInfoResponse*) override;
+  grpc::Status GetCapacity(grpc::ServerContext*, const v1::GetCapacityRequest*, v1::GetCapacityResponse*) override;
+  grpc::Status WatchCapacity(grpc::ServerContext*, const v1::WatchCapacityRequest*,
+                             grpc::ServerWriter<v1::GetCapacityResponse>*) override;
+  grpc::Status CreateVolume(grpc::ServerContext*, const v1::CreateVolumeRequest*, v1::CreateVolumeResponse*) override;
+  grpc::Status DeleteVolume(grpc::ServerContext*, const v1::DeleteVolumeRequest*, v1::DeleteVolumeResponse*) override;
+  grpc::Status ExpandVolume(grpc::ServerContext*, const v1::ExpandVolumeRequest*, v1::ExpandVolumeResponse*) override;
+  grpc::Status GetVolume(grpc::ServerContext*, const v1::GetVolumeRequest*, v1::GetVolumeResponse*) override;
+  grpc::Status ListVolumes(grpc::ServerContext*, const v1::ListVolumesRequest*, v1::ListVolumesResponse*) override;
+  grpc::Status Publish(grpc::ServerContext*, const v1::PublishRequest*, v1::PublishResponse*) override;
+  grpc::Status Unpublish(grpc::ServerContext*, const v1::UnpublishRequest*, v1::UnpublishResponse*) override;
+  grpc::Status GetVolumeStats(grpc::ServerContext*, const v1::GetVolumeStatsRequest*,
+                              v1::GetVolumeStatsResponse*) override;
+
+  // Makes open WatchCapacity streams end (before server shutdown).
+  void Shutdown() { shutting_down_ = true; }
+
+ private:
+  template <typename Fn>
+  grpc::Status Run(const char* method, const std::string& volume, const std::string& target, Fn fn);
+
+  Node* node_;
+  CapacityMonitor* capacity_;
+  metrics::Registry* metrics_;
+  std::string node_name_;
+  unsigned heartbeat_seconds_;
+  std::atomic<bool> shutting_down_{false};
+};
+
+}  // namespace nodevol

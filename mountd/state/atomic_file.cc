@@ -1,0 +1,121 @@
+#include "state/atomic_file.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+
+namespace nodevol {
+namespace {
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() { if (fd_ >= 0) ::close(fd_); }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  int release() { int f = fd_; fd_ = -1; return f; }
+ private:
+  int fd_;
+};
+
+Status FsyncDir(const std::string& dir) {
+  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd.get() < 0) return Status::FromErrno("open " + dir, errno);
+  if (::fsync(fd.get()) != 0) return Status::FromErrno("fsync " + dir, errno);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status WriteFileAtomic(const std::string& dir, const std::string& name, std::string_view contents,
+                       mode_t mode) {
+  std::string tmp = dir + "/" + std::string(kTempPrefix) + name;
+  std::string path = dir + "/" + name;
+  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode));
+  if (fd.get() < 0) return Status::FromErrno("create " + tmp, errno);
+  const char* p = contents.data();
+  size_t left = contents.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd.get(), p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::unlink(tmp.c_str());
+      return Status::FromErrno("write " + tmp, err);
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  if (::fsync(fd.get()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    return Status::FromErrno("fsync " + tmp, err);
+  }
+  ::close(fd.release());
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    return Status::FromErrno("rename " + tmp + " to " + path, err);
+  }
+  return FsyncDir(dir);
+}
+
+Status RemoveFileDurable(const std::string& dir, const std::string& name) {
+  std::string path = dir + "/" + name;
+  if (::unlink(path.c_str()) != 0) {
+    if (errno == ENOENT) return Status::Ok();
+    return Status::FromErrno("unlink " + path, errno);
+  }
+  return FsyncDir(dir);
+}
+
+Status ReadWholeFile(const std::string& path, std::string* out) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (fd.get() < 0) return Status::FromErrno("open " + path, errno);
+  out->clear();
+  char buf[8192];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno("read " + path, errno);
+    }
+    if (n == 0) break;
+    out->append(buf, static_cast<size_t>(n));
+  }
+  return Status::Ok();
+}
+
+Status EnsureDir(const std::string& dir, mode_t mode) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::Internal("cannot create directory " + dir + ": " + ec.message());
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) return Status::FromErrno("stat " + dir, errno);
+  if (!S_ISDIR(st.st_mode)) return Status::FailedPrecondition(dir + " exists and is not a directory");
+  if ((st.st_mode & 07777) != mode && ::chmod(dir.c_str(), mode) != 0)
+    return Status::FromErrno("chmod " + dir, errno);
+  return Status::Ok();
+}
+
+Status RemoveTempFiles(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return Status::FromErrno("opendir " + dir, errno);
+  bool removed = false;
+  while (struct dirent* e = ::readdir(d)) {
+    std::string_view n(e->d_name);
+    if (n.substr(0, kTempPrefix.size()) == kTempPrefix) {
+      ::unlinkat(::dirfd(d), e->d_name, 0);
+      removed = true;
+    }
+  }
+  ::closedir(d);
+  return removed ? FsyncDir(dir) : Status::Ok();
+}
+
+}  // namespace nodevol

@@ -1,0 +1,31 @@
+// Crash-safe file primitives for the state dir.
+//
+// WriteFileAtomic leaves, after a crash at any instant, either the old file or
+// the complete new one: it writes a temp file (".tmp-" prefix) in the same
+// directory, fsyncs it, renames it over the target and fsyncs the directory.
+// Leftover temp files are garbage and removed by RemoveTempFiles.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+
+namespace nodevol {
+
+inline constexpr std::string_view kTempPrefix = ".tmp-";
+
+Status WriteFileAtomic(const std::string& dir, const std::string& name, std::string_view contents,
+                       mode_t mode = 0600);
+// Unlinks dir/name and fsyncs dir; a missing file is success.
+Status RemoveFileDurable(const std::string& dir, const std::string& name);
+// Reads a whole file.
+Status ReadWholeFile(const std::string& path, std::string* out);
+// Creates dir (and parents) with the given mode when missing; checks it is a directory.
+Status EnsureDir(const std::string& dir, mode_t mode);
+// Removes the ".tmp-*" files a crash may have left in dir.
+Status RemoveTempFiles(const std::string& dir);
+
+}  // namespace nodevol

@@ -1,0 +1,50 @@
+// Store: the durable record of volumes and publications in the state dir.
+//
+//   <state>/lock                       flock'ed by the running nodevold
+//   <state>/volumes/<name>.json        one VolumeRecord each
+//   <state>/publications/<sha256(target)>.json   one PublicationRecord each
+//
+// Every Put/Remove is durable when it returns (see atomic_file.h), so the
+// node layer can write a record *before* acting (create, mount) and remove
+// it only *after* (delete, unmount): a crash then leaves a record describing
+// the unfinished step, never an action without a record. The Store keeps no
+// index; the node layer holds the in-memory view.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "node/volume.h"
+
+namespace nodevol {
+
+class Store {
+ public:
+  explicit Store(std::string dir);
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // Creates the layout (mode 0700), takes the lock (FAILED_PRECONDITION when
+  // another nodevold holds it), drops temp files left by a crash.
+  Status Open();
+
+  // Reads every record. A file that cannot be parsed is renamed to
+  // "<file>.corrupt" (kept for the operator) and described in *problems.
+  Status Load(std::vector<VolumeRecord>* volumes, std::vector<PublicationRecord>* publications,
+              std::vector<std::string>* problems);
+
+  Status PutVolume(const VolumeRecord& v);
+  Status RemoveVolume(const std::string& name);
+  Status PutPublication(const PublicationRecord& p);
+  Status RemovePublication(const std::string& target);
+
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+  int lock_fd_ = -1;
+};
+
+}  // namespace nodevol

@@ -58,7 +58,7 @@ Status ParseConfig(int argc, const char* const* argv, Config* c, ParseOutcome* o
       ("pool", po::value(&pools)->composing(),
        "a pool, repeatable: name=NAME,backend=dir,path=DIR[,quota=auto|off|required]")
       ("metrics-address", po::value(&c->metrics_address)->default_value(c->metrics_address),
-       "host:port of the Prometheus /metrics endpoint; empty to disable")
+       "IP:port of the Prometheus /metrics endpoint, or off")
       ("log-level", po::value(&c->log_level)->default_value(c->log_level), "trace, debug, info, warn, error")
       ("log-target", po::value(&c->log_target)->default_value(c->log_target),
        "auto (journal under systemd, else stderr), journal or stderr")

@@ -25,7 +25,7 @@ struct Config {
   std::string state_dir = "/var/lib/nodevol";
   std::string pods_root = "/var/lib/kubelet/pods";
   std::vector<PoolConfig> pools;
-  std::string metrics_address = "127.0.0.1:9808";  // "" = off
+  std::string metrics_address = "127.0.0.1:9808";  // "off" = no metrics endpoint
   std::string log_level = "info";
   std::string log_target = "auto";  // auto | journal | stderr
   unsigned heartbeat_seconds = 10;

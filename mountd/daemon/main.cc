@@ -82,9 +82,9 @@ int Run(const Config& c) {
   capacity.Start();
 
   metrics::HttpServer http(&registry);
-  if (!c.metrics_address.empty()) {
+  if (c.metrics_address != "off") {
     if (st = http.Start(c.metrics_address); !st.ok()) return Fail(st.WithContext("--metrics-address"));
-    spdlog::info("metrics on http://{}/metrics", c.metrics_address);
+    spdlog::info("metrics on {} port {} (/metrics)", c.metrics_address, http.port());
   }
 
   NodeService service(&node, &capacity, &registry, c.node_name, c.heartbeat_seconds);
@@ -122,7 +122,11 @@ int Run(const Config& c) {
   sd_notify(0, "STOPPING=1");
   service.Shutdown();
   capacity.Stop();
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(c.shutdown_grace_seconds));
+  if (!service.WaitIdle(std::chrono::steady_clock::now() + std::chrono::seconds(c.shutdown_grace_seconds)))
+    spdlog::warn("operations still running after {} s; stopping anyway", c.shutdown_grace_seconds);
+  // Nothing is running now: cancel whatever arrives meanwhile instead of
+  // waiting for idle client connections to close.
+  server->Shutdown(std::chrono::system_clock::now());
   server->Wait();
   http.Stop();
   ::unlink(c.socket.c_str());

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <thread>
 
 #include "backend/registry.h"
 
@@ -66,7 +67,9 @@ NodeService::NodeService(Node* node, CapacityMonitor* capacity, metrics::Registr
 template <typename Fn>
 grpc::Status NodeService::Run(const char* method, const std::string& volume, const std::string& target, Fn fn) {
   auto start = Clock::now();
+  ++in_flight_;
   Status st = fn();
+  --in_flight_;
   double secs = std::chrono::duration<double>(Clock::now() - start).count();
   if (metrics_) metrics_->ObserveRpc(method, st.code_name(), secs);
   auto level = st.ok() ? spdlog::level::info : spdlog::level::warn;
@@ -74,6 +77,14 @@ grpc::Status NodeService::Run(const char* method, const std::string& volume, con
               volume.empty() ? "-" : volume, target.empty() ? "-" : target, secs * 1000, st.code_name(),
               st.ok() ? "" : " error=", st.message());
   return ToGrpc(st);
+}
+
+bool NodeService::WaitIdle(Clock::time_point deadline) {
+  while (in_flight_.load() > 0) {
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
 }
 
 grpc::Status NodeService::GetInfo(grpc::ServerContext*, const v1::GetInfoRequest*, v1::GetInfoResponse* resp) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 
 #include "metrics/metrics.h"
 #include "node/capacity_monitor.h"
@@ -34,6 +35,10 @@ class NodeService final : public v1::Node::Service {
 
   // Makes open WatchCapacity streams end (before server shutdown).
   void Shutdown() { shutting_down_ = true; }
+  // Waits until no unary call is running, or until the deadline; false on
+  // timeout. Lets a stop finish in-flight operations without waiting for
+  // idle client connections to go away.
+  bool WaitIdle(std::chrono::steady_clock::time_point deadline);
 
  private:
   template <typename Fn>
@@ -45,6 +50,7 @@ class NodeService final : public v1::Node::Service {
   std::string node_name_;
   unsigned heartbeat_seconds_;
   std::atomic<bool> shutting_down_{false};
+  std::atomic<int> in_flight_{0};
 };
 
 }  // namespace nodevol

@@ -1,19 +1,440 @@
-// Smoke test of the fixture itself; the full publication suite lives beside it.
+// Publication against the real daemon: bind mounts checked in the kernel's
+// mount table, read-only enforced by the kernel, fsGroup, inline ephemeral
+// volumes, and foreign mounts left alone.
+#include <fcntl.h>
+#include <grpcpp/grpcpp.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 #include "daemon_fixture.h"
+#include "mount/mount_table.h"
 
 namespace nodevol::testing {
 namespace {
 
-using PublishSmoke = DaemonFixture;
+namespace fs = std::filesystem;
 
-TEST_F(PublishSmoke, PublishMakesABindMountAndUnpublishRemovesIt) {
-  StartDaemon();
+void SetDeadline(grpc::ClientContext* ctx) {
+  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  ASSERT_TRUE(out.good()) << path;
+}
+
+// Mount options of the top-most mount at path ("" when not a mount point).
+std::string MountOptions(const std::string& path) {
+  MountTable table;
+  if (!table.Load().ok()) return "";
+  const MountEntry* e = table.FindTarget(path);
+  return e ? e->options : "";
+}
+
+bool HasOption(const std::string& options, const std::string& want) {
+  std::stringstream ss(options);
+  for (std::string o; std::getline(ss, o, ',');)
+    if (o == want) return true;
+  return false;
+}
+
+std::string FsType(const std::string& path) {
+  MountTable table;
+  if (!table.Load().ok()) return "";
+  const MountEntry* e = table.FindTarget(path);
+  return e ? e->fstype : "";
+}
+
+class PublishTest : public DaemonFixture {
+ protected:
+  void SetUp() override {
+    DaemonFixture::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    StartDaemon();
+  }
+
+  v1::Volume GetVolume(const std::string& name, grpc::Status* status = nullptr) {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx);
+    v1::GetVolumeRequest req;
+    req.set_name(name);
+    v1::GetVolumeResponse resp;
+    grpc::Status st = stub()->GetVolume(&ctx, req, &resp);
+    if (status) *status = st;
+    return resp.volume();
+  }
+
+  // The volume's data directory in the pool, as the daemon reports it.
+  std::string DataDir(const std::string& name) {
+    std::string dir = GetVolume(name).attributes().at("path");
+    EXPECT_EQ(fs::path(dir).parent_path(), fs::path(pool_dir_));
+    return dir;
+  }
+
+  grpc::Status PublishReq(const v1::PublishRequest& req, v1::PublishResponse* resp = nullptr) {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx);
+    v1::PublishResponse r;
+    return stub()->Publish(&ctx, req, resp ? resp : &r);
+  }
+
+  grpc::Status UnpublishReq(const std::string& target, bool* was_published) {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx);
+    v1::UnpublishRequest req;
+    req.set_target(target);
+    v1::UnpublishResponse resp;
+    grpc::Status st = stub()->Unpublish(&ctx, req, &resp);
+    *was_published = resp.was_published();
+    return st;
+  }
+
+  grpc::Status Stats(const std::string& target, v1::GetVolumeStatsResponse* resp) {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx);
+    v1::GetVolumeStatsRequest req;
+    req.set_target(target);
+    return stub()->GetVolumeStats(&ctx, req, resp);
+  }
+
+  std::vector<v1::Volume> ListVolumes() {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx);
+    v1::ListVolumesResponse resp;
+    EXPECT_TRUE(stub()->ListVolumes(&ctx, v1::ListVolumesRequest(), &resp).ok());
+    return {resp.volumes().begin(), resp.volumes().end()};
+  }
+};
+
+TEST_F(PublishTest, PublishMakesABindMountAndUnpublishRemovesIt) {
   ASSERT_TRUE(CreateVolume("v1", 1 << 20).ok());
   std::string t = MakeTarget("pod-1", "data");
   ASSERT_TRUE(Publish("v1", t).ok());
   EXPECT_TRUE(IsMountPoint(t));
+  EXPECT_EQ(GetVolume("v1").published_at_size(), 1);
   ASSERT_TRUE(Unpublish(t).ok());
   EXPECT_FALSE(IsMountPoint(t));
+  EXPECT_EQ(GetVolume("v1").published_at_size(), 0);
+}
+
+TEST_F(PublishTest, PublishTwiceIsOkWithOneMount) {
+  ASSERT_TRUE(CreateVolume("v1", 1 << 20).ok());
+  std::string t = MakeTarget("pod-1", "data");
+  v1::PublishRequest req;
+  req.set_volume("v1");
+  req.set_target(t);
+  v1::PublishResponse r1, r2;
+  ASSERT_TRUE(PublishReq(req, &r1).ok());
+  grpc::Status again = PublishReq(req, &r2);
+  EXPECT_TRUE(again.ok()) << again.error_message();
+  EXPECT_EQ(r2.volume(), "v1");
+  EXPECT_EQ(r2.target(), r1.target());
+  EXPECT_EQ(MountsBelow(pods_root_), 1) << "a second publish must not stack a second bind mount";
+  EXPECT_EQ(GetVolume("v1").published_at_size(), 1);
+}
+
+TEST_F(PublishTest, UnpublishTwiceIsOk) {
+  ASSERT_TRUE(CreateVolume("v1", 1 << 20).ok());
+  std::string t = MakeTarget("pod-1", "data");
+  ASSERT_TRUE(Publish("v1", t).ok());
+  bool was = false;
+  ASSERT_TRUE(UnpublishReq(t, &was).ok());
+  EXPECT_TRUE(was);
+  grpc::Status again = UnpublishReq(t, &was);
+  EXPECT_TRUE(again.ok()) << again.error_message();
+  EXPECT_FALSE(was);
+  EXPECT_EQ(MountsBelow(root_), 0);
+}
+
+TEST_F(PublishTest, UnpublishOfNeverPublishedOrMissingTargetIsOk) {
+  bool was = true;
+  std::string existing = MakeTarget("pod-1", "never");
+  grpc::Status st = UnpublishReq(existing, &was);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  EXPECT_FALSE(was);
+  EXPECT_TRUE(fs::is_directory(existing));
+
+  was = true;
+  std::string missing = MakeTarget("pod-1", "missing", /*create=*/false);
+  st = UnpublishReq(missing, &was);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  EXPECT_FALSE(was);
+
+  // Not even the pod directory exists (kubelet already cleaned up).
+  was = true;
+  st = UnpublishReq(pods_root_ + "/gone-pod/volumes/nodevol.io~volume/data", &was);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  EXPECT_FALSE(was);
+  EXPECT_FALSE(fs::exists(pods_root_ + "/gone-pod")) << "unpublish must not create directories";
+}
+
+TEST_F(PublishTest, PublishOfAnotherVolumeOnAPublishedTargetFails) {
+  ASSERT_TRUE(CreateVolume("v1", 1 << 20).ok());
+  ASSERT_TRUE(CreateVolume("v2", 1 << 20).ok());
+  std::string t = MakeTarget("pod-1", "data");
+  ASSERT_TRUE(Publish("v1", t).ok());
+  WriteFile(DataDir("v1") + "/marker", "v1");
+
+  grpc::Status st = Publish("v2", t);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << st.error_message();
+  EXPECT_EQ(MountsBelow(pods_root_), 1);
+  EXPECT_EQ(ReadAll(t + "/marker"), "v1") << "the target must still show v1";
+  EXPECT_EQ(GetVolume("v2").published_at_size(), 0);
+}
+
+TEST_F(PublishTest, ReadOnlyIsEnforcedByTheKernel) {
+  ASSERT_TRUE(CreateVolume("v1", 1 << 20).ok());
+  std::string data = DataDir("v1");
+  WriteFile(data + "/existing", "hello");
+  std::string t = MakeTarget("pod-1", "data");
+  ASSERT_TRUE(Publish("v1", t, /*read_only=*/true).ok());
+  ASSERT_TRUE(IsMountPoint(t));
+  EXPECT_TRUE(HasOption(MountOptions(t), "ro")) << MountOptions(t);
+
+  // Root ignores permissions, so only a read-only mount can stop this.
+  int fd = ::open((t + "/new").c_str(), O_CREAT | O_WRONLY, 0644);
+  int err = errno;
+  if (fd >= 0) ::close(fd);
+  EXPECT_LT(fd, 0);
+  EXPECT_EQ(err, EROFS);
+  fd = ::open((t + "/existing").c_str(), O_WRONLY | O_TRUNC);
+  err = errno;
+  if (fd >= 0) ::close(fd);
+  EXPECT_LT(fd, 0);
+  EXPECT_EQ(err, EROFS);
+  EXPECT_EQ(ReadAll(t + "/existing"), "hello");
+
+  // The volume itself (and the filesystem below the pool) stays writable.
+  fd = ::open((data + "/new").c_str(), O_CREAT | O_WRONLY, 0644);
+  EXPECT_GE(fd, 0) << strerror(errno);
+  if (fd >= 0) ::close(fd);
+  EXPECT_TRUE(fs::exists(t + "/new")) << "the read-only bind shows the volume's live data";
+}
+
+TEST_F(PublishTest, ReadOnlyMismatchOnTheSameTargetFails) {
+  ASSERT_TRUE(CreateVolume("v1", 1 << 20).ok());
+  std::string t = MakeTarget("pod-1", "data");
+  ASSERT_TRUE(Publish("v1", t, /*read_only=*/true).ok());
+  grpc::Status st = Publish("v1", t, /*read_only=*/false);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << st.error_message();
+  EXPECT_TRUE(HasOption(MountOptions(t), "ro")) << MountOptions(t);
+  EXPECT_EQ(MountsBelow(pods_root_), 1);
+}
+
+TEST_F(PublishTest, DataWrittenThroughTheTargetLandsInThePool) {
+  ASSERT_TRUE(CreateVolume("v1", 1 << 20).ok());
+  std::string t = MakeTarget("pod-1", "data");
+  ASSERT_TRUE(Publish("v1", t).ok());
+  EXPECT_FALSE(HasOption(MountOptions(t), "ro")) << MountOptions(t);
+  fs::create_directories(t + "/sub");
+  WriteFile(t + "/sub/file.txt", "written by the pod");
+  ASSERT_TRUE(Unpublish(t).ok());
+
+  EXPECT_EQ(ReadAll(DataDir("v1") + "/sub/file.txt"), "written by the pod");
+  EXPECT_FALSE(fs::exists(t + "/sub")) << "after unpublish the target dir is the empty pod dir again";
+
+  // Published again elsewhere, the data is still there.
+  std::string t2 = MakeTarget("pod-2", "data");
+  ASSERT_TRUE(Publish("v1", t2).ok());
+  EXPECT_EQ(ReadAll(t2 + "/sub/file.txt"), "written by the pod");
+}
+
+TEST_F(PublishTest, MountOptionsReachTheMount) {
+  ASSERT_TRUE(CreateVolume("v1", 1 << 20).ok());
+  std::string t = MakeTarget("pod-1", "data");
+  v1::PublishRequest req;
+  req.set_volume("v1");
+  req.set_target(t);
+  req.add_mount_options("noexec");
+  req.add_mount_options("nosuid");
+  req.add_mount_options("nodev");
+  grpc::Status st = PublishReq(req);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  std::string opts = MountOptions(t);
+  EXPECT_TRUE(HasOption(opts, "noexec")) << opts;
+  EXPECT_TRUE(HasOption(opts, "nosuid")) << opts;
+  EXPECT_TRUE(HasOption(opts, "nodev")) << opts;
+  EXPECT_TRUE(HasOption(opts, "rw")) << opts;
+  // Only the bind got the flags, not the filesystem the pods root is on.
+  EXPECT_FALSE(HasOption(MountOptions(pods_root_), "noexec"));
+  // And the kernel enforces them: an executable file cannot be run.
+  WriteFile(t + "/run.sh", "#!/bin/sh\nexit 0\n");
+  ::chmod((t + "/run.sh").c_str(), 0755);
+  EXPECT_NE(::access((t + "/run.sh").c_str(), X_OK), 0);
+  EXPECT_EQ(errno, EACCES);
+}
+
+TEST_F(PublishTest, FsGroupIsAppliedToTheVolumeRootAndExistingFiles) {
+  ASSERT_TRUE(CreateVolume("v1", 1 << 20).ok());
+  std::string data = DataDir("v1");
+  fs::create_directories(data + "/dir");
+  WriteFile(data + "/dir/old-file", "x");
+  ::chmod((data + "/dir/old-file").c_str(), 0600);
+
+  std::string t = MakeTarget("pod-1", "data");
+  v1::PublishRequest req;
+  req.set_volume("v1");
+  req.set_target(t);
+  req.set_fs_group(4242);
+  grpc::Status st = PublishReq(req);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+
+  struct stat s;
+  ASSERT_EQ(::stat(t.c_str(), &s), 0);
+  EXPECT_EQ(s.st_gid, 4242u);
+  EXPECT_TRUE(s.st_mode & S_ISGID) << std::oct << s.st_mode;
+  EXPECT_TRUE((s.st_mode & (S_IRGRP | S_IWGRP | S_IXGRP)) == (S_IRGRP | S_IWGRP | S_IXGRP)) << std::oct << s.st_mode;
+  ASSERT_EQ(::stat((data + "/dir").c_str(), &s), 0);
+  EXPECT_EQ(s.st_gid, 4242u);
+  EXPECT_TRUE(s.st_mode & S_ISGID);
+  ASSERT_EQ(::stat((data + "/dir/old-file").c_str(), &s), 0);
+  EXPECT_EQ(s.st_gid, 4242u);
+  EXPECT_EQ(s.st_mode & 0777, 0660u) << std::oct << s.st_mode;
+
+  // New files inherit the group through the setgid bit.
+  WriteFile(t + "/new-file", "y");
+  ASSERT_EQ(::stat((t + "/new-file").c_str(), &s), 0);
+  EXPECT_EQ(s.st_gid, 4242u);
+}
+
+TEST_F(PublishTest, InlineEphemeralVolumeLivesAsLongAsItsPublication) {
+  std::string t = MakeTarget("pod-1", "scratch");
+  v1::PublishRequest req;
+  req.mutable_inline_()->set_pool("default");
+  req.mutable_inline_()->set_size_bytes(1 << 20);
+  req.set_target(t);
+  v1::PublishResponse resp;
+  grpc::Status st = PublishReq(req, &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_FALSE(resp.volume().empty());
+  EXPECT_TRUE(IsMountPoint(t));
+
+  auto vols = ListVolumes();
+  ASSERT_EQ(vols.size(), 1u);
+  EXPECT_EQ(vols[0].name(), resp.volume());
+  EXPECT_TRUE(vols[0].ephemeral());
+  EXPECT_EQ(vols[0].state(), v1::VOLUME_STATE_READY);
+  EXPECT_EQ(vols[0].size_bytes(), 1u << 20);
+  ASSERT_EQ(vols[0].published_at_size(), 1);
+  EXPECT_EQ(vols[0].published_at(0), t);
+  std::string data = vols[0].attributes().at("path");
+  WriteFile(t + "/scratch-data", "tmp");
+  EXPECT_TRUE(fs::exists(data + "/scratch-data"));
+
+  // Publishing the same inline volume again is idempotent.
+  st = PublishReq(req, &resp);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(ListVolumes().size(), 1u);
+  EXPECT_EQ(MountsBelow(pods_root_), 1);
+
+  bool was = false;
+  ASSERT_TRUE(UnpublishReq(t, &was).ok());
+  EXPECT_TRUE(was);
+  EXPECT_FALSE(IsMountPoint(t));
+  EXPECT_TRUE(ListVolumes().empty());
+  EXPECT_FALSE(fs::exists(data)) << "the inline volume's data must be deleted with it";
+  EXPECT_TRUE(fs::is_empty(pool_dir_));
+}
+
+TEST_F(PublishTest, DeleteOfAPublishedVolumeFailsAndKeepsEverything) {
+  ASSERT_TRUE(CreateVolume("v1", 1 << 20).ok());
+  std::string data = DataDir("v1");
+  WriteFile(data + "/precious", "keep me");
+  std::string t = MakeTarget("pod-1", "data");
+  ASSERT_TRUE(Publish("v1", t).ok());
+
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx);
+  v1::DeleteVolumeRequest req;
+  req.set_name("v1");
+  v1::DeleteVolumeResponse resp;
+  grpc::Status st = stub()->DeleteVolume(&ctx, req, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << st.error_message();
+
+  grpc::Status get;
+  v1::Volume v = GetVolume("v1", &get);
+  ASSERT_TRUE(get.ok());
+  EXPECT_EQ(v.state(), v1::VOLUME_STATE_READY);
+  EXPECT_EQ(ReadAll(data + "/precious"), "keep me");
+  EXPECT_EQ(ReadAll(t + "/precious"), "keep me");
+  EXPECT_TRUE(IsMountPoint(t));
+}
+
+TEST_F(PublishTest, ForeignMountIsRefusedAndLeftAlone) {
+  ASSERT_TRUE(CreateVolume("v1", 1 << 20).ok());
+  std::string t = MakeTarget("pod-1", "data");
+  ASSERT_EQ(::mount("nodevol-test", t.c_str(), "tmpfs", 0, "size=1m"), 0) << strerror(errno);
+  WriteFile(t + "/tmpfs-file", "mine");
+
+  grpc::Status st = Publish("v1", t);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << st.error_message();
+  EXPECT_EQ(FsType(t), "tmpfs");
+  EXPECT_EQ(MountsBelow(pods_root_), 1) << "nothing may be stacked on the foreign mount";
+  EXPECT_EQ(GetVolume("v1").published_at_size(), 0);
+
+  bool was = true;
+  st = UnpublishReq(t, &was);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << st.error_message();
+  EXPECT_FALSE(was);
+  EXPECT_EQ(FsType(t), "tmpfs") << "nodevold must not unmount what it did not mount";
+  EXPECT_EQ(ReadAll(t + "/tmpfs-file"), "mine");
+  ::umount2(t.c_str(), MNT_DETACH);
+}
+
+TEST_F(PublishTest, VolumeStatsOfPublishedAndUnpublishedTargets) {
+  ASSERT_TRUE(CreateVolume("v1", 1 << 20).ok());
+  std::string t = MakeTarget("pod-1", "data");
+  ASSERT_TRUE(Publish("v1", t).ok());
+  v1::GetVolumeStatsResponse s;
+  grpc::Status st = Stats(t, &s);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(s.volume(), "v1");
+  EXPECT_GT(s.total_bytes(), 0u);
+  EXPECT_GT(s.total_inodes(), 0u);
+  EXPECT_LE(s.used_bytes(), s.total_bytes());
+  EXPECT_LE(s.available_bytes(), s.total_bytes());
+  EXPECT_LE(s.used_inodes(), s.total_inodes());
+
+  std::string other = MakeTarget("pod-2", "data");
+  st = Stats(other, &s);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::NOT_FOUND) << st.error_message();
+
+  ASSERT_TRUE(Unpublish(t).ok());
+  st = Stats(t, &s);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::NOT_FOUND) << st.error_message();
+}
+
+TEST_F(PublishTest, PublishOfAnUnknownVolumeIsNotFoundAndMountsNothing) {
+  std::string t = MakeTarget("pod-1", "data");
+  grpc::Status st = Publish("no-such-volume", t);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::NOT_FOUND) << st.error_message();
+  EXPECT_EQ(MountsBelow(root_), 0);
+}
+
+TEST_F(PublishTest, OneVolumeAtSeveralTargetsSharesTheData) {
+  ASSERT_TRUE(CreateVolume("v1", 1 << 20).ok());
+  std::string a = MakeTarget("pod-1", "data"), b = MakeTarget("pod-2", "data");
+  ASSERT_TRUE(Publish("v1", a).ok());
+  ASSERT_TRUE(Publish("v1", b, /*read_only=*/true).ok());
+  WriteFile(a + "/shared", "both");
+  EXPECT_EQ(ReadAll(b + "/shared"), "both");
+  EXPECT_EQ(GetVolume("v1").published_at_size(), 2);
+  ASSERT_TRUE(Unpublish(a).ok());
+  EXPECT_TRUE(IsMountPoint(b)) << "unpublishing one target must leave the other";
+  EXPECT_EQ(ReadAll(b + "/shared"), "both");
 }
 
 }  // namespace

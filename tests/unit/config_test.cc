@@ -1,0 +1,98 @@
+#include "config/config.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace nodevol {
+namespace {
+
+Status Parse(std::vector<std::string> args, Config* c, ParseOutcome* o = nullptr, std::string* text = nullptr) {
+  std::vector<const char*> argv = {"nodevold", "--config=/dev/null"};
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  ParseOutcome oo;
+  std::string tt;
+  return ParseConfig(static_cast<int>(argv.size()), argv.data(), c, o ? o : &oo, text ? text : &tt);
+}
+
+const std::string kPool = "--pool=name=default,backend=dir,path=/srv";
+
+TEST(Config, DefaultsAndPools) {
+  Config c;
+  ASSERT_TRUE(Parse({kPool, "--pool=name=fast,backend=dir,path=/fast,quota=required"}, &c).ok());
+  EXPECT_EQ(c.socket, "/run/nodevol/nodevold.sock");
+  EXPECT_EQ(c.state_dir, "/var/lib/nodevol");
+  EXPECT_EQ(c.pods_root, "/var/lib/kubelet/pods");
+  EXPECT_FALSE(c.node_name.empty()) << "defaults to the host name";
+  ASSERT_EQ(c.pools.size(), 2u);
+  EXPECT_EQ(c.pools[1].name, "fast");
+  EXPECT_EQ(c.pools[1].backend, "dir");
+  EXPECT_EQ(c.pools[1].options.at("quota"), "required");
+}
+
+TEST(Config, ConfigFileIsReadAndFlagsWin) {
+  std::string path = ::testing::TempDir() + "/nodevold-test.conf";
+  std::ofstream(path) << "# comment\nsocket = /run/x.sock\nlog-level = debug\n"
+                         "pool = name=a,backend=dir,path=/a\npool = name=b,backend=dir,path=/b\n";
+  Config c;
+  std::vector<const char*> argv = {"nodevold", "--config", path.c_str(), "--log-level=warn"};
+  ParseOutcome o;
+  std::string text;
+  ASSERT_TRUE(ParseConfig(4, argv.data(), &c, &o, &text).ok());
+  EXPECT_EQ(c.socket, "/run/x.sock");
+  EXPECT_EQ(c.log_level, "warn");
+  EXPECT_EQ(c.pools.size(), 2u);
+  std::filesystem::remove(path);
+}
+
+TEST(Config, BadValuesNameTheOption) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string mention;
+  };
+  for (const Case& k : std::vector<Case>{
+           {{kPool, "--log-level=loud"}, "--log-level"},
+           {{kPool, "--log-target=file"}, "--log-target"},
+           {{kPool, "--socket=relative.sock"}, "--socket"},
+           {{kPool, "--state-dir=var/lib"}, "--state-dir"},
+           {{kPool, "--heartbeat-seconds=0"}, "--heartbeat-seconds"},
+           {{kPool, "--capacity-poll-ms=abc"}, "capacity-poll-ms"},
+           {{}, "--pool"},
+           {{"--pool=backend=dir,path=/x"}, "name="},
+           {{"--pool=name=Bad,backend=dir,path=/x"}, "pool name"},
+           {{"--pool=name=a,backend=dir,path"}, "key=value"},
+           {{kPool, kPool}, "configured twice"},
+           {{kPool, "--no-such-flag"}, "no-such-flag"},
+       }) {
+    Config c;
+    Status st = Parse(k.args, &c);
+    EXPECT_EQ(st.code(), Status::Code::kInvalidArgument) << k.mention;
+    EXPECT_NE(st.message().find(k.mention), std::string::npos) << st.message();
+  }
+}
+
+TEST(Config, MissingNamedConfigFileIsAnError) {
+  Config c;
+  std::vector<const char*> argv = {"nodevold", "--config=/nonexistent/nodevold.conf", kPool.c_str()};
+  ParseOutcome o;
+  std::string text;
+  Status st = ParseConfig(3, argv.data(), &c, &o, &text);
+  EXPECT_EQ(st.code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("/nonexistent/nodevold.conf"), std::string::npos);
+}
+
+TEST(Config, HelpListsEveryOption) {
+  Config c;
+  ParseOutcome o;
+  std::string text;
+  ASSERT_TRUE(Parse({"--help"}, &c, &o, &text).ok());
+  EXPECT_EQ(o, ParseOutcome::kExit);
+  for (const char* opt : {"--config", "--node-name", "--socket", "--state-dir", "--pods-root", "--pool",
+                          "--metrics-address", "--log-level", "--log-target", "--heartbeat-seconds",
+                          "--capacity-poll-ms", "--shutdown-grace-seconds"})
+    EXPECT_NE(text.find(opt), std::string::npos) << opt;
+}
+
+}  // namespace
+}  // namespace nodevol

@@ -1,0 +1,96 @@
+#include "mount/target.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace nodevol {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TargetTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/nodevol-target-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    base_ = tmpl;
+    fs::create_directories(base_ + "/pods/uid-1/volumes/nodevol.io~volume/data");
+    fs::create_directories(base_ + "/outside/x");
+    ASSERT_TRUE(ResolveConfiguredDir("pods", base_ + "/pods", &root_).ok());
+  }
+  void TearDown() override { fs::remove_all(base_); }
+  std::string Vol(const std::string& rest = "") { return root_ + "/uid-1/volumes/nodevol.io~volume" + rest; }
+
+  std::string base_, root_;
+};
+
+TEST_F(TargetTest, AcceptsTheKubeletForm) {
+  Target t;
+  ASSERT_TRUE(ResolveTarget(root_, Vol("/data"), &t).ok());
+  EXPECT_EQ(t.path, Vol("/data"));
+  EXPECT_EQ(t.pod_uid, "uid-1");
+  EXPECT_EQ(t.plugin, "nodevol.io~volume");
+  EXPECT_EQ(t.name, "data");
+  EXPECT_TRUE(t.exists);
+}
+
+TEST_F(TargetTest, MissingLeafIsFineWhenTheParentExists) {
+  Target t;
+  ASSERT_TRUE(ResolveTarget(root_, Vol("/new"), &t).ok());
+  EXPECT_FALSE(t.exists);
+  EXPECT_EQ(ResolveTarget(root_, root_ + "/uid-2/volumes/nodevol.io~volume/x", &t).code(),
+            Status::Code::kInvalidArgument);
+  EXPECT_TRUE(ResolveTarget(root_, root_ + "/uid-2/volumes/nodevol.io~volume/x", &t, true).ok());
+  EXPECT_FALSE(t.exists);
+}
+
+TEST_F(TargetTest, RejectsLexicalTricks) {
+  Target t;
+  for (const std::string& bad :
+       {std::string(""), std::string("relative/path"), Vol("/../data"), Vol("/./data"), Vol("//data"),
+        Vol("/data/.."), Vol("/da") + std::string("\0ta", 3),
+        root_ + "/uid-1/volumes/data", root_ + "/uid-1/data/nodevol.io~volume/x",
+        root_ + "/uid-1/volumes/nodevol.io~volume", Vol("/data/deeper"), root_ + "/uid-1/volumes/novendor/x",
+        root_ + "/uid-1/volumes/~x/y", base_ + "/outside/x", "/etc"}) {
+    EXPECT_EQ(ResolveTarget(root_, bad, &t).code(), Status::Code::kInvalidArgument) << "accepted: " << bad;
+  }
+}
+
+TEST_F(TargetTest, RejectsSymlinksLeadingOut) {
+  fs::create_directory_symlink(base_ + "/outside/x", Vol("/evil"));
+  Target t;
+  Status st = ResolveTarget(root_, Vol("/evil"), &t);
+  EXPECT_EQ(st.code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("outside the pods root"), std::string::npos) << st.message();
+
+  // A symlinked pod directory pointing out of the root.
+  fs::create_directories(base_ + "/outside/volumes/nodevol.io~volume/d");
+  fs::create_directory_symlink(base_ + "/outside", root_ + "/uid-2");
+  EXPECT_EQ(ResolveTarget(root_, root_ + "/uid-2/volumes/nodevol.io~volume/d", &t).code(),
+            Status::Code::kInvalidArgument);
+}
+
+TEST_F(TargetTest, SymlinkWithinTheRootIsJudgedByWhereItLeads) {
+  // A symlink to another valid target resolves to that target.
+  fs::create_directories(root_ + "/uid-3/volumes/nodevol.io~volume/real");
+  fs::create_directory_symlink(root_ + "/uid-3/volumes/nodevol.io~volume/real", Vol("/alias"));
+  Target t;
+  ASSERT_TRUE(ResolveTarget(root_, Vol("/alias"), &t).ok());
+  EXPECT_EQ(t.path, root_ + "/uid-3/volumes/nodevol.io~volume/real");
+  // A symlink to a non-target place inside the root is refused.
+  fs::create_directory_symlink(root_ + "/uid-1", Vol("/up"));
+  EXPECT_EQ(ResolveTarget(root_, Vol("/up"), &t).code(), Status::Code::kInvalidArgument);
+}
+
+TEST_F(TargetTest, ARegularFileIsNotATarget) {
+  fs::remove(Vol("/data"));
+  { std::ofstream(Vol("/data")) << "x"; }
+  Target t;
+  EXPECT_EQ(ResolveTarget(root_, Vol("/data"), &t).code(), Status::Code::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace nodevol

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 namespace nodevol {
 namespace {
 
@@ -13,7 +15,7 @@ TEST(VolumeName, AcceptsKubernetesPvNames) {
 }
 
 TEST(VolumeName, RejectsWhatCouldEscapeOrConfuse) {
-  for (std::string bad : {"", ".", "..", ".hidden", "-x", "a/b", "../x", "a b", "a\nb", "ä", std::string(201, 'a'),
+  for (const std::string& bad : std::vector<std::string>{"", ".", "..", ".hidden", "-x", "a/b", "../x", "a b", "a\nb", "ä", std::string(201, 'a'),
                           std::string("a\0b", 3)}) {
     Status st = ValidateVolumeName(bad);
     EXPECT_EQ(st.code(), Status::Code::kInvalidArgument) << "accepted: " << bad;

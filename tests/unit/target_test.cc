@@ -54,7 +54,7 @@ TEST_F(TargetTest, RejectsLexicalTricks) {
         Vol("/data/.."), Vol("/da") + std::string("\0ta", 3),
         root_ + "/uid-1/volumes/data", root_ + "/uid-1/data/nodevol.io~volume/x",
         root_ + "/uid-1/volumes/nodevol.io~volume", Vol("/data/deeper"), root_ + "/uid-1/volumes/novendor/x",
-        root_ + "/uid-1/volumes/~x/y", base_ + "/outside/x", "/etc"}) {
+        root_ + "/uid-1/volumes/~x/y", base_ + "/outside/x", std::string("/etc")}) {
     EXPECT_EQ(ResolveTarget(root_, bad, &t).code(), Status::Code::kInvalidArgument) << "accepted: " << bad;
   }
 }

@@ -36,7 +36,7 @@ int Fail(const Status& st) {
 // Removes a stale socket file (never anything else) so the bind succeeds.
 Status PrepareSocket(const std::string& path) {
   std::filesystem::path p(path);
-  NODEVOL_RETURN_IF_ERROR(EnsureDir(p.parent_path().string(), 0755));
+  NODEVOL_RETURN_IF_ERROR(EnsureDir(p.parent_path().string(), 0755, /*enforce_mode=*/false));
   struct stat st;
   if (::lstat(path.c_str(), &st) == 0) {
     if (!S_ISSOCK(st.st_mode)) return Status::FailedPrecondition("--socket " + path + " exists and is not a socket");
@@ -51,7 +51,7 @@ int Run(const Config& c) {
   // Everything nodevold creates is private unless it says otherwise.
   ::umask(077);
 
-  Status st = EnsureDir(c.pods_root, 0750);
+  Status st = EnsureDir(c.pods_root, 0750, /*enforce_mode=*/false);
   std::string pods_root;
   if (st.ok()) st = ResolveConfiguredDir("--pods-root", c.pods_root, &pods_root);
   if (!st.ok()) return Fail(st);

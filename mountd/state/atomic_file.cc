@@ -91,14 +91,14 @@ Status ReadWholeFile(const std::string& path, std::string* out) {
   return Status::Ok();
 }
 
-Status EnsureDir(const std::string& dir, mode_t mode) {
+Status EnsureDir(const std::string& dir, mode_t mode, bool enforce_mode) {
   std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
+  bool created = std::filesystem::create_directories(dir, ec);
   if (ec) return Status::Internal("cannot create directory " + dir + ": " + ec.message());
   struct stat st;
   if (::stat(dir.c_str(), &st) != 0) return Status::FromErrno("stat " + dir, errno);
   if (!S_ISDIR(st.st_mode)) return Status::FailedPrecondition(dir + " exists and is not a directory");
-  if ((st.st_mode & 07777) != mode && ::chmod(dir.c_str(), mode) != 0)
+  if ((created || enforce_mode) && (st.st_mode & 07777) != mode && ::chmod(dir.c_str(), mode) != 0)
     return Status::FromErrno("chmod " + dir, errno);
   return Status::Ok();
 }

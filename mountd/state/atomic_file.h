@@ -23,8 +23,11 @@ Status WriteFileAtomic(const std::string& dir, const std::string& name, std::str
 Status RemoveFileDurable(const std::string& dir, const std::string& name);
 // Reads a whole file.
 Status ReadWholeFile(const std::string& path, std::string* out);
-// Creates dir (and parents) with the given mode when missing; checks it is a directory.
-Status EnsureDir(const std::string& dir, mode_t mode);
+// Creates dir (and parents) when missing and checks it is a directory. With
+// enforce_mode an existing dir is chmod'ed to mode (for nodevold's own dirs);
+// without, only a new dir gets it (for dirs shared with others, such as
+// kubelet's pods root).
+Status EnsureDir(const std::string& dir, mode_t mode, bool enforce_mode = true);
 // Removes the ".tmp-*" files a crash may have left in dir.
 Status RemoveTempFiles(const std::string& dir);
 

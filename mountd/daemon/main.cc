@@ -116,7 +116,7 @@ int Run(const Config& c) {
       spdlog::info("signal {}: stopping after in-flight operations", sig);
       break;
     }
-    if (watchdog) sd_notify(0, "WATCHDOG=1");
+    if (watchdog && node.Healthy()) sd_notify(0, "WATCHDOG=1");
   }
 
   sd_notify(0, "STOPPING=1");

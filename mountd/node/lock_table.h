@@ -10,6 +10,10 @@
 
 namespace nodevol {
 
+// Lock keys: volumes and targets live in one table under distinct prefixes.
+inline std::string VolumeKey(const std::string& name) { return "volume:" + name; }
+inline std::string TargetKey(const std::string& path) { return "target:" + path; }
+
 class LockTable {
  public:
   class Guard {

@@ -12,12 +12,6 @@
 #include "node/node.h"
 
 namespace nodevol {
-namespace {
-
-std::string VolumeKey(const std::string& name) { return "volume:" + name; }
-std::string TargetKey(const std::string& path) { return "target:" + path; }
-
-}  // namespace
 
 bool Node::LookupPublication(const std::string& target, PublicationRecord* out) const {
   std::lock_guard<std::mutex> l(mu_);

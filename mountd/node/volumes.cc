@@ -9,7 +9,6 @@ namespace {
 
 std::string Bytes(uint64_t n) { return std::to_string(n) + " bytes"; }
 
-std::string VolumeKey(const std::string& name) { return "volume:" + name; }
 
 // Describes how an existing volume differs from a requested spec ("" = same).
 std::string Difference(const VolumeSpec& have, const VolumeSpec& want) {

@@ -6,25 +6,15 @@
 #include <unistd.h>
 
 #include <cerrno>
+
+#include "base/unique_fd.h"
 #include <filesystem>
 
 namespace nodevol {
 namespace {
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() { if (fd_ >= 0) ::close(fd_); }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  int release() { int f = fd_; fd_ = -1; return f; }
- private:
-  int fd_;
-};
-
 Status FsyncDir(const std::string& dir) {
-  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (fd.get() < 0) return Status::FromErrno("open " + dir, errno);
   if (::fsync(fd.get()) != 0) return Status::FromErrno("fsync " + dir, errno);
   return Status::Ok();
@@ -36,7 +26,7 @@ Status WriteFileAtomic(const std::string& dir, const std::string& name, std::str
                        mode_t mode) {
   std::string tmp = dir + "/" + std::string(kTempPrefix) + name;
   std::string path = dir + "/" + name;
-  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode));
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode));
   if (fd.get() < 0) return Status::FromErrno("create " + tmp, errno);
   const char* p = contents.data();
   size_t left = contents.size();
@@ -56,7 +46,7 @@ Status WriteFileAtomic(const std::string& dir, const std::string& name, std::str
     ::unlink(tmp.c_str());
     return Status::FromErrno("fsync " + tmp, err);
   }
-  ::close(fd.release());
+  fd.reset();
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
@@ -75,7 +65,7 @@ Status RemoveFileDurable(const std::string& dir, const std::string& name) {
 }
 
 Status ReadWholeFile(const std::string& path, std::string* out) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (fd.get() < 0) return Status::FromErrno("open " + path, errno);
   out->clear();
   char buf[8192];

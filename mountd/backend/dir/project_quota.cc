@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+
+#include "base/unique_fd.h"
 #include <cstring>
 
 #include "mount/mount_table.h"
@@ -22,15 +24,6 @@
 
 namespace nodevol {
 namespace {
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() { if (fd_ >= 0) ::close(fd_); }
-  int get() const { return fd_; }
- private:
-  int fd_;
-};
 
 // The block device of the filesystem holding dir, for kernels older than
 // quotactl_fd (5.14): the source of the longest mount point prefixing dir.
@@ -51,7 +44,7 @@ Status DeviceOf(const std::string& dir, std::string* dev) {
 
 // quotactl on dir's filesystem: by descriptor where the kernel can.
 int QuotaCtl(const std::string& dir, int cmd, uint32_t id, void* addr) {
-  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (fd.get() < 0) return -1;
   long rc = ::syscall(SYS_quotactl_fd, fd.get(), QCMD(cmd, PRJQUOTA), id, addr);
   if (rc == 0 || errno != ENOSYS) return static_cast<int>(rc);
@@ -75,7 +68,7 @@ Status ProbeProjectQuota(const std::string& dir) {
 }
 
 Status GetProjectId(const std::string& dir, uint32_t* id) {
-  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (fd.get() < 0) return Status::FromErrno("open " + dir, errno);
   struct fsxattr fa;
   if (::ioctl(fd.get(), FS_IOC_FSGETXATTR, &fa) != 0) return Status::FromErrno("FS_IOC_FSGETXATTR " + dir, errno);
@@ -84,7 +77,7 @@ Status GetProjectId(const std::string& dir, uint32_t* id) {
 }
 
 Status SetProjectId(const std::string& dir, uint32_t id) {
-  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (fd.get() < 0) return Status::FromErrno("open " + dir, errno);
   struct fsxattr fa;
   if (::ioctl(fd.get(), FS_IOC_FSGETXATTR, &fa) != 0) return Status::FromErrno("FS_IOC_FSGETXATTR " + dir, errno);

@@ -23,7 +23,7 @@ Status FsyncDir(const std::string& dir) {
 }  // namespace
 
 Status WriteFileAtomic(const std::string& dir, const std::string& name, std::string_view contents,
-                       mode_t mode) {
+                       bool durable, mode_t mode) {
   std::string tmp = dir + "/" + std::string(kTempPrefix) + name;
   std::string path = dir + "/" + name;
   UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode));
@@ -41,7 +41,7 @@ Status WriteFileAtomic(const std::string& dir, const std::string& name, std::str
     p += n;
     left -= static_cast<size_t>(n);
   }
-  if (::fsync(fd.get()) != 0) {
+  if (durable && ::fsync(fd.get()) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
     return Status::FromErrno("fsync " + tmp, err);
@@ -52,16 +52,16 @@ Status WriteFileAtomic(const std::string& dir, const std::string& name, std::str
     ::unlink(tmp.c_str());
     return Status::FromErrno("rename " + tmp + " to " + path, err);
   }
-  return FsyncDir(dir);
+  return durable ? FsyncDir(dir) : Status::Ok();
 }
 
-Status RemoveFileDurable(const std::string& dir, const std::string& name) {
+Status RemoveFile(const std::string& dir, const std::string& name, bool durable) {
   std::string path = dir + "/" + name;
   if (::unlink(path.c_str()) != 0) {
     if (errno == ENOENT) return Status::Ok();
     return Status::FromErrno("unlink " + path, errno);
   }
-  return FsyncDir(dir);
+  return durable ? FsyncDir(dir) : Status::Ok();
 }
 
 Status ReadWholeFile(const std::string& path, std::string* out) {

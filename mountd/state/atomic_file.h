@@ -17,10 +17,14 @@ namespace nodevol {
 
 inline constexpr std::string_view kTempPrefix = ".tmp-";
 
+//
+// With durable = false the fsyncs are skipped: the file is still replaced
+// atomically as far as any process (and a kill -9) can tell, but a power
+// loss may lose the change.
 Status WriteFileAtomic(const std::string& dir, const std::string& name, std::string_view contents,
-                       mode_t mode = 0600);
-// Unlinks dir/name and fsyncs dir; a missing file is success.
-Status RemoveFileDurable(const std::string& dir, const std::string& name);
+                       bool durable = true, mode_t mode = 0600);
+// Unlinks dir/name (and fsyncs dir when durable); a missing file is success.
+Status RemoveFile(const std::string& dir, const std::string& name, bool durable = true);
 // Reads a whole file.
 Status ReadWholeFile(const std::string& path, std::string* out);
 // Creates dir (and parents) when missing and checks it is a directory. With

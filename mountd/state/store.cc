@@ -112,15 +112,16 @@ Status Store::PutVolume(const VolumeRecord& v) {
 }
 
 Status Store::RemoveVolume(const std::string& name) {
-  return RemoveFileDurable(dir_ + "/" + kVolumes, name + ".json");
+  return RemoveFile(dir_ + "/" + kVolumes, name + ".json");
 }
 
 Status Store::PutPublication(const PublicationRecord& p) {
-  return WriteFileAtomic(dir_ + "/" + kPublications, TargetFileName(p.target), PublicationToJson(p));
+  return WriteFileAtomic(dir_ + "/" + kPublications, TargetFileName(p.target), PublicationToJson(p),
+                         /*durable=*/false);
 }
 
 Status Store::RemovePublication(const std::string& target) {
-  return RemoveFileDurable(dir_ + "/" + kPublications, TargetFileName(target));
+  return RemoveFile(dir_ + "/" + kPublications, TargetFileName(target), /*durable=*/false);
 }
 
 }  // namespace nodevol

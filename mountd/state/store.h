@@ -4,11 +4,20 @@
 //   <state>/volumes/<name>.json        one VolumeRecord each
 //   <state>/publications/<sha256(target)>.json   one PublicationRecord each
 //
-// Every Put/Remove is durable when it returns (see atomic_file.h), so the
-// node layer can write a record *before* acting (create, mount) and remove
-// it only *after* (delete, unmount): a crash then leaves a record describing
-// the unfinished step, never an action without a record. The Store keeps no
-// index; the node layer holds the in-memory view.
+// Every Put/Remove is atomic and complete when it returns (see
+// atomic_file.h), so the node layer can write a record *before* acting
+// (create, mount) and remove it only *after* (delete, unmount): a kill -9
+// then leaves a record describing the unfinished step, never an action
+// without a record. The Store keeps no index; the node layer holds the
+// in-memory view.
+//
+// Volume records describe data on disk and are fsync'ed (file and
+// directory) before a call returns, so they also survive a power loss.
+// Publication records describe mounts, which a power loss or reboot erases
+// anyway; they are replaced atomically but not fsync'ed, which keeps seven
+// fsyncs off every pod start and stop. After a power loss a publication
+// record may be stale or missing; reconcile settles both against the (then
+// empty) mount table and kubelet publishes again.
 #pragma once
 
 #include <string>

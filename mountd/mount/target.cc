@@ -73,6 +73,8 @@ Status ResolveTarget(const std::string& pods_root, const std::string& path, Targ
   if (RealPath(p, &resolved, &err)) {
     out->exists = true;
   } else if (err == ENOENT) {
+    struct stat lst;
+    if (::lstat(p.c_str(), &lst) == 0) return Invalid(path, "is a dangling symlink");
     size_t slash = p.rfind('/');
     std::string parent = p.substr(0, slash == 0 ? 1 : slash);
     std::string rparent;

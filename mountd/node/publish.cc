@@ -4,6 +4,7 @@
 #include <sys/statvfs.h>
 
 #include <cerrno>
+#include <functional>
 
 #include "base/names.h"
 #include "mount/bind.h"
@@ -66,6 +67,19 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
                                       "; unpublish it and publish again");
   }
 
+  // An inline volume exists only for its publication: if this call fails,
+  // it goes again (unless a publication already uses it).
+  bool succeeded = false;
+  struct InlineCleanup {
+    std::function<void()> fn;
+    ~InlineCleanup() { fn(); }
+  } cleanup{[&] {
+    if (args.inline_spec && !succeeded && PublishedAt(name).empty()) {
+      bool existed = false;
+      DeleteLocked(name, &existed);
+    }
+  }};
+
   VolumeRecord rec;
   if (args.inline_spec) {
     VolumeView created;
@@ -125,6 +139,7 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
   if (!st.ok()) return undo(st);
   std::lock_guard<std::mutex> l(mu_);
   publications_[target.path] = pub;
+  succeeded = true;
   return Status::Ok();
 }
 

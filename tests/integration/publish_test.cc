@@ -437,5 +437,98 @@ TEST_F(PublishTest, OneVolumeAtSeveralTargetsSharesTheData) {
   EXPECT_EQ(ReadAll(b + "/shared"), "both");
 }
 
+TEST_F(PublishTest, MissingTargetDirectoryIsCreated) {
+  ASSERT_TRUE(CreateVolume("v1", 1 << 20).ok());
+  std::string t = MakeTarget("pod-1", "data", /*create=*/false);
+  ASSERT_FALSE(fs::exists(t));
+  grpc::Status st = Publish("v1", t);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_TRUE(fs::is_directory(t));
+  EXPECT_TRUE(IsMountPoint(t));
+}
+
+TEST_F(PublishTest, SymlinkStayingInsideIsResolved) {
+  ASSERT_TRUE(CreateVolume("v1", 1 << 20).ok());
+  std::string t = MakeTarget("pod-1", "data");
+  std::string alias = fs::path(t).parent_path().string() + "/alias";
+  fs::create_symlink(t, alias);
+  v1::PublishRequest req;
+  req.set_volume("v1");
+  req.set_target(alias);
+  v1::PublishResponse resp;
+  grpc::Status st = PublishReq(req, &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(resp.target(), t) << "the response names the resolved target";
+  EXPECT_TRUE(IsMountPoint(t));
+  EXPECT_EQ(GetVolume("v1").published_at(0), t);
+  bool was = false;
+  ASSERT_TRUE(UnpublishReq(alias, &was).ok());
+  EXPECT_TRUE(was);
+  EXPECT_FALSE(IsMountPoint(t));
+}
+
+TEST_F(PublishTest, FsGroupIsNotAppliedToReadOnlyPublications) {
+  ASSERT_TRUE(CreateVolume("v1", 1 << 20).ok());
+  std::string data = DataDir("v1");
+  struct stat before;
+  ASSERT_EQ(::stat(data.c_str(), &before), 0);
+  std::string t = MakeTarget("pod-1", "data");
+  v1::PublishRequest req;
+  req.set_volume("v1");
+  req.set_target(t);
+  req.set_read_only(true);
+  req.set_fs_group(4242);
+  grpc::Status st = PublishReq(req);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  struct stat after;
+  ASSERT_EQ(::stat(data.c_str(), &after), 0);
+  EXPECT_EQ(after.st_gid, before.st_gid);
+  EXPECT_EQ(after.st_mode, before.st_mode);
+}
+
+TEST_F(PublishTest, BusyTargetFailsToUnpublishAndCanBeRetried) {
+  ASSERT_TRUE(CreateVolume("v1", 1 << 20).ok());
+  std::string t = MakeTarget("pod-1", "data");
+  ASSERT_TRUE(Publish("v1", t).ok());
+  int fd = ::open((t + "/held-open").c_str(), O_CREAT | O_WRONLY, 0644);
+  ASSERT_GE(fd, 0);
+
+  grpc::Status st = Unpublish(t);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << st.error_message();
+  EXPECT_TRUE(IsMountPoint(t)) << "a busy target must not be detached";
+  EXPECT_EQ(GetVolume("v1").published_at_size(), 1) << "the publication is still there";
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx);
+  v1::DeleteVolumeRequest del;
+  del.set_name("v1");
+  v1::DeleteVolumeResponse dresp;
+  EXPECT_EQ(stub()->DeleteVolume(&ctx, del, &dresp).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+
+  ::close(fd);
+  bool was = false;
+  st = UnpublishReq(t, &was);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  EXPECT_TRUE(was);
+  EXPECT_FALSE(IsMountPoint(t));
+  EXPECT_TRUE(fs::exists(DataDir("v1") + "/held-open"));
+}
+
+// An inline volume is created for its publication; when that publication
+// is refused, the volume must not stay behind in the pool.
+TEST_F(PublishTest, RefusedInlinePublicationLeavesNoVolume) {
+  std::string t = MakeTarget("pod-1", "scratch");
+  ASSERT_EQ(::mount("nodevol-test", t.c_str(), "tmpfs", 0, "size=1m"), 0) << strerror(errno);
+  v1::PublishRequest req;
+  req.mutable_inline_()->set_pool("default");
+  req.mutable_inline_()->set_size_bytes(1 << 20);
+  req.set_target(t);
+  grpc::Status st = PublishReq(req);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << st.error_message();
+  EXPECT_EQ(FsType(t), "tmpfs");
+  EXPECT_TRUE(ListVolumes().empty()) << "leaked inline volume " << ListVolumes()[0].name();
+  EXPECT_TRUE(fs::is_empty(pool_dir_));
+  ::umount2(t.c_str(), MNT_DETACH);
+}
+
 }  // namespace
 }  // namespace nodevol::testing

@@ -1,0 +1,302 @@
+// Restarts: what nodevold recorded must match the kernel's mount table
+// again after a stop and start, whatever happened to the mounts meanwhile.
+#include <fcntl.h>
+#include <grpcpp/grpcpp.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "daemon_fixture.h"
+#include "mount/mount_table.h"
+
+namespace nodevol::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+void SetDeadline(grpc::ClientContext* ctx) {
+  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+bool Contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+bool HasMountOption(const std::string& path, const std::string& want) {
+  MountTable table;
+  if (!table.Load().ok()) return false;
+  const MountEntry* e = table.FindTarget(path);
+  if (!e) return false;
+  std::stringstream ss(e->options);
+  for (std::string o; std::getline(ss, o, ',');)
+    if (o == want) return true;
+  return false;
+}
+
+// errno of creating a file in dir (0 = it worked).
+int CreateErrno(const std::string& dir) {
+  int fd = ::open((dir + "/probe").c_str(), O_CREAT | O_WRONLY, 0644);
+  if (fd < 0) return errno;
+  ::close(fd);
+  ::unlink((dir + "/probe").c_str());
+  return 0;
+}
+
+class ReconcileTest : public DaemonFixture {
+ protected:
+  void SetUp() override {
+    DaemonFixture::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    StartDaemon();
+  }
+
+  void Restart() {
+    ASSERT_EQ(StopDaemon(), 0);
+    StartDaemon();
+  }
+
+  std::vector<std::string> Drift() {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx);
+    v1::GetInfoResponse resp;
+    EXPECT_TRUE(stub()->GetInfo(&ctx, v1::GetInfoRequest(), &resp).ok());
+    return {resp.drift().begin(), resp.drift().end()};
+  }
+
+  std::string DriftText() {
+    std::string s;
+    for (const std::string& d : Drift()) s += d + "\n";
+    return s;
+  }
+
+  // Volume name -> its publication targets.
+  std::map<std::string, std::vector<std::string>> Published() {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx);
+    v1::ListVolumesResponse resp;
+    EXPECT_TRUE(stub()->ListVolumes(&ctx, v1::ListVolumesRequest(), &resp).ok());
+    std::map<std::string, std::vector<std::string>> out;
+    for (const auto& v : resp.volumes()) {
+      auto& targets = out[v.name()];
+      targets.assign(v.published_at().begin(), v.published_at().end());
+      std::sort(targets.begin(), targets.end());
+    }
+    return out;
+  }
+
+  grpc::Status PublishWith(const std::string& volume, const std::string& target, bool read_only,
+                           std::vector<std::string> options) {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx);
+    v1::PublishRequest req;
+    req.set_volume(volume);
+    req.set_target(target);
+    req.set_read_only(read_only);
+    for (const std::string& o : options) req.add_mount_options(o);
+    v1::PublishResponse resp;
+    return stub()->Publish(&ctx, req, &resp);
+  }
+};
+
+TEST_F(ReconcileTest, PublicationsSurviveACleanRestart) {
+  ASSERT_TRUE(CreateVolume("v1", 1 << 20).ok());
+  ASSERT_TRUE(CreateVolume("v2", 1 << 20).ok());
+  std::string a = MakeTarget("pod-1", "data"), b = MakeTarget("pod-2", "data"), c = MakeTarget("pod-2", "other");
+  ASSERT_TRUE(Publish("v1", a).ok());
+  ASSERT_TRUE(Publish("v1", b, /*read_only=*/true).ok());
+  ASSERT_TRUE(Publish("v2", c).ok());
+  std::ofstream(a + "/file") << "before restart";
+
+  ASSERT_EQ(StopDaemon(), 0);
+  EXPECT_TRUE(IsMountPoint(a)) << "a clean stop must not unmount pods' volumes";
+  EXPECT_TRUE(IsMountPoint(b));
+  EXPECT_TRUE(IsMountPoint(c));
+  StartDaemon();
+
+  EXPECT_EQ(MountsBelow(pods_root_), 3) << "restart must not stack mounts";
+  auto published = Published();
+  std::vector<std::string> v1_targets = {a, b};
+  std::sort(v1_targets.begin(), v1_targets.end());
+  EXPECT_EQ(published["v1"], v1_targets);
+  EXPECT_EQ(published["v2"], std::vector<std::string>{c});
+  EXPECT_TRUE(Drift().empty()) << DriftText();
+  EXPECT_EQ(ReadAll(b + "/file"), "before restart");
+  EXPECT_EQ(CreateErrno(b), EROFS);
+  EXPECT_EQ(CreateErrno(a), 0);
+
+  // The restarted daemon still knows them: idempotent publish, then unpublish.
+  EXPECT_TRUE(Publish("v1", a).ok());
+  EXPECT_EQ(MountsBelow(pods_root_), 3);
+  for (const std::string& t : {a, b, c}) EXPECT_TRUE(Unpublish(t).ok());
+  EXPECT_EQ(MountsBelow(root_), 0);
+}
+
+TEST_F(ReconcileTest, BindUnmountedWhileStoppedIsRecreated) {
+  ASSERT_TRUE(CreateVolume("v1", 1 << 20).ok());
+  std::string t = MakeTarget("pod-1", "data");
+  ASSERT_TRUE(Publish("v1", t).ok());
+  std::ofstream(t + "/file") << "data";
+
+  ASSERT_EQ(StopDaemon(), 0);
+  ASSERT_EQ(::umount2(t.c_str(), 0), 0) << strerror(errno);
+  ASSERT_FALSE(IsMountPoint(t));
+  StartDaemon();
+
+  EXPECT_TRUE(IsMountPoint(t));
+  EXPECT_EQ(MountsBelow(pods_root_), 1);
+  EXPECT_EQ(ReadAll(t + "/file"), "data");
+  std::vector<std::string> drift = Drift();
+  ASSERT_FALSE(drift.empty());
+  bool mentioned = false;
+  for (const std::string& d : drift) mentioned |= Contains(d, t) && Contains(d, "re-created");
+  EXPECT_TRUE(mentioned) << DriftText();
+  EXPECT_EQ(Published()["v1"], std::vector<std::string>{t});
+
+  ASSERT_TRUE(Unpublish(t).ok());
+  EXPECT_FALSE(IsMountPoint(t));
+}
+
+TEST_F(ReconcileTest, RecreatedReadOnlyBindIsStillReadOnly) {
+  ASSERT_TRUE(CreateVolume("v1", 1 << 20).ok());
+  std::string t = MakeTarget("pod-1", "data");
+  ASSERT_TRUE(PublishWith("v1", t, /*read_only=*/true, {"noexec", "nosuid"}).ok());
+  ASSERT_EQ(CreateErrno(t), EROFS);
+
+  ASSERT_EQ(StopDaemon(), 0);
+  ASSERT_EQ(::umount2(t.c_str(), 0), 0) << strerror(errno);
+  StartDaemon();
+
+  ASSERT_TRUE(IsMountPoint(t));
+  EXPECT_EQ(CreateErrno(t), EROFS) << "the re-created bind must be read-only again";
+  EXPECT_TRUE(HasMountOption(t, "ro"));
+  EXPECT_TRUE(HasMountOption(t, "noexec"));
+  EXPECT_TRUE(HasMountOption(t, "nosuid"));
+  // The pool itself stayed writable.
+  EXPECT_EQ(CreateErrno(pool_dir_ + "/v1"), 0);
+}
+
+TEST_F(ReconcileTest, ReadOnlyBindMadeWritableWhileStoppedIsMadeReadOnlyAgain) {
+  ASSERT_TRUE(CreateVolume("v1", 1 << 20).ok());
+  std::string t = MakeTarget("pod-1", "data");
+  ASSERT_TRUE(Publish("v1", t, /*read_only=*/true).ok());
+  ASSERT_EQ(StopDaemon(), 0);
+  // Someone remounts the bind read-write behind nodevold's back.
+  ASSERT_EQ(::mount(nullptr, t.c_str(), nullptr, MS_BIND | MS_REMOUNT, nullptr), 0) << strerror(errno);
+  ASSERT_EQ(CreateErrno(t), 0);
+  StartDaemon();
+
+  EXPECT_EQ(CreateErrno(t), EROFS);
+  EXPECT_EQ(MountsBelow(pods_root_), 1);
+}
+
+TEST_F(ReconcileTest, ForeignMountFoundOnRestartIsLeftAlone) {
+  ASSERT_TRUE(CreateVolume("v1", 1 << 20).ok());
+  std::string t = MakeTarget("pod-1", "data");
+  ASSERT_TRUE(Publish("v1", t).ok());
+  ASSERT_EQ(StopDaemon(), 0);
+  ASSERT_EQ(::umount2(t.c_str(), 0), 0);
+  ASSERT_EQ(::mount("nodevol-test", t.c_str(), "tmpfs", 0, "size=1m"), 0) << strerror(errno);
+  StartDaemon();
+
+  EXPECT_EQ(MountsBelow(pods_root_), 1) << "no bind may be stacked on the foreign mount";
+  MountTable table;
+  ASSERT_TRUE(table.Load().ok());
+  ASSERT_NE(table.FindTarget(t), nullptr);
+  EXPECT_EQ(table.FindTarget(t)->fstype, "tmpfs");
+  bool mentioned = false;
+  for (const std::string& d : Drift()) mentioned |= Contains(d, t);
+  EXPECT_TRUE(mentioned) << DriftText();
+  ::umount2(t.c_str(), MNT_DETACH);
+}
+
+TEST_F(ReconcileTest, TargetRemovedWhileStoppedIsForgotten) {
+  ASSERT_TRUE(CreateVolume("v1", 1 << 20).ok());
+  std::string t = MakeTarget("pod-1", "data");
+  ASSERT_TRUE(Publish("v1", t).ok());
+  ASSERT_EQ(StopDaemon(), 0);
+  // kubelet tore the pod down (unmount and remove) without calling us.
+  ASSERT_EQ(::umount2(t.c_str(), 0), 0);
+  fs::remove_all(pods_root_ + "/pod-1");
+  StartDaemon();
+
+  EXPECT_FALSE(fs::exists(t)) << "the daemon must not re-create a removed pod directory";
+  EXPECT_TRUE(Published()["v1"].empty());
+  bool mentioned = false;
+  for (const std::string& d : Drift()) mentioned |= Contains(d, t);
+  EXPECT_TRUE(mentioned) << DriftText();
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx);
+  v1::DeleteVolumeRequest req;
+  req.set_name("v1");
+  v1::DeleteVolumeResponse resp;
+  grpc::Status st = stub()->DeleteVolume(&ctx, req, &resp);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+}
+
+TEST_F(ReconcileTest, PublishedInlineVolumeSurvivesARestart) {
+  std::string t = MakeTarget("pod-1", "scratch");
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx);
+  v1::PublishRequest req;
+  req.mutable_inline_()->set_pool("default");
+  req.mutable_inline_()->set_size_bytes(1 << 20);
+  req.set_target(t);
+  v1::PublishResponse resp;
+  ASSERT_TRUE(stub()->Publish(&ctx, req, &resp).ok());
+  std::ofstream(t + "/scratch") << "pod data";
+
+  Restart();
+  EXPECT_TRUE(IsMountPoint(t));
+  EXPECT_EQ(ReadAll(t + "/scratch"), "pod data") << "an ephemeral volume in use must not be deleted on restart";
+  EXPECT_EQ(Published()[resp.volume()], std::vector<std::string>{t});
+
+  ASSERT_TRUE(Unpublish(t).ok());
+  EXPECT_TRUE(Published().empty());
+  EXPECT_TRUE(fs::is_empty(pool_dir_));
+}
+
+TEST_F(ReconcileTest, InlineVolumeOfAPodRemovedWhileStoppedIsDeleted) {
+  std::string t = MakeTarget("pod-1", "scratch");
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx);
+  v1::PublishRequest req;
+  req.mutable_inline_()->set_pool("default");
+  req.mutable_inline_()->set_size_bytes(1 << 20);
+  req.set_target(t);
+  v1::PublishResponse resp;
+  ASSERT_TRUE(stub()->Publish(&ctx, req, &resp).ok());
+  ASSERT_EQ(StopDaemon(), 0);
+  ASSERT_EQ(::umount2(t.c_str(), 0), 0);
+  fs::remove_all(pods_root_ + "/pod-1");
+  StartDaemon();
+  EXPECT_TRUE(Published().empty()) << "the inline volume of a gone pod is scratch space to delete";
+  EXPECT_TRUE(fs::is_empty(pool_dir_));
+}
+
+TEST_F(ReconcileTest, PublicationsSurviveAKill) {
+  ASSERT_TRUE(CreateVolume("v1", 1 << 20).ok());
+  std::string a = MakeTarget("pod-1", "data"), b = MakeTarget("pod-2", "data");
+  ASSERT_TRUE(Publish("v1", a).ok());
+  ASSERT_TRUE(Publish("v1", b, /*read_only=*/true).ok());
+  KillDaemon();
+  StartDaemon();
+  EXPECT_EQ(MountsBelow(pods_root_), 2);
+  EXPECT_EQ(Published()["v1"].size(), 2u);
+  EXPECT_EQ(CreateErrno(b), EROFS);
+  EXPECT_TRUE(Unpublish(a).ok());
+  EXPECT_TRUE(Unpublish(b).ok());
+  EXPECT_EQ(MountsBelow(root_), 0);
+}
+
+}  // namespace
+}  // namespace nodevol::testing

@@ -105,23 +105,26 @@ Status BindMount(const std::string& source, const std::string& target, bool read
   NODEVOL_RETURN_IF_ERROR(dst.Open(target));
   if (::mount(src.proc_path().c_str(), dst.proc_path().c_str(), nullptr, MS_BIND, nullptr) != 0)
     return Status::FromErrno("bind mount " + source + " on " + target, errno);
-  if (read_only) flags |= MS_RDONLY;
-  if (flags == 0) return Status::Ok();
-
-  // Re-open the path: it now shows the new mount's root. Remounting through
-  // the old descriptor would change the *parent* mount's flags.
-  PinnedDir mounted;
-  Status st = mounted.Open(target);
-  struct stat a, b;
-  if (st.ok() && (::fstat(mounted.fd(), &a) != 0 || ::fstat(src.fd(), &b) != 0))
-    st = Status::FromErrno("fstat " + target, errno);
-  if (st.ok() && (a.st_dev != b.st_dev || a.st_ino != b.st_ino))
-    st = Status::FailedPrecondition("after mounting, " + target + " does not show " + source);
-  if (st.ok() && ::mount(nullptr, mounted.proc_path().c_str(), nullptr, MS_BIND | MS_REMOUNT | flags,
-                         nullptr) != 0)
-    st = Status::FromErrno("remount " + target + " with flags", errno);
+  if (!read_only && flags == 0) return Status::Ok();
+  Status st = Remount(source, target, read_only, flags);
   if (!st.ok()) ::umount2(target.c_str(), UMOUNT_NOFOLLOW);
   return st;
+}
+
+Status Remount(const std::string& source, const std::string& target, bool read_only, unsigned long flags) {
+  // Open the path afresh: it must show the mount's root. Remounting through
+  // a descriptor taken before the bind would change the *parent* mount.
+  PinnedDir src, mounted;
+  NODEVOL_RETURN_IF_ERROR(src.Open(source));
+  NODEVOL_RETURN_IF_ERROR(mounted.Open(target));
+  struct stat a, b;
+  if (::fstat(mounted.fd(), &a) != 0 || ::fstat(src.fd(), &b) != 0) return Status::FromErrno("fstat " + target, errno);
+  if (a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+    return Status::FailedPrecondition(target + " does not show " + source + "; not remounting it");
+  if (read_only) flags |= MS_RDONLY;
+  if (::mount(nullptr, mounted.proc_path().c_str(), nullptr, MS_BIND | MS_REMOUNT | flags, nullptr) != 0)
+    return Status::FromErrno("remount " + target + " with flags", errno);
+  return Status::Ok();
 }
 
 Status Unmount(const std::string& target) {

@@ -34,6 +34,11 @@ Status ParseBindOptions(const std::vector<std::string>& options, unsigned long* 
 Status BindMount(const std::string& source, const std::string& target, bool read_only,
                  unsigned long flags);
 
+// Sets exactly MS_RDONLY (when read_only) and flags on the bind mount at
+// target, after checking target shows source. Used by BindMount and by
+// reconcile to finish a bind whose flags were not applied yet.
+Status Remount(const std::string& source, const std::string& target, bool read_only, unsigned long flags);
+
 // Unmounts the top mount at target (never following a symlink). A target
 // that is not a mount point is success.
 Status Unmount(const std::string& target);

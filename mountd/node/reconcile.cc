@@ -4,7 +4,7 @@
 //   volume creating      left as is; CreateVolume finishes it, DeleteVolume drops it
 //   volume deleting      deletion finished (it was asked for and is idempotent)
 //   volume ready, data missing            reported as drift, record kept
-//   publication publishing, mounted       completed (read-only enforced)
+//   publication publishing, mounted       completed (read-only and flags applied)
 //   publication publishing, not mounted   rolled back (the caller saw an error)
 //   publication published, bind missing   bind re-created when the target dir exists
 //   publication unpublishing              unmount finished, record removed
@@ -13,6 +13,7 @@
 //                                         reported as drift, left alone
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include <set>
 
@@ -138,12 +139,17 @@ void Node::ReconcilePublication(PublicationRecord pub) {
     AddDrift("publication of " + pub.volume + " at " + pub.target +
              (s.ok() ? ": bind mount was missing; re-created" : ": bind mount is missing and re-creating failed: " + s.message()));
     if (!s.ok()) return;
-  } else if (pub.read_only && !ro) {
-    // Crashed between the bind and the read-only remount: finish it.
-    s = Unmount(pub.target);
-    if (s.ok()) s = BindMount(pub.source, pub.target, true, flags);
-    AddDrift("publication of " + pub.volume + " at " + pub.target + ": made read-only as recorded" +
-             (s.ok() ? "" : " failed: " + s.message()));
+  } else {
+    // A crash between the bind and its remount leaves a plain rw bind:
+    // apply the recorded read-only state and flags (idempotent).
+    struct statvfs before, after;
+    bool got = ::statvfs(pub.target.c_str(), &before) == 0;
+    s = Remount(pub.source, pub.target, pub.read_only, flags);
+    if (!s.ok())
+      AddDrift("publication of " + pub.volume + " at " + pub.target + ": restoring its mount flags failed: " + s.message());
+    else if (got && ::statvfs(pub.target.c_str(), &after) == 0 && after.f_flag != before.f_flag)
+      AddDrift("publication of " + pub.volume + " at " + pub.target + ": mount flags restored as recorded" +
+               (pub.read_only && !ro ? " (made read-only)" : ""));
   }
   if (pub.state == PublicationState::kPublishing) {
     pub.state = PublicationState::kPublished;

@@ -588,7 +588,7 @@ class CrashTest : public DaemonFixture {
     }
     static const char* kExpected[] = {"finished deleting ", "was being created when nodevold stopped",
                                       "was interrupted before mounting; rolled back", "finished unpublishing ",
-                                      "made read-only as recorded"};
+                                      "mount flags restored as recorded"};
     for (const std::string& d : info.drift()) {
       bool ok = d.find("could not") == std::string::npos && d.find("failed") == std::string::npos;
       bool expected = false;

@@ -19,10 +19,6 @@ namespace {
 namespace fs = std::filesystem;
 using Code = grpc::StatusCode;
 
-void SetDeadline(grpc::ClientContext* ctx) {
-  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-}
-
 class BadInputTest : public DaemonFixture {
  protected:
   void SetUp() override {

@@ -382,15 +382,8 @@ class CrashTest : public DaemonFixture {
   // logs "starting", typically in the middle of its start-up reconcile.
   // Returns whether the kill landed between "starting" and "ready" in the log.
   bool StartAndKillDuringRecovery(int delay_us) {
-    std::vector<std::string> argv = {NODEVOLD_PATH,
-                                     "--config=" + root_ + "/nodevold.conf",
-                                     "--socket=" + socket_,
-                                     "--state-dir=" + state_dir_,
-                                     "--pods-root=" + pods_root_,
-                                     "--pool=name=default,backend=dir,path=" + pool_dir_,
-                                     "--metrics-address=off",
-                                     "--log-target=stderr",
-                                     "--log-level=debug"};
+    std::vector<std::string> argv = {NODEVOLD_PATH};
+    for (std::string& f : DaemonFlags()) argv.push_back(std::move(f));
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 2, log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);

@@ -20,16 +20,18 @@ extern char** environ;
 namespace nodevol::testing {
 namespace {
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 std::chrono::system_clock::time_point Deadline(int seconds = 10) {
   return std::chrono::system_clock::now() + std::chrono::seconds(seconds);
 }
 
 }  // namespace
+
+void SetDeadline(grpc::ClientContext* ctx) { ctx->set_deadline(Deadline()); }
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
 
 int RunCommand(const std::vector<std::string>& argv, std::string* out, std::string* err) {
   char tmpl_out[] = "/tmp/nodevol-cmd-out-XXXXXX";
@@ -50,8 +52,8 @@ int RunCommand(const std::vector<std::string>& argv, std::string* out, std::stri
   close(fe);
   int status = 0;
   if (rc == 0) waitpid(pid, &status, 0);
-  if (out) *out = ReadFile(tmpl_out);
-  if (err) *err = ReadFile(tmpl_err);
+  if (out) *out = ReadAll(tmpl_out);
+  if (err) *err = ReadAll(tmpl_err);
   unlink(tmpl_out);
   unlink(tmpl_err);
   if (rc != 0) return 127;
@@ -82,28 +84,31 @@ void DaemonFixture::TearDown() {
     for (auto it = below.rbegin(); it != below.rend(); ++it) umount2((*it)->target.c_str(), MNT_DETACH);
   }
   if (HasFailure()) {
-    std::cerr << "---- nodevold log (" << log_path_ << ") ----\n" << ReadFile(log_path_) << "----\n";
+    std::cerr << "---- nodevold log (" << log_path_ << ") ----\n" << ReadAll(log_path_) << "----\n";
   }
   if (getenv("NODEVOL_KEEP_SANDBOX")) return;  // for debugging a failure
   std::error_code ec;
   std::filesystem::remove_all(root_, ec);
 }
 
-void DaemonFixture::StartDaemon(const std::vector<std::string>& extra) {
-  std::vector<std::string> argv = {NODEVOLD_PATH,
-                                   "--config=/nonexistent-default-is-not-read",
-                                   "--socket=" + socket_,
-                                   "--state-dir=" + state_dir_,
-                                   "--pods-root=" + pods_root_,
-                                   "--pool=name=default,backend=dir,path=" + pool_dir_,
-                                   "--metrics-address=off",
-                                   "--log-target=stderr",
-                                   "--log-level=debug"};
-  argv.insert(argv.end(), extra.begin(), extra.end());
+std::vector<std::string> DaemonFixture::DaemonFlags() {
   // A named config file must exist: point it at an empty one.
   std::string conf = root_ + "/nodevold.conf";
   std::ofstream(conf, std::ios::app).close();
-  argv[1] = "--config=" + conf;
+  return {"--config=" + conf,
+          "--socket=" + socket_,
+          "--state-dir=" + state_dir_,
+          "--pods-root=" + pods_root_,
+          "--pool=name=default,backend=dir,path=" + pool_dir_,
+          "--metrics-address=off",
+          "--log-target=stderr",
+          "--log-level=debug"};
+}
+
+void DaemonFixture::StartDaemon(const std::vector<std::string>& extra) {
+  std::vector<std::string> argv = {NODEVOLD_PATH};
+  for (std::string& f : DaemonFlags()) argv.push_back(std::move(f));
+  argv.insert(argv.end(), extra.begin(), extra.end());
 
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
@@ -121,7 +126,7 @@ void DaemonFixture::StartDaemon(const std::vector<std::string>& extra) {
     int status = 0;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
-      FAIL() << "nodevold exited during start:\n" << ReadFile(log_path_);
+      FAIL() << "nodevold exited during start:\n" << ReadAll(log_path_);
     }
     if (access(socket_.c_str(), F_OK) == 0) {
       if (!stub_) stub_ = NewStub();
@@ -133,7 +138,7 @@ void DaemonFixture::StartDaemon(const std::vector<std::string>& extra) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  FAIL() << "nodevold did not answer within 10 s:\n" << ReadFile(log_path_);
+  FAIL() << "nodevold did not answer within 10 s:\n" << ReadAll(log_path_);
 }
 
 int DaemonFixture::StopDaemon() {

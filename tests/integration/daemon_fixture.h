@@ -26,6 +26,9 @@ class DaemonFixture : public ::testing::Test {
   // Starts nodevold (extra flags appended) and waits until it answers
   // GetInfo; fails the test after 10 s.
   void StartDaemon(const std::vector<std::string>& extra_flags = {});
+  // The flags StartDaemon runs nodevold with (creates the sandbox's empty
+  // config file), for tests that run the binary themselves.
+  std::vector<std::string> DaemonFlags();
   // SIGTERM and wait (clean stop); returns the exit status.
   int StopDaemon();
   // SIGKILL and reap.
@@ -66,6 +69,11 @@ class DaemonFixture : public ::testing::Test {
   pid_t pid_ = -1;
   std::unique_ptr<v1::Node::Stub> stub_;
 };
+
+// A 10 s deadline on a client call.
+void SetDeadline(grpc::ClientContext* ctx);
+// A whole file ("" when unreadable).
+std::string ReadAll(const std::string& path);
 
 // Runs argv (no shell), captures output; returns the exit status (or 128+signal).
 int RunCommand(const std::vector<std::string>& argv, std::string* out, std::string* err);

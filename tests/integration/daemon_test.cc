@@ -91,18 +91,7 @@ std::string HttpGet(int port, const std::string& path) {
 class DaemonTest : public DaemonFixture {
  protected:
   // The flags the fixture starts nodevold with, for running it by hand.
-  std::vector<std::string> Flags() {
-    std::string conf = root_ + "/nodevold.conf";
-    std::ofstream(conf, std::ios::app).close();
-    return {"--config=" + conf,
-            "--socket=" + socket_,
-            "--state-dir=" + state_dir_,
-            "--pods-root=" + pods_root_,
-            "--pool=name=default,backend=dir,path=" + pool_dir_,
-            "--metrics-address=off",
-            "--log-target=stderr",
-            "--log-level=debug"};
-  }
+  std::vector<std::string> Flags() { return DaemonFlags(); }
 
   // Flags() with the flag starting with `prefix` replaced (or removed when
   // replacement is empty).

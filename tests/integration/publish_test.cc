@@ -21,15 +21,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void SetDeadline(grpc::ClientContext* ctx) {
-  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 void WriteFile(const std::string& path, const std::string& text) {
   std::ofstream out(path);
   out << text;

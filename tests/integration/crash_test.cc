@@ -382,23 +382,11 @@ class CrashTest : public DaemonFixture {
   // logs "starting", typically in the middle of its start-up reconcile.
   // Returns whether the kill landed between "starting" and "ready" in the log.
   bool StartAndKillDuringRecovery(int delay_us) {
-    std::vector<std::string> argv = {NODEVOLD_PATH};
-    for (std::string& f : DaemonFlags()) argv.push_back(std::move(f));
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 2, log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
     std::string before;
     ReadFile(log_path_, &before);
-    pid_t pid = -1;
-    int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    EXPECT_EQ(rc, 0);
-    if (rc != 0) return false;
+    pid_t pid = SpawnDaemon();
+    EXPECT_GT(pid, 0);
+    if (pid <= 0) return false;
     // Wait for its first log line, then give it delay_us to get into Start().
     auto until = Clock::now() + std::chrono::seconds(5);
     std::string log;

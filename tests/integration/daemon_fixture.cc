@@ -105,11 +105,10 @@ std::vector<std::string> DaemonFixture::DaemonFlags() {
           "--log-level=debug"};
 }
 
-void DaemonFixture::StartDaemon(const std::vector<std::string>& extra) {
+pid_t DaemonFixture::SpawnDaemon(const std::vector<std::string>& extra) {
   std::vector<std::string> argv = {NODEVOLD_PATH};
   for (std::string& f : DaemonFlags()) argv.push_back(std::move(f));
   argv.insert(argv.end(), extra.begin(), extra.end());
-
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 2, log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
@@ -118,8 +117,15 @@ void DaemonFixture::StartDaemon(const std::vector<std::string>& extra) {
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  ASSERT_EQ(posix_spawn(&pid_, args[0], &fa, nullptr, args.data(), environ), 0);
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
+  return rc == 0 ? pid : -1;
+}
+
+void DaemonFixture::StartDaemon(const std::vector<std::string>& extra) {
+  pid_ = SpawnDaemon(extra);
+  ASSERT_GT(pid_, 0) << "cannot spawn " << NODEVOLD_PATH;
 
   auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (std::chrono::steady_clock::now() < until) {

@@ -29,6 +29,9 @@ class DaemonFixture : public ::testing::Test {
   // The flags StartDaemon runs nodevold with (creates the sandbox's empty
   // config file), for tests that run the binary themselves.
   std::vector<std::string> DaemonFlags();
+  // Spawns nodevold with DaemonFlags() + extra, stderr appended to
+  // log_path_; returns its pid (-1 on failure) without waiting for it.
+  pid_t SpawnDaemon(const std::vector<std::string>& extra = {});
   // SIGTERM and wait (clean stop); returns the exit status.
   int StopDaemon();
   // SIGKILL and reap.

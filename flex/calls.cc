@@ -1,0 +1,161 @@
+#include "calls.h"
+
+#include <charconv>
+#include <string_view>
+
+#include "client.h"
+#include "config.h"
+#include "options.h"
+#include "output.h"
+
+namespace nodevol::flex {
+namespace {
+
+using Args = std::vector<std::string>;
+
+// Connects to nodevold; on failure fills *reply.
+std::optional<Client> Connect(Reply* reply) {
+  Config config;
+  std::string error;
+  if (!LoadConfig(&config, &error)) {
+    *reply = Reply::Failure(error);
+    return std::nullopt;
+  }
+  // However gRPC behaves, the call ends soon after its deadline.
+  ArmWatchdog(config.timeout + std::chrono::seconds(1),
+              "nodevol-flex gave up waiting for nodevold at " + config.socket +
+                  "; check `systemctl status nodevold`");
+  std::optional<Client> client(std::in_place, config);
+  if (!client->Connect(&error)) {
+    *reply = Reply::Failure(error);
+    return std::nullopt;
+  }
+  return client;
+}
+
+Reply Mount(const Args& a) {
+  const std::string& target = a[1];
+  Options o;
+  std::string error;
+  if (!ParseMountOptions(a[2], &o, &error)) return Reply::Failure(error);
+
+  v1::PublishRequest req;
+  if (o.inline_spec) {
+    auto* in = req.mutable_inline_();
+    in->set_pool(o.inline_spec->pool);
+    in->set_size_bytes(o.inline_spec->size_bytes);
+    in->set_fs_type(o.inline_spec->fs_type);
+    for (const auto& [k, v] : o.inline_spec->parameters) (*in->mutable_parameters())[k] = v;
+  } else {
+    req.set_volume(o.volume);
+  }
+  req.set_target(target);
+  req.set_read_only(o.read_only);
+  for (const auto& opt : o.mount_options) req.add_mount_options(opt);
+  if (o.fs_group) req.set_fs_group(*o.fs_group);
+  auto* pod = req.mutable_pod();
+  pod->set_uid(o.pod.uid);
+  pod->set_name(o.pod.name);
+  pod->set_namespace_(o.pod.namespace_);
+  pod->set_service_account(o.pod.service_account);
+
+  Reply reply;
+  auto client = Connect(&reply);
+  if (!client) return reply;
+  grpc::ClientContext ctx;
+  client->Prepare(&ctx);
+  v1::PublishResponse resp;
+  grpc::Status st = client->stub()->Publish(&ctx, req, &resp);
+  if (!st.ok()) return Reply::Failure(client->Describe("publish", st));
+  return Reply::Success("volume " + resp.volume() + " published" + (o.read_only ? " read-only" : ""));
+}
+
+Reply Unmount(const Args& a) {
+  Reply reply;
+  auto client = Connect(&reply);
+  if (!client) return reply;
+  grpc::ClientContext ctx;
+  client->Prepare(&ctx);
+  v1::UnpublishRequest req;
+  req.set_target(a[1]);
+  v1::UnpublishResponse resp;
+  grpc::Status st = client->stub()->Unpublish(&ctx, req, &resp);
+  if (!st.ok()) return Reply::Failure(client->Describe("unpublish", st));
+  return Reply::Success(resp.was_published() ? "unpublished" : "nothing was published there");
+}
+
+// expandfs <json> <devicePath> <deviceMountPath> <newBytes> <oldBytes>:
+// grows the volume to at least newBytes (a retry after success is a no-op).
+Reply ExpandFs(const Args& a) {
+  std::string volume, error;
+  if (!ParseVolumeName(a[1], &volume, &error)) return Reply::Failure(error);
+  const std::string& text = a[4];
+  uint64_t new_bytes = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), new_bytes);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || new_bytes == 0)
+    return Reply::Failure("expandfs: new size \"" + text + "\" is not a positive number of bytes");
+
+  Reply reply;
+  auto client = Connect(&reply);
+  if (!client) return reply;
+  {
+    grpc::ClientContext ctx;
+    client->Prepare(&ctx);
+    v1::GetVolumeRequest req;
+    req.set_name(volume);
+    v1::GetVolumeResponse resp;
+    grpc::Status st = client->stub()->GetVolume(&ctx, req, &resp);
+    if (!st.ok()) return Reply::Failure(client->Describe("expand", st));
+    if (resp.volume().size_bytes() >= new_bytes)
+      return Reply::Success("volume " + volume + " already has " + std::to_string(resp.volume().size_bytes()) +
+                            " bytes");
+  }
+  grpc::ClientContext ctx;
+  client->Prepare(&ctx);
+  v1::ExpandVolumeRequest req;
+  req.set_name(volume);
+  req.set_size_bytes(new_bytes);
+  v1::ExpandVolumeResponse resp;
+  grpc::Status st = client->stub()->ExpandVolume(&ctx, req, &resp);
+  if (!st.ok()) return Reply::Failure(client->Describe("expand", st));
+  return Reply::Success("volume " + volume + " expanded to " + std::to_string(new_bytes) + " bytes");
+}
+
+Reply Init(const Args&) { return Reply::Init(); }
+
+struct Call {
+  std::string_view name;
+  size_t args;  // arguments after the call name
+  Reply (*run)(const Args&);
+};
+
+constexpr Call kCalls[] = {
+    {"init", 0, Init},
+    {"mount", 2, Mount},
+    {"unmount", 1, Unmount},
+    {"expandfs", 5, ExpandFs},
+};
+
+// Calls of attachable drivers; answered the same way whatever the arguments.
+constexpr std::string_view kNotSupported[] = {
+    "getvolumename", "attach", "detach", "waitforattach", "isattached",
+    "mountdevice",   "unmountdevice", "expandvolume",
+};
+
+}  // namespace
+
+Reply RunCall(const Args& args) {
+  if (args.empty()) return Reply::Failure("no call given; kubelet calls e.g. `init`, `mount <dir> <json>`");
+  for (std::string_view name : kNotSupported)
+    if (args[0] == name) return Reply::NotSupported("nodevol volumes are not attachable; " + args[0] + " is not used");
+  for (const Call& call : kCalls) {
+    if (args[0] != call.name) continue;
+    if (args.size() - 1 != call.args)
+      return Reply::Failure(args[0] + " expects " + std::to_string(call.args) + " arguments, got " +
+                            std::to_string(args.size() - 1));
+    return call.run(args);
+  }
+  return Reply::Failure("unknown call \"" + args[0] + "\"");
+}
+
+}  // namespace nodevol::flex

@@ -1,0 +1,44 @@
+// Client: nodevold's Node API for the duration of one driver call.
+//
+// Every request shares one deadline (Config::timeout from construction), so
+// a call never outlives it however the daemon behaves. A daemon that does
+// not accept within connect_timeout, or errors, becomes a message that names
+// the socket and what to check.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "config.h"
+#include "nodevol/v1/node.grpc.pb.h"
+
+namespace nodevol::flex {
+
+class Client {
+ public:
+  explicit Client(const Config& config);
+
+  // Waits until the socket accepts; false with a message otherwise.
+  bool Connect(std::string* error);
+
+  v1::Node::Stub* stub() { return stub_.get(); }
+  // Prepares a context carrying the call's deadline.
+  void Prepare(grpc::ClientContext* ctx) const;
+  // "<what>: <the daemon's message> (<CODE>)", or for transport failures a
+  // message naming the socket and the deadline.
+  std::string Describe(std::string_view what, const grpc::Status& status) const;
+
+ private:
+  std::string Unreachable() const;
+
+  Config config_;
+  std::chrono::system_clock::time_point deadline_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Node::Stub> stub_;
+};
+
+}  // namespace nodevol::flex

@@ -13,22 +13,24 @@ namespace {
 
 using Args = std::vector<std::string>;
 
-// Connects to nodevold; on failure fills *reply.
-std::optional<Client> Connect(Reply* reply) {
+// Connects to nodevold; on failure fills *reply and returns null. The
+// client is never destroyed: the process ends with _exit right after its
+// answer, and tearing gRPC down first would add milliseconds to every call.
+Client* Connect(Reply* reply) {
   Config config;
   std::string error;
   if (!LoadConfig(&config, &error)) {
     *reply = Reply::Failure(error);
-    return std::nullopt;
+    return nullptr;
   }
   // However gRPC behaves, the call ends soon after its deadline.
   ArmWatchdog(config.timeout + std::chrono::seconds(1),
               "nodevol-flex gave up waiting for nodevold at " + config.socket +
                   "; check `systemctl status nodevold`");
-  std::optional<Client> client(std::in_place, config);
+  auto* client = new Client(config);
   if (!client->Connect(&error)) {
     *reply = Reply::Failure(error);
-    return std::nullopt;
+    return nullptr;
   }
   return client;
 }
@@ -60,7 +62,7 @@ Reply Mount(const Args& a) {
   pod->set_service_account(o.pod.service_account);
 
   Reply reply;
-  auto client = Connect(&reply);
+  Client* client = Connect(&reply);
   if (!client) return reply;
   grpc::ClientContext ctx;
   client->Prepare(&ctx);
@@ -72,7 +74,7 @@ Reply Mount(const Args& a) {
 
 Reply Unmount(const Args& a) {
   Reply reply;
-  auto client = Connect(&reply);
+  Client* client = Connect(&reply);
   if (!client) return reply;
   grpc::ClientContext ctx;
   client->Prepare(&ctx);
@@ -96,7 +98,7 @@ Reply ExpandFs(const Args& a) {
     return Reply::Failure("expandfs: new size \"" + text + "\" is not a positive number of bytes");
 
   Reply reply;
-  auto client = Connect(&reply);
+  Client* client = Connect(&reply);
   if (!client) return reply;
   {
     grpc::ClientContext ctx;

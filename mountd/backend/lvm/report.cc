@@ -1,0 +1,134 @@
+#include "backend/lvm/report.h"
+
+#include <charconv>
+#include <cstdlib>
+
+#include <nlohmann/json.hpp>
+
+namespace nodevol {
+namespace {
+
+using json = nlohmann::json;
+
+std::string Str(const json& row, const char* key) {
+  auto it = row.find(key);
+  return it != row.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// Sizes and numbers arrive as strings; "" means not applicable.
+bool Uint(const json& row, const char* key, uint64_t* out) {
+  std::string s = Str(row, key);
+  if (s.empty()) return true;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && end == s.data() + s.size();
+}
+
+double Percent(const json& row, const char* key) {
+  std::string s = Str(row, key);
+  return s.empty() ? 0 : std::strtod(s.c_str(), nullptr);
+}
+
+int Int(const json& row, const char* key) {
+  std::string s = Str(row, key);
+  int v = -1;
+  if (s.empty() || std::from_chars(s.data(), s.data() + s.size(), v).ec != std::errc()) return -1;
+  return v;
+}
+
+std::vector<std::string> Tags(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    if (comma > start) out.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
+Status Bad(const std::string& what) { return Status::Internal("unexpected lvm fullreport output: " + what); }
+
+}  // namespace
+
+bool LvmLv::HasTag(std::string_view tag) const {
+  for (const auto& t : tags)
+    if (t == tag) return true;
+  return false;
+}
+
+const LvmVg* LvmReport::FindVg(std::string_view name) const {
+  for (const auto& vg : vgs)
+    if (vg.name == name) return &vg;
+  return nullptr;
+}
+
+const LvmLv* LvmReport::FindLv(std::string_view vg, std::string_view name) const {
+  for (const auto& lv : lvs)
+    if (lv.vg == vg && lv.name == name) return &lv;
+  return nullptr;
+}
+
+std::vector<std::string> FullReportArgs() {
+  return {"fullreport", "--reportformat", "json", "--units", "b", "--nosuffix",
+          "--configreport", "vg", "-o", "vg_name,vg_uuid,vg_size,vg_free,vg_extent_size",
+          "--configreport", "pv", "-o", "pv_name,vg_name,pv_size,pv_free",
+          "--configreport", "lv", "-o",
+          "lv_name,lv_uuid,vg_name,lv_path,lv_size,lv_attr,lv_tags,pool_lv,data_percent,metadata_percent,"
+          "lv_metadata_size,lv_kernel_major,lv_kernel_minor",
+          // The segment subreports are not read; ask for as little as allowed.
+          "--configreport", "pvseg", "-o", "pvseg_start", "--configreport", "seg", "-o", "seg_size"};
+}
+
+Status ParseFullReport(std::string_view text, LvmReport* out) {
+  *out = LvmReport{};
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    return Bad(std::string("not JSON: ") + e.what());
+  }
+  auto reports = j.find("report");
+  if (!j.is_object() || reports == j.end() || !reports->is_array()) return Bad("no \"report\" array");
+  for (const auto& r : *reports) {
+    if (!r.is_object()) return Bad("a report is not an object");
+    for (const auto& row : r.value("vg", json::array())) {
+      LvmVg vg;
+      vg.name = Str(row, "vg_name");
+      vg.uuid = Str(row, "vg_uuid");
+      if (vg.name.empty() || !Uint(row, "vg_size", &vg.size) || !Uint(row, "vg_free", &vg.free) ||
+          !Uint(row, "vg_extent_size", &vg.extent_size))
+        return Bad("vg row " + row.dump());
+      out->vgs.push_back(std::move(vg));
+    }
+    for (const auto& row : r.value("pv", json::array())) {
+      LvmPv pv;
+      pv.name = Str(row, "pv_name");
+      pv.vg = Str(row, "vg_name");
+      if (pv.name.empty() || !Uint(row, "pv_size", &pv.size) || !Uint(row, "pv_free", &pv.free))
+        return Bad("pv row " + row.dump());
+      out->pvs.push_back(std::move(pv));
+    }
+    for (const auto& row : r.value("lv", json::array())) {
+      LvmLv lv;
+      lv.name = Str(row, "lv_name");
+      lv.vg = Str(row, "vg_name");
+      lv.uuid = Str(row, "lv_uuid");
+      lv.path = Str(row, "lv_path");
+      lv.attr = Str(row, "lv_attr");
+      lv.pool_lv = Str(row, "pool_lv");
+      lv.tags = Tags(Str(row, "lv_tags"));
+      lv.data_percent = Percent(row, "data_percent");
+      lv.metadata_percent = Percent(row, "metadata_percent");
+      lv.kernel_major = Int(row, "lv_kernel_major");
+      lv.kernel_minor = Int(row, "lv_kernel_minor");
+      if (lv.name.empty() || lv.vg.empty() || !Uint(row, "lv_size", &lv.size) ||
+          !Uint(row, "lv_metadata_size", &lv.metadata_size))
+        return Bad("lv row " + row.dump());
+      out->lvs.push_back(std::move(lv));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace nodevol

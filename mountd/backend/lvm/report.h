@@ -1,0 +1,55 @@
+// LvmReport: what `lvm fullreport` says about volume groups, physical
+// volumes and logical volumes, read from its JSON in one call rather than
+// one command per question. FullReportArgs() is the exact invocation
+// (sizes in bytes, only the columns read here) and ParseFullReport its
+// parser; every value arrives as a string there.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace nodevol {
+
+struct LvmVg {
+  std::string name, uuid;
+  uint64_t size = 0, free = 0, extent_size = 0;
+};
+
+struct LvmPv {
+  std::string name, vg;  // vg "" for a PV in no VG
+  uint64_t size = 0, free = 0;
+};
+
+struct LvmLv {
+  std::string name, vg, uuid, path, attr, pool_lv;
+  uint64_t size = 0, metadata_size = 0;
+  double data_percent = 0, metadata_percent = 0;  // thin pools and thin volumes
+  std::vector<std::string> tags;
+  int kernel_major = -1, kernel_minor = -1;       // -1 when not active
+
+  bool thin_pool() const { return !attr.empty() && attr[0] == 't'; }
+  bool thin_volume() const { return !attr.empty() && attr[0] == 'V'; }
+  bool active() const { return attr.size() > 4 && attr[4] == 'a'; }
+  bool HasTag(std::string_view tag) const;
+};
+
+struct LvmReport {
+  std::vector<LvmVg> vgs;
+  std::vector<LvmPv> pvs;
+  std::vector<LvmLv> lvs;
+
+  const LvmVg* FindVg(std::string_view name) const;
+  const LvmLv* FindLv(std::string_view vg, std::string_view name) const;
+};
+
+// Arguments after the lvm binary for the report ParseFullReport reads.
+std::vector<std::string> FullReportArgs();
+
+// INTERNAL with the reason when the JSON is not a fullreport.
+Status ParseFullReport(std::string_view json, LvmReport* out);
+
+}  // namespace nodevol

@@ -1,0 +1,72 @@
+#include "backend/lvm/report.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace nodevol {
+namespace {
+
+// Captured from lvm 2.03.16 in the VM harness (tests/vm): a VG with a thick
+// LV, a thin pool and a thin LV, reported with FullReportArgs()'s columns.
+std::string Sample() {
+  std::ifstream in(std::string(NODEVOL_TESTDATA) + "/lvm_fullreport.json");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(LvmReport, ParsesARealFullReport) {
+  LvmReport r;
+  Status st = ParseFullReport(Sample(), &r);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_EQ(r.vgs.size(), 1u);
+  const LvmVg* vg = r.FindVg("vg0");
+  ASSERT_NE(vg, nullptr);
+  EXPECT_EQ(vg->size, 1069547520u);
+  EXPECT_EQ(vg->free, 725614592u);
+  EXPECT_EQ(vg->extent_size, 4u << 20);
+  ASSERT_EQ(r.pvs.size(), 1u);
+  EXPECT_EQ(r.pvs[0].name, "/dev/vda");
+  EXPECT_EQ(r.pvs[0].vg, "vg0");
+
+  const LvmLv* thick = r.FindLv("vg0", "thick1");
+  ASSERT_NE(thick, nullptr);
+  EXPECT_EQ(thick->size, 64u << 20);
+  EXPECT_FALSE(thick->thin_pool());
+  EXPECT_FALSE(thick->thin_volume());
+  EXPECT_TRUE(thick->active());
+  EXPECT_EQ(thick->path, "/dev/vg0/thick1");
+  EXPECT_TRUE(thick->HasTag("nodevol.io/managed"));
+  EXPECT_TRUE(thick->HasTag("nodevol.io/volume=thick1"));
+  EXPECT_FALSE(thick->HasTag("nodevol.io"));
+  EXPECT_EQ(thick->kernel_major, 253);
+
+  const LvmLv* pool = r.FindLv("vg0", "tp");
+  ASSERT_NE(pool, nullptr);
+  EXPECT_TRUE(pool->thin_pool());
+  EXPECT_EQ(pool->size, 256u << 20);
+  EXPECT_EQ(pool->metadata_size, 4u << 20);
+  EXPECT_DOUBLE_EQ(pool->metadata_percent, 10.94);
+
+  const LvmLv* thin = r.FindLv("vg0", "thin1");
+  ASSERT_NE(thin, nullptr);
+  EXPECT_TRUE(thin->thin_volume());
+  EXPECT_EQ(thin->pool_lv, "tp");
+  EXPECT_EQ(thin->size, 1u << 30);
+  EXPECT_EQ(r.FindLv("vg1", "thin1"), nullptr);
+}
+
+TEST(LvmReport, EmptyAndMalformed) {
+  LvmReport r;
+  EXPECT_TRUE(ParseFullReport(R"({"report":[]})", &r).ok());
+  EXPECT_TRUE(r.vgs.empty());
+  EXPECT_FALSE(ParseFullReport("  No volume groups found", &r).ok());
+  EXPECT_FALSE(ParseFullReport(R"({"log":[]})", &r).ok());
+  EXPECT_FALSE(ParseFullReport(R"({"report":[{"vg":[{"vg_name":"a","vg_size":"12x"}]}]})", &r).ok());
+  EXPECT_FALSE(ParseFullReport(R"({"report":[{"lv":[{"lv_name":"","vg_name":"a"}]}]})", &r).ok());
+}
+
+}  // namespace
+}  // namespace nodevol

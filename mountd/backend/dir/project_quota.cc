@@ -1,6 +1,7 @@
 #include "backend/dir/project_quota.h"
 
 #include <fcntl.h>
+#include <linux/dqblk_xfs.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
 #include <sys/quota.h>
@@ -59,11 +60,21 @@ int QuotaCtl(const std::string& dir, int cmd, uint32_t id, void* addr) {
 }  // namespace
 
 Status ProbeProjectQuota(const std::string& dir) {
-  struct dqinfo info;
-  if (QuotaCtl(dir, Q_GETINFO, 0, &info) != 0)
+  // Accounting alone is not enough: ext4 made with -O quota,project accounts
+  // project usage on every mount but enforces limits only when mounted
+  // prjquota, and xfs mounted pqnoenforce accounts without enforcing.
+  struct fs_quota_stat st = {};
+  st.qs_version = FS_QSTAT_VERSION;
+  if (QuotaCtl(dir, Q_XGETQSTAT, 0, &st) != 0)
     return Status::FailedPrecondition("project quotas are not enabled on the filesystem holding " + dir +
                                       " (" + std::strerror(errno) +
                                       "); mount it with prjquota (ext4 needs mkfs -O project,quota)");
+  if (!(st.qs_flags & FS_QUOTA_PDQ_ACCT))
+    return Status::FailedPrecondition("project quotas are not enabled on the filesystem holding " + dir +
+                                      "; mount it with prjquota (ext4 needs mkfs -O project,quota)");
+  if (!(st.qs_flags & FS_QUOTA_PDQ_ENFD))
+    return Status::FailedPrecondition("project quotas are accounted but not enforced on the filesystem holding " +
+                                      dir + "; mount it with prjquota (not pqnoenforce)");
   return Status::Ok();
 }
 

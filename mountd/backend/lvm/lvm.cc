@@ -1,0 +1,117 @@
+#include "backend/lvm/lvm.h"
+
+namespace nodevol {
+namespace {
+
+std::string Bytes(uint64_t bytes) { return std::to_string(bytes) + "b"; }
+
+}  // namespace
+
+Lvm::Lvm(std::string binary, bool udev, Runner runner) : binary_(std::move(binary)), runner_(std::move(runner)) {
+  if (!runner_) runner_ = RunChecked;
+  options_.timeout = std::chrono::minutes(2);
+  if (!udev) options_.env.push_back("DM_DISABLE_UDEV=1");
+}
+
+uint64_t Lvm::commands_run() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return commands_;
+}
+
+Status Lvm::Command(std::vector<std::string> args, RunResult* result) {
+  args.insert(args.begin(), binary_);
+  RunResult local;
+  bool changes = args[1] != "fullreport";  // anything else may change state
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    ++commands_;
+    if (changes) cache_.reset();
+  }
+  Status st = runner_(args, options_, result ? result : &local);
+  if (changes) {
+    // Again: a report taken while the command ran may predate its change.
+    std::lock_guard<std::mutex> l(mu_);
+    cache_.reset();
+  }
+  return st.WithContext(args[1]);
+}
+
+Status Lvm::Report(LvmReport* out, bool fresh) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (cache_ && !fresh) {
+      *out = *cache_;
+      return Status::Ok();
+    }
+  }
+  RunResult r;
+  NODEVOL_RETURN_IF_ERROR(Command(FullReportArgs(), &r));
+  LvmReport report;
+  NODEVOL_RETURN_IF_ERROR(ParseFullReport(r.out, &report));
+  std::lock_guard<std::mutex> l(mu_);
+  cache_ = report;
+  *out = std::move(report);
+  return Status::Ok();
+}
+
+Status Lvm::CreateThick(const std::string& vg, const std::string& lv, const std::string& volume, uint64_t bytes,
+                        const std::vector<std::string>& extra_args) {
+  // -Wy -Zy: wipe old signatures and zero the start, so a new volume never
+  // shows a previous tenant's filesystem; -y answers lvm's questions.
+  std::vector<std::string> args = {"lvcreate", "-y",      "-Wy",         "-Zy", "-n",
+                                   lv,         "-L",      Bytes(bytes), "--addtag", kManagedTag,
+                                   "--addtag", kVolumeTagPrefix + volume};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  args.push_back(vg);
+  return Command(std::move(args));
+}
+
+Status Lvm::CreateThin(const std::string& vg, const std::string& pool, const std::string& lv,
+                       const std::string& volume, uint64_t bytes, const std::vector<std::string>& extra_args) {
+  // Thin LVs read as zeros where never written: nothing to wipe.
+  std::vector<std::string> args = {"lvcreate", "-y", "-n",       lv,          "-V",
+                                   Bytes(bytes), "--thinpool", vg + "/" + pool, "--addtag", kManagedTag,
+                                   "--addtag", kVolumeTagPrefix + volume};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  return Command(std::move(args));
+}
+
+Status Lvm::CheckOwned(const std::string& vg, const std::string& lv) {
+  LvmReport report;
+  NODEVOL_RETURN_IF_ERROR(Report(&report));
+  const LvmLv* found = report.FindLv(vg, lv);
+  if (!found) return Status::NotFound("logical volume " + vg + "/" + lv + " does not exist");
+  if (!found->HasTag(kManagedTag))
+    return Status::FailedPrecondition("logical volume " + vg + "/" + lv + " lacks the tag " + kManagedTag +
+                                      ": nodevold did not create it and will not change it");
+  return Status::Ok();
+}
+
+Status Lvm::Extend(const std::string& vg, const std::string& lv, uint64_t bytes) {
+  NODEVOL_RETURN_IF_ERROR(CheckOwned(vg, lv));
+  return Command({"lvextend", "-L", Bytes(bytes), vg + "/" + lv});
+}
+
+Status Lvm::Remove(const std::string& vg, const std::string& lv) {
+  NODEVOL_RETURN_IF_ERROR(CheckOwned(vg, lv));
+  return Command({"lvremove", "-y", vg + "/" + lv});
+}
+
+Status Lvm::CreateVg(const std::string& vg, const std::vector<std::string>& devices) {
+  std::vector<std::string> args = {"vgcreate", "-y", "--addtag", kManagedTag, vg};
+  args.insert(args.end(), devices.begin(), devices.end());
+  return Command(std::move(args));
+}
+
+Status Lvm::ExtendVg(const std::string& vg, const std::vector<std::string>& devices) {
+  std::vector<std::string> args = {"vgextend", "-y", vg};
+  args.insert(args.end(), devices.begin(), devices.end());
+  return Command(std::move(args));
+}
+
+Status Lvm::CreateThinPool(const std::string& vg, const std::string& pool, uint64_t bytes) {
+  return Command({"lvcreate", "-y", "-Wy", "-Zy", "--type", "thin-pool", "-n", pool, "-L", Bytes(bytes),
+                  "--addtag", kManagedTag, vg});
+}
+
+}  // namespace nodevol

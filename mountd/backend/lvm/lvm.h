@@ -1,0 +1,67 @@
+// Lvm: the lvm command-line tools as nodevold uses them.
+//
+// Every command runs through Run (argv only, LC_ALL=C, a timeout); state is
+// read with one `lvm fullreport` and cached until the next change rather
+// than asked one command per question. Each LV nodevold creates carries the
+// tag kManagedTag and "nodevol.io/volume=<volume name>"; Extend and Remove
+// refuse an LV without them, so nodevold never changes an LV it did not make.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend/lvm/report.h"
+#include "base/status.h"
+#include "process/run.h"
+
+namespace nodevol {
+
+inline constexpr const char* kManagedTag = "nodevol.io/managed";
+inline constexpr const char* kVolumeTagPrefix = "nodevol.io/volume=";
+
+class Lvm {
+ public:
+  // How commands run; tests replace it at this seam only.
+  using Runner = std::function<Status(const std::vector<std::string>& argv, const RunOptions&, RunResult*)>;
+
+  // `binary` is the lvm multi-call tool. Without a running udevd
+  // (udev = false) lvm must not wait for udev: DM_DISABLE_UDEV=1.
+  Lvm(std::string binary, bool udev, Runner runner = {});
+
+  // The cached report; refreshed first when a change happened since (or
+  // when `fresh`).
+  Status Report(LvmReport* out, bool fresh = false);
+
+  // LVs of volume `volume`, sized in bytes (a multiple of the extent size).
+  Status CreateThick(const std::string& vg, const std::string& lv, const std::string& volume, uint64_t bytes,
+                     const std::vector<std::string>& extra_args);
+  Status CreateThin(const std::string& vg, const std::string& pool, const std::string& lv,
+                    const std::string& volume, uint64_t bytes, const std::vector<std::string>& extra_args);
+  Status Extend(const std::string& vg, const std::string& lv, uint64_t bytes);
+  Status Remove(const std::string& vg, const std::string& lv);
+
+  // Volume group and thin pool setup (pvcreate is implied by vgcreate).
+  Status CreateVg(const std::string& vg, const std::vector<std::string>& devices);
+  Status ExtendVg(const std::string& vg, const std::vector<std::string>& devices);
+  Status CreateThinPool(const std::string& vg, const std::string& pool, uint64_t bytes);
+
+  // Number of lvm processes started so far (for the benchmark).
+  uint64_t commands_run() const;
+
+ private:
+  Status Command(std::vector<std::string> args, RunResult* result = nullptr);
+  Status CheckOwned(const std::string& vg, const std::string& lv);
+
+  std::string binary_;
+  RunOptions options_;
+  Runner runner_;
+  mutable std::mutex mu_;  // guards the cache and the counter
+  std::optional<LvmReport> cache_;
+  uint64_t commands_ = 0;
+};
+
+}  // namespace nodevol

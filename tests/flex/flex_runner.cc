@@ -3,7 +3,11 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <cerrno>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,13 +25,31 @@ std::string StringField(const nlohmann::json& j, const char* key) {
   return j[key].get<std::string>();
 }
 
+// In the forked child (syscalls only): see RunExe's dev_log.
+bool PrivateDev(const char* dev_log) {
+  if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+      mount("tmpfs", "/dev", "tmpfs", MS_NOSUID, "mode=0755") != 0)
+    return false;
+  struct {
+    const char* path;
+    unsigned minor;
+  } devs[] = {{"/dev/null", 3}, {"/dev/zero", 5}, {"/dev/random", 8}, {"/dev/urandom", 9}};
+  for (const auto& d : devs)
+    if (mknod(d.path, S_IFCHR | 0666, makedev(1, d.minor)) != 0) return false;
+  int fd = open("/dev/log", O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) return false;
+  close(fd);
+  return mount(dev_log, "/dev/log", nullptr, MS_BIND, nullptr) == 0;
+}
+
 }  // namespace
 
 std::string FlexResult::status() const { return StringField(json, "status"); }
 std::string FlexResult::message() const { return StringField(json, "message"); }
 
 FlexResult RunExe(const std::string& exe, const std::vector<std::string>& args,
-                  const std::map<std::string, std::string>& env, Capture capture, std::chrono::seconds limit) {
+                  const std::map<std::string, std::string>& env, Capture capture, std::chrono::seconds limit,
+                  const std::string& dev_log) {
   FlexResult r;
   // Everything the child needs is built before fork: a child of a threaded
   // process may only make async-signal-safe calls.
@@ -37,7 +59,9 @@ FlexResult RunExe(const std::string& exe, const std::vector<std::string>& args,
   for (char** e = environ; *e; ++e) {
     std::string kv = *e;
     size_t eq = kv.find('=');
-    if (eq != std::string::npos) env_map[kv.substr(0, eq)] = kv.substr(eq + 1);
+    // The driver's own overrides come from env only, never from whoever
+    // runs the tests.
+    if (eq != std::string::npos && kv.rfind("NODEVOL_FLEX_", 0) != 0) env_map[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   for (const auto& [k, v] : env) env_map[k] = v;
   std::vector<std::string> env_s;
@@ -64,6 +88,7 @@ FlexResult RunExe(const std::string& exe, const std::vector<std::string>& args,
     dup2(out[1], 1);
     dup2(separate ? err[1] : out[1], 2);
     close_range(3, ~0U, 0);  // like Go's os/exec: only 0, 1, 2 are passed on
+    if (!dev_log.empty() && !PrivateDev(dev_log.c_str())) _exit(126);
     execve(argv[0], argv.data(), envp.data());
     _exit(127);
   }

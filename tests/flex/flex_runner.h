@@ -28,10 +28,13 @@ struct FlexResult {
 
 enum class Capture { kCombined, kSeparate };
 
-// exe + args run with the test's environment plus env (overriding).
+// exe + args run with the test's environment minus NODEVOL_FLEX_*, plus env.
+// dev_log: when set, the driver runs in a private mount namespace whose
+// /dev is a fresh tmpfs (null, zero, random, urandom) with /dev/log bound to
+// that socket path, so a test can read what the driver sends to syslog.
 FlexResult RunExe(const std::string& exe, const std::vector<std::string>& args,
                   const std::map<std::string, std::string>& env = {}, Capture capture = Capture::kCombined,
-                  std::chrono::seconds limit = std::chrono::seconds(60));
+                  std::chrono::seconds limit = std::chrono::seconds(60), const std::string& dev_log = "");
 
 // The built driver (NODEVOL_FLEX_PATH).
 inline FlexResult RunFlex(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {},

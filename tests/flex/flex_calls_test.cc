@@ -135,17 +135,21 @@ TEST_F(FlexDaemonDownTest, StoppedDaemonFailsFastNamingTheSocket) {
       Flex({"expandfs", json, "", target, "2097152", "1048576"}, two_s, Capture::kSeparate), socket_);
 }
 
-TEST_F(FlexDaemonDownTest, SocketNobodyAcceptsFromFailsWithinTheDeadline) {
-  // A listening socket whose connections are queued by the kernel but never
-  // accepted: connect succeeds, no answer ever comes.
-  std::string path = root_ + "/silent.sock";
+// A listening socket whose connections are queued by the kernel but never
+// accepted: connect succeeds, no answer ever comes. Returns its fd.
+int SilentSocket(const std::string& path) {
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ASSERT_GE(fd, 0);
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(::listen(fd, 16), 0);
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, 16) != 0) return -1;
+  return fd;
+}
+
+TEST_F(FlexDaemonDownTest, SocketNobodyAcceptsFromFailsWithinTheDeadline) {
+  std::string path = root_ + "/silent.sock";
+  int fd = SilentSocket(path);
+  ASSERT_GE(fd, 0);
   std::string target = MakeTarget(kPod1, "pv-a");
   std::string json = KubeletJson(MountOptions(kPod1, "pv-a", {{"volume", "pv-a"}}));
   FlexResult r = RunFlex({"mount", target, json}, Env({{"NODEVOL_FLEX_SOCKET", path}, {"NODEVOL_FLEX_TIMEOUT", "2s"}}),
@@ -166,6 +170,49 @@ TEST_F(FlexDaemonDownTest, FrozenDaemonFailsWithinTheDeadline) {
   ExpectUnreachableFailure(r, socket_);
   EXPECT_TRUE(HasStatus(u, "Failure"));
   EXPECT_LT(u.elapsed, milliseconds(3500)) << Describe(u);
+}
+
+TEST_F(FlexDaemonDownTest, DaemonKilledMidCallGivesOneFailureObject) {
+  ASSERT_TRUE(CreateVolume("pv-a", 1 << 20).ok());
+  std::string target = MakeTarget(kPod1, "pv-a");
+  std::string json = KubeletJson(MountOptions(kPod1, "pv-a", {{"volume", "pv-a"}}));
+  ASSERT_EQ(::kill(daemon_pid(), SIGSTOP), 0);  // the call is in flight, unanswered
+  FlexResult r;
+  std::thread call([&] { r = Flex({"mount", target, json}, {{"NODEVOL_FLEX_TIMEOUT", "10s"}}, Capture::kSeparate); });
+  std::this_thread::sleep_for(milliseconds(500));
+  KillDaemon();
+  call.join();
+  EXPECT_TRUE(HasStatus(r, "Failure"));
+  EXPECT_EQ(r.err, "");
+  EXPECT_LT(r.elapsed, milliseconds(10500)) << Describe(r);
+  EXPECT_FALSE(IsMountPoint(target));
+}
+
+TEST_F(FlexDaemonDownTest, ConfigFileSetsSocketAndTimeoutAndEnvironmentWins) {
+  ASSERT_TRUE(CreateVolume("pv-a", 1 << 20).ok());
+  std::string conf = root_ + "/flex.conf";
+  std::ofstream(conf) << "# written by the test\nsocket = " << socket_ << "\ntimeout = 30s\n";
+  std::string target = MakeTarget(kPod1, "pv-a");
+  std::string json = KubeletJson(MountOptions(kPod1, "pv-a", {{"volume", "pv-a"}}));
+  FlexResult r = RunFlex({"mount", target, json}, {{"NODEVOL_FLEX_CONFIG", conf}});
+  EXPECT_TRUE(HasStatus(r, "Success"));
+  EXPECT_TRUE(IsMountPoint(target));
+
+  // A silent socket and a short timeout from the file; then the environment's
+  // socket overriding the file's.
+  std::string silent = root_ + "/silent.sock";
+  int fd = SilentSocket(silent);
+  ASSERT_GE(fd, 0);
+  std::ofstream(conf) << "socket = " << silent << "\ntimeout = 500ms\n";
+  r = RunFlex({"unmount", target}, {{"NODEVOL_FLEX_CONFIG", conf}}, Capture::kSeparate);
+  EXPECT_TRUE(HasStatus(r, "Failure"));
+  EXPECT_LT(r.elapsed, milliseconds(1500)) << Describe(r);
+  EXPECT_NE(r.message().find(silent), std::string::npos) << Describe(r);
+  EXPECT_EQ(r.err, "");
+  r = RunFlex({"unmount", target}, {{"NODEVOL_FLEX_CONFIG", conf}, {"NODEVOL_FLEX_SOCKET", socket_}});
+  ::close(fd);
+  EXPECT_TRUE(HasStatus(r, "Success"));
+  EXPECT_FALSE(IsMountPoint(target));
 }
 
 // Children of this process other than nodevold (zombies included).

@@ -52,6 +52,24 @@ TEST_F(FlexInlineTest, InlineVolumeLivesExactlyAsLongAsItsMount) {
   EXPECT_EQ(::rmdir(target.c_str()), 0);
 }
 
+TEST_F(FlexInlineTest, RepeatedMountReusesTheVolumeAndPodsVolumesAreSeparate) {
+  std::string a = MakeTarget(kPod1, "cache"), b = MakeTarget(kPod1, "tmp");
+  Options inline_opts = {{"pool", "default"}, {"size", "1Mi"}};
+  ASSERT_TRUE(HasStatus(Mount(a, MountOptions(kPod1, "cache", inline_opts)), "Success"));
+  std::ofstream(a + "/f") << "kept";
+  ASSERT_TRUE(HasStatus(Mount(a, MountOptions(kPod1, "cache", inline_opts)), "Success"));
+  EXPECT_EQ(ReadAll(a + "/f"), "kept") << "a repeated mount must not recreate the volume";
+  ASSERT_TRUE(HasStatus(Mount(b, MountOptions(kPod1, "tmp", inline_opts)), "Success"));
+  EXPECT_EQ(MountsBelow(pods_root_), 2);
+  EXPECT_EQ(ListVolumes().size(), 2u);
+  EXPECT_FALSE(fs::exists(b + "/f"));
+  ASSERT_TRUE(HasStatus(Unmount(a), "Success"));
+  EXPECT_TRUE(HasStatus(Unmount(a), "Success"));
+  EXPECT_FALSE(Listed("ephemeral-" + kPod1 + "-cache"));
+  EXPECT_TRUE(Listed("ephemeral-" + kPod1 + "-tmp"));
+  EXPECT_TRUE(IsMountPoint(b));
+}
+
 TEST_F(FlexInlineTest, SizeFormsAndBackendParameters) {
   struct Case {
     std::string dir, size;

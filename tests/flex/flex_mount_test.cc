@@ -3,15 +3,18 @@
 // kubelet sends (escapes, secrets, unknown keys), bad input changing nothing,
 // and kubelet's concurrency across pods.
 #include <fcntl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 
 #include "flex_fixture.h"
+#include "mount/mount_table.h"
 
 namespace nodevol::testing {
 namespace {
@@ -65,6 +68,42 @@ TEST_F(FlexMountTest, ReadOnlyIsEnforcedByTheKernel) {
   EXPECT_EQ(::mkdir((target + "/d").c_str(), 0755), -1);
   EXPECT_EQ(errno, EROFS);
   EXPECT_EQ(ReadAll(target + "/existing"), "x");
+}
+
+TEST_F(FlexMountTest, MountOptionsBecomeKernelMountFlags) {
+  std::string target = NamedVolumeTarget("pv-flags");
+  FlexResult r = Mount(target, MountOptions(kPod1, "pv-flags", {{"volume", "pv-flags"}, {"mountOptions", "nosuid,nodev,noexec"}}));
+  ASSERT_TRUE(HasStatus(r, "Success"));
+  MountTable table;
+  ASSERT_TRUE(table.Load().ok());
+  const MountEntry* e = table.FindTarget(target);
+  ASSERT_NE(e, nullptr);
+  std::string opts = "," + e->options + ",";
+  for (const char* flag : {",nosuid,", ",nodev,", ",noexec,"}) EXPECT_NE(opts.find(flag), std::string::npos) << e->options;
+
+  std::string other = MakeTarget(kPod2, "pv-flags");
+  r = Mount(other, MountOptions(kPod2, "pv-flags", {{"volume", "pv-flags"}, {"mountOptions", "nosuid,rbind"}}));
+  EXPECT_TRUE(HasStatus(r, "Failure"));
+  EXPECT_NE(r.message().find("rbind"), std::string::npos) << Describe(r);
+  EXPECT_FALSE(IsMountPoint(other));
+}
+
+TEST_F(FlexMountTest, PodUidMustMatchTheTarget) {
+  // The driver forwards kubelet's pod identity; the daemon checks it.
+  std::string target = NamedVolumeTarget("pv-uid");
+  FlexResult r = Mount(target, MountOptions(kPod1, "pv-uid", {{"volume", "pv-uid"}, {"kubernetes.io/pod.uid", kPod2}}));
+  EXPECT_TRUE(HasStatus(r, "Failure"));
+  EXPECT_FALSE(IsMountPoint(target));
+}
+
+TEST_F(FlexMountTest, UnmountLeavesAForeignMountAlone) {
+  std::string target = MakeTarget(kPod1, "foreign");
+  std::string elsewhere = root_ + "/foreign";
+  fs::create_directories(elsewhere);
+  ASSERT_EQ(::mount(elsewhere.c_str(), target.c_str(), nullptr, MS_BIND, nullptr), 0);
+  FlexResult r = Unmount(target);
+  EXPECT_TRUE(HasStatus(r, "Failure"));
+  EXPECT_TRUE(IsMountPoint(target));
 }
 
 TEST_F(FlexMountTest, BadReadWriteValueFailsAndMountsNothing) {
@@ -169,6 +208,11 @@ TEST_F(FlexMountTest, SecretIsAcceptedAndNeverEchoed) {
   r = Mount(other, bad);
   EXPECT_TRUE(HasStatus(r, "Failure"));
   ExpectNoSecret(r.output, "failed option parsing output");
+  std::string broken = KubeletJson(bad);
+  broken.insert(broken.find(kSecretB64) + std::strlen(kSecretB64) + 1, " x");  // a syntax error right after it
+  r = Flex({"mount", other, broken});
+  EXPECT_TRUE(HasStatus(r, "Failure"));
+  ExpectNoSecret(r.output, "JSON syntax error output");
   ExpectNoSecret(ReadAll(log_path_), "nodevold log");
 }
 

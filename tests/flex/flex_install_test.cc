@@ -4,7 +4,9 @@
 #include <fcntl.h>
 #include <sys/inotify.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -111,6 +113,39 @@ TEST_F(FlexInstallTest, InstallIntoAMissingOrUnwritableDirFails) {
   EXPECT_EQ(r.exit_code, 1) << Describe(r);
   EXPECT_NE(r.output.find(ro_), std::string::npos) << "message should name the dir: " << Describe(r);
   EXPECT_TRUE(Entries(ro_).empty());
+}
+
+TEST_F(FlexInstallTest, UpgradeWhileTheInstalledDriverRuns) {
+  // kubelet may be running the driver while an operator upgrades it: writing
+  // into the busy file would fail (ETXTBSY); replacing it must not.
+  ASSERT_EQ(Run(NODEVOL_FLEX_PATH, {"install", plugin_}).exit_code, 0);
+  std::string silent = root_ + "/silent.sock";
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", silent.c_str());
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(fd, 4), 0);
+  FlexResult busy;
+  std::thread call([&] {
+    busy = RunExe(Installed(), {"unmount", "/var/lib/kubelet/pods/u/volumes/nodevol.io~volume/v"},
+                  {{"NODEVOL_FLEX_CONFIG", "/nonexistent"}, {"NODEVOL_FLEX_SOCKET", silent}, {"NODEVOL_FLEX_TIMEOUT", "2s"}});
+  });
+  std::this_thread::sleep_for(300ms);
+  std::string other_exe = root_ + "/nodevol-flex-other";
+  std::string other = driver_ + std::string(4096, '\x5a');
+  std::ofstream(other_exe, std::ios::binary) << other;
+  fs::permissions(other_exe, fs::perms(0755));
+  FlexResult r = Run(other_exe, {"install", plugin_});
+  EXPECT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_TRUE(ReadAll(Installed()) == other) << "upgrade did not replace the busy driver";
+  // The installed driver reinstalling itself leaves it intact.
+  r = Run(Installed(), {"install", plugin_});
+  EXPECT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_TRUE(ReadAll(Installed()) == other) << "self-reinstall changed the driver";
+  call.join();
+  ::close(fd);
+  EXPECT_TRUE(HasStatus(busy, "Failure"));  // the old process still answered properly
 }
 
 // Watches the plugin dir and every driver dir that appears in it, checking

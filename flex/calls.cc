@@ -64,10 +64,8 @@ Reply Mount(const Args& a) {
   Reply reply;
   Client* client = Connect(&reply);
   if (!client) return reply;
-  grpc::ClientContext ctx;
-  client->Prepare(&ctx);
   v1::PublishResponse resp;
-  grpc::Status st = client->stub()->Publish(&ctx, req, &resp);
+  grpc::Status st = client->Call(&v1::Node::Stub::Publish, req, &resp);
   if (!st.ok()) return Reply::Failure(client->Describe("publish", st));
   return Reply::Success("volume " + resp.volume() + " published" + (o.read_only ? " read-only" : ""));
 }
@@ -76,12 +74,10 @@ Reply Unmount(const Args& a) {
   Reply reply;
   Client* client = Connect(&reply);
   if (!client) return reply;
-  grpc::ClientContext ctx;
-  client->Prepare(&ctx);
   v1::UnpublishRequest req;
   req.set_target(a[1]);
   v1::UnpublishResponse resp;
-  grpc::Status st = client->stub()->Unpublish(&ctx, req, &resp);
+  grpc::Status st = client->Call(&v1::Node::Stub::Unpublish, req, &resp);
   if (!st.ok()) return Reply::Failure(client->Describe("unpublish", st));
   return Reply::Success(resp.was_published() ? "unpublished" : "nothing was published there");
 }
@@ -101,24 +97,20 @@ Reply ExpandFs(const Args& a) {
   Client* client = Connect(&reply);
   if (!client) return reply;
   {
-    grpc::ClientContext ctx;
-    client->Prepare(&ctx);
     v1::GetVolumeRequest req;
     req.set_name(volume);
     v1::GetVolumeResponse resp;
-    grpc::Status st = client->stub()->GetVolume(&ctx, req, &resp);
+    grpc::Status st = client->Call(&v1::Node::Stub::GetVolume, req, &resp);
     if (!st.ok()) return Reply::Failure(client->Describe("expand", st));
     if (resp.volume().size_bytes() >= new_bytes)
       return Reply::Success("volume " + volume + " already has " + std::to_string(resp.volume().size_bytes()) +
                             " bytes");
   }
-  grpc::ClientContext ctx;
-  client->Prepare(&ctx);
   v1::ExpandVolumeRequest req;
   req.set_name(volume);
   req.set_size_bytes(new_bytes);
   v1::ExpandVolumeResponse resp;
-  grpc::Status st = client->stub()->ExpandVolume(&ctx, req, &resp);
+  grpc::Status st = client->Call(&v1::Node::Stub::ExpandVolume, req, &resp);
   if (!st.ok()) return Reply::Failure(client->Describe("expand", st));
   return Reply::Success("volume " + volume + " expanded to " + std::to_string(new_bytes) + " bytes");
 }

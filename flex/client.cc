@@ -50,8 +50,6 @@ bool Client::Connect(std::string* error) {
   return false;
 }
 
-void Client::Prepare(grpc::ClientContext* ctx) const { ctx->set_deadline(deadline_); }
-
 // Says why the socket does not accept, as far as the driver can see.
 std::string Client::Unreachable() const {
   std::string why;

@@ -25,9 +25,14 @@ class Client {
   // Waits until the socket accepts; false with a message otherwise.
   bool Connect(std::string* error);
 
-  v1::Node::Stub* stub() { return stub_.get(); }
-  // Prepares a context carrying the call's deadline.
-  void Prepare(grpc::ClientContext* ctx) const;
+  // One RPC under the call's deadline, e.g. Call(&v1::Node::Stub::Publish, req, &resp).
+  template <typename Request, typename Response>
+  grpc::Status Call(grpc::Status (v1::Node::Stub::*rpc)(grpc::ClientContext*, const Request&, Response*),
+                    const Request& request, Response* response) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(deadline_);
+    return (stub_.get()->*rpc)(&ctx, request, response);
+  }
   // "<what>: <the daemon's message> (<CODE>)", or for transport failures a
   // message naming the socket and the deadline.
   std::string Describe(std::string_view what, const grpc::Status& status) const;

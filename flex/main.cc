@@ -51,8 +51,12 @@ int Kubelet(const std::vector<std::string>& args) {
   // The call and its target only: never the options JSON (it may carry secrets).
   std::string line = (args.empty() ? std::string("(no call)") : args[0]);
   if (args.size() > 1 && (args[0] == "mount" || args[0] == "unmount")) line += " " + args[1];
-  line += ": " + reply.ToJson().substr(0, reply.ToJson().size() - 1) + " in " + std::to_string(ms.count()) + " ms";
-  if (reply.kind == Reply::Kind::kFailure) LogError(line); else if (args.empty() || args[0] != "init") LogInfo(line);
+  std::string json = reply.ToJson();
+  line += ": " + json.substr(0, json.size() - 1) + " in " + std::to_string(ms.count()) + " ms";
+  if (reply.kind == Reply::Kind::kFailure)
+    LogError(line);
+  else if (args.empty() || args[0] != "init")  // kubelet probes often; success there is noise
+    LogInfo(line);
   WriteReply(reply);
   // Skip static destructors and gRPC's shutdown: the answer is out.
   ::_exit(reply.exit_code());

@@ -54,17 +54,6 @@ FlexResult FlexTest::Unmount(const std::string& target, Capture capture) const {
   return Flex({"unmount", target}, {}, capture);
 }
 
-v1::Volume FlexTest::GetVolume(const std::string& name, grpc::Status* status) {
-  grpc::ClientContext ctx;
-  SetDeadline(&ctx);
-  v1::GetVolumeRequest req;
-  req.set_name(name);
-  v1::GetVolumeResponse resp;
-  grpc::Status st = stub()->GetVolume(&ctx, req, &resp);
-  if (status) *status = st;
-  return resp.volume();
-}
-
 std::vector<v1::Volume> FlexTest::ListVolumes() {
   grpc::ClientContext ctx;
   SetDeadline(&ctx);

@@ -36,7 +36,6 @@ class FlexTest : public DaemonFixture {
   FlexResult Mount(const std::string& target, const Options& opts, Capture capture = Capture::kCombined) const;
   FlexResult Unmount(const std::string& target, Capture capture = Capture::kCombined) const;
 
-  v1::Volume GetVolume(const std::string& name, grpc::Status* status = nullptr);
   std::vector<v1::Volume> ListVolumes();
 };
 

@@ -107,13 +107,9 @@ class BadInputTest : public DaemonFixture {
   }
 
   grpc::Status Get(const std::string& name, v1::Volume* out = nullptr) {
-    grpc::ClientContext ctx;
-    SetDeadline(&ctx);
-    v1::GetVolumeRequest req;
-    req.set_name(name);
-    v1::GetVolumeResponse resp;
-    grpc::Status st = stub()->GetVolume(&ctx, req, &resp);
-    if (out) *out = resp.volume();
+    grpc::Status st;
+    v1::Volume v = GetVolume(name, &st);
+    if (out) *out = v;
     return st;
   }
 

@@ -212,6 +212,17 @@ grpc::Status DaemonFixture::Publish(const std::string& volume, const std::string
   return stub_->Publish(&ctx, req, &resp);
 }
 
+v1::Volume DaemonFixture::GetVolume(const std::string& name, grpc::Status* status) {
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx);
+  v1::GetVolumeRequest req;
+  req.set_name(name);
+  v1::GetVolumeResponse resp;
+  grpc::Status st = stub()->GetVolume(&ctx, req, &resp);
+  if (status) *status = st;
+  return resp.volume();
+}
+
 grpc::Status DaemonFixture::Unpublish(const std::string& target) {
   grpc::ClientContext ctx;
   ctx.set_deadline(Deadline());

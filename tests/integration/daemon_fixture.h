@@ -55,6 +55,8 @@ class DaemonFixture : public ::testing::Test {
   grpc::Status CreateVolume(const std::string& name, uint64_t size, const std::string& pool = "default");
   grpc::Status Publish(const std::string& volume, const std::string& target, bool read_only = false);
   grpc::Status Unpublish(const std::string& target);
+  // The volume as GetVolume reports it (empty on error; *status says why).
+  v1::Volume GetVolume(const std::string& name, grpc::Status* status = nullptr);
 
   // Whether path is a mount point in /proc/self/mountinfo (via libmount),
   // and how many mounts lie at or below dir.

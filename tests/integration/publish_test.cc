@@ -57,17 +57,6 @@ class PublishTest : public DaemonFixture {
     StartDaemon();
   }
 
-  v1::Volume GetVolume(const std::string& name, grpc::Status* status = nullptr) {
-    grpc::ClientContext ctx;
-    SetDeadline(&ctx);
-    v1::GetVolumeRequest req;
-    req.set_name(name);
-    v1::GetVolumeResponse resp;
-    grpc::Status st = stub()->GetVolume(&ctx, req, &resp);
-    if (status) *status = st;
-    return resp.volume();
-  }
-
   // The volume's data directory in the pool, as the daemon reports it.
   std::string DataDir(const std::string& name) {
     std::string dir = GetVolume(name).attributes().at("path");

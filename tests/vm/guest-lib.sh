@@ -118,3 +118,25 @@ vm_target() {
 vm_json_get() {
   grep -o "\"$2\" *: *\(\"[^\"]*\"\|[0-9.]*\)" <<<"$1" | head -1 | sed 's/^[^:]*: *//; s/^"//; s/"$//'
 }
+
+# vm_hotplug_disk SERIAL SIZE: asks vm-run (on the host) to create a sparse
+# disk of SIZE and hot-plug it into this running guest as a virtio disk with
+# that serial (qemu drive_add + device_add); prints its /dev path once the
+# kernel sees it. vm_unplug_disk SERIAL removes it again (device_del).
+vm_hotplug_request() {  # op serial [size]
+  local req=/vm/hotplug/$2-$1
+  echo "$1 $2 ${3:-}" >"$req.tmp" && mv "$req.tmp" "$req.req"
+  for _ in $(seq 100); do [[ -e $req.done ]] && return 0; sleep 0.1; done
+  vm_fail "the host did not carry out hot-plug request '$1 $2'"
+}
+vm_hotplug_disk() {
+  vm_hotplug_request add "$1" "$2"
+  vm_disk "$1"
+}
+vm_unplug_disk() {
+  local dev
+  dev=$(vm_disk "$1")
+  vm_hotplug_request del "$1"
+  for _ in $(seq 100); do [[ -e $dev ]] || return 0; sleep 0.1; done
+  vm_fail "$dev ($1) still present after device_del"
+}

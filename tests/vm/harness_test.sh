@@ -18,6 +18,12 @@ if [[ ${1:-} == --guest ]]; then
   (($(vm_disk_bytes alpha) == 64 << 20)) || vm_fail "alpha is $(vm_disk_bytes alpha) bytes"
   (($(vm_disk_bytes beta-2) == 96 << 20)) || vm_fail "beta-2 is $(vm_disk_bytes beta-2) bytes"
   vm_log "alpha=$a beta-2=$b"
+  vm_step "disk hot-plug and unplug"
+  h=$(vm_hotplug_disk hot-1 32M)
+  (($(vm_disk_bytes hot-1) == 32 << 20)) || vm_fail "hot-1 is $(vm_disk_bytes hot-1) bytes"
+  vm_log "hot-1=$h"
+  vm_unplug_disk hot-1
+  vm_log "hot-1 unplugged"
   vm_step "root, /tmp, traps"
   [[ $(findmnt -n -o FSTYPE /) == overlay ]] || vm_fail "/ is $(findmnt -n -o FSTYPE /)"
   [[ $(findmnt -n -o FSTYPE /tmp) == tmpfs ]] || vm_fail "/tmp is not the guest's own tmpfs"

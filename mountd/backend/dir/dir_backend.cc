@@ -19,6 +19,9 @@ namespace {
 // usually pick by hand in /etc/projid.
 constexpr uint32_t kFirstProjectId = 1000000;
 constexpr char kDeletingPrefix[] = ".deleting-";
+// Project ids are per filesystem, and several pools may share one: id
+// allocation is serialized across all dir pools of the process.
+std::mutex project_id_mu;
 
 struct DirParams {
   mode_t mode = 0777;
@@ -115,11 +118,13 @@ Status DirBackend::Create(VolumeRecord* record) {
 
 Status DirBackend::ApplyQuota(VolumeRecord* record, uint64_t bytes) {
   std::string dir = VolumeDir(record->spec.name);
-  std::lock_guard<std::mutex> lock(quota_mu_);
+  std::lock_guard<std::mutex> lock(project_id_mu);
   uint32_t id = 0;
   NODEVOL_RETURN_IF_ERROR(GetProjectId(dir, &id));
   if (id < kFirstProjectId) {
-    // Pick one above every id the pool's directories use.
+    // Pick one above every id the pool's directories use, then skip ids
+    // something else on the filesystem is charged to (another pool's
+    // volumes, an operator's projects).
     id = kFirstProjectId;
     DIR* d = ::opendir(path_.c_str());
     if (!d) return Status::FromErrno("opendir " + path_, errno);
@@ -128,6 +133,13 @@ Status DirBackend::ApplyQuota(VolumeRecord* record, uint64_t bytes) {
       if (e->d_name[0] != '.' && GetProjectId(path_ + "/" + e->d_name, &used).ok() && used >= id) id = used + 1;
     }
     ::closedir(d);
+    for (;;) {
+      bool in_use = false;
+      NODEVOL_RETURN_IF_ERROR(ProjectIdInUse(path_, id, &in_use));
+      if (!in_use) break;
+      if (id == UINT32_MAX) return Status::ResourceExhausted("no free project id on the filesystem of " + path_);
+      ++id;
+    }
     NODEVOL_RETURN_IF_ERROR(SetProjectId(dir, id));
   }
   NODEVOL_RETURN_IF_ERROR(SetProjectLimit(dir, id, bytes));

@@ -108,4 +108,17 @@ Status SetProjectLimit(const std::string& dir, uint32_t id, uint64_t bytes) {
   return Status::Ok();
 }
 
+Status ProjectIdInUse(const std::string& dir, uint32_t id, bool* in_use) {
+  struct dqblk q = {};
+  if (QuotaCtl(dir, Q_GETQUOTA, id, &q) != 0) {
+    if (errno == ENOENT || errno == ESRCH) {  // xfs: no dquot for that id yet
+      *in_use = false;
+      return Status::Ok();
+    }
+    return Status::FromErrno("get project quota " + std::to_string(id) + " on " + dir, errno);
+  }
+  *in_use = q.dqb_curspace > 0 || q.dqb_curinodes > 0;
+  return Status::Ok();
+}
+
 }  // namespace nodevol

@@ -20,5 +20,8 @@ Status GetProjectId(const std::string& dir, uint32_t* id);
 Status SetProjectId(const std::string& dir, uint32_t id);
 // Sets the hard (and soft) block limit of project id, on dir's filesystem.
 Status SetProjectLimit(const std::string& dir, uint32_t id, uint64_t bytes);
+// Whether anything on dir's filesystem is charged to project id (blocks or
+// inodes). Project ids are per filesystem, not per directory.
+Status ProjectIdInUse(const std::string& dir, uint32_t id, bool* in_use);
 
 }  // namespace nodevol

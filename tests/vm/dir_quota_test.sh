@@ -25,6 +25,7 @@ fill() {
 
 vm_step "$fs with project quotas on disk 'pool', mounted prjquota"
 vm_mkfs_mount "$fs" pool /mnt/pool prjquota
+mkdir -p /mnt/pool/a /mnt/pool/b  # pools "quota" and, later, "other": one filesystem
 # The trap: ext4 made with -O quota,project accounts project usage on every
 # mount but enforces limits only when mounted prjquota; xfs mounted
 # pqnoenforce accounts without enforcing. Neither may count as enforced.
@@ -65,7 +66,7 @@ vm_log "$(grep 'pool plain' <<<"$out")"
 
 vm_step "nodevold with quota=required on the prjquota pool"
 VM_SANDBOX=/run/nodevol-vm
-vm_nodevold_start --pool=name=quota,backend=dir,path=/mnt/pool,quota=required
+vm_nodevold_start --pool=name=quota,backend=dir,path=/mnt/pool/a,quota=required
 info=$(vm_ctl info)
 grep -q "quota=project" <<<"$info" || vm_fail "pool does not report quota=project: $info"
 vm_log "pool attributes: $(grep '^quota' <<<"$info")"
@@ -129,22 +130,41 @@ cap=$(vm_ctl -o json capacity)
 ctotal=$(vm_json_get "$cap" total_bytes) calloc=$(vm_json_get "$cap" allocated_bytes)
 vm_log "total_bytes=$ctotal allocated_bytes=$calloc free_bytes=$(vm_json_get "$cap" free_bytes)"
 ((calloc == 50 * MiB)) || vm_fail "allocated_bytes=$calloc, want $((50 * MiB))"
-fsbytes=$(($(stat -f -c '%b' /mnt/pool) * $(stat -f -c '%S' /mnt/pool)))
+fsbytes=$(($(stat -f -c '%b' /mnt/pool/a) * $(stat -f -c '%S' /mnt/pool/a)))
 ((ctotal == fsbytes)) || vm_fail "capacity total_bytes=$ctotal, the filesystem has $fsbytes"
 
-vm_step "the limits survive a daemon restart"
+vm_step "the limits survive a daemon restart (now with a second pool on the same filesystem)"
 vm_nodevold_stop
-vm_nodevold_start --pool=name=quota,backend=dir,path=/mnt/pool,quota=required
+vm_nodevold_start --pool=name=quota,backend=dir,path=/mnt/pool/a,quota=required \
+  --pool=name=other,backend=dir,path=/mnt/pool/b,quota=required
 size=$(bytes_of "$t1")
 ((size == 40 * MiB)) || vm_fail "after restart statfs reports $size bytes"
 pid1b=$(vm_json_get "$(vm_ctl -o json volume get v1)" project_id)
 [[ $pid1b == "$pid1" ]] || vm_fail "project id changed across restart: $pid1 -> $pid1b"
 
+# Project ids are per filesystem, not per pool directory: a volume of
+# another pool on the same filesystem must not share (and re-limit) one.
+vm_step "a volume of the other pool gets a project id of its own"
+vm_run vm_ctl volume create v3 --pool other --size 20Mi
+pid3=$(vm_json_get "$(vm_ctl -o json volume get v3)" project_id)
+vm_log "project ids: v1=$pid1 v2=$pid2 v3=$pid3"
+[[ -n $pid3 && $pid3 != "$pid1" && $pid3 != "$pid2" ]] || vm_fail "v3 (pool other) got project id $pid3 (v1: $pid1, v2: $pid2)"
+size=$(bytes_of "$t1")
+((size == 40 * MiB)) || vm_fail "creating v3 in pool other changed v1's limit: statfs $size bytes"
+t3=$(vm_target pod-3 v3)
+vm_run vm_ctl publish --volume v3 --target "$t3"
+size=$(bytes_of "$t3")
+((size == 20 * MiB)) || vm_fail "v3 statfs reports $size bytes, want $((20 * MiB))"
+used=$(vm_json_get "$(vm_ctl -o json stats --target "$t3")" used_bytes)
+((used < MiB)) || vm_fail "the fresh v3 already uses $used bytes (shares another volume's project?)"
+
 vm_step "unpublish and delete"
 vm_run vm_ctl unpublish --target "$t1"
 vm_run vm_ctl unpublish --target "$t2"
+vm_run vm_ctl unpublish --target "$t3"
 vm_run vm_ctl volume delete v1
 vm_run vm_ctl volume delete v2
-[[ -z $(ls -A /mnt/pool | grep -v '^lost+found$' || true) ]] || vm_fail "pool not empty after deletes: $(ls -A /mnt/pool)"
+vm_run vm_ctl volume delete v3
+[[ -z $(ls -A /mnt/pool/a /mnt/pool/b | grep -v ':$' || true) ]] || vm_fail "pools not empty after deletes: $(ls -A /mnt/pool/a /mnt/pool/b)"
 vm_nodevold_stop
 vm_step "PASS ($fs)"

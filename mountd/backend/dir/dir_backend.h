@@ -43,7 +43,6 @@ class DirBackend : public Backend {
   std::string pool_;
   std::string path_;  // resolved
   bool quota_;
-  std::mutex quota_mu_;  // guards project id allocation
 };
 
 }  // namespace nodevol

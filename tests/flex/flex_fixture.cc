@@ -54,13 +54,4 @@ FlexResult FlexTest::Unmount(const std::string& target, Capture capture) const {
   return Flex({"unmount", target}, {}, capture);
 }
 
-std::vector<v1::Volume> FlexTest::ListVolumes() {
-  grpc::ClientContext ctx;
-  SetDeadline(&ctx);
-  v1::ListVolumesResponse resp;
-  grpc::Status st = stub()->ListVolumes(&ctx, v1::ListVolumesRequest(), &resp);
-  EXPECT_TRUE(st.ok()) << st.error_message();
-  return {resp.volumes().begin(), resp.volumes().end()};
-}
-
 }  // namespace nodevol::testing

@@ -36,7 +36,6 @@ class FlexTest : public DaemonFixture {
   FlexResult Mount(const std::string& target, const Options& opts, Capture capture = Capture::kCombined) const;
   FlexResult Unmount(const std::string& target, Capture capture = Capture::kCombined) const;
 
-  std::vector<v1::Volume> ListVolumes();
 };
 
 // Pod UIDs as kubelet names their directories.

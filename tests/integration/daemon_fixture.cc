@@ -223,6 +223,15 @@ v1::Volume DaemonFixture::GetVolume(const std::string& name, grpc::Status* statu
   return resp.volume();
 }
 
+std::vector<v1::Volume> DaemonFixture::ListVolumes() {
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx);
+  v1::ListVolumesResponse resp;
+  grpc::Status st = stub()->ListVolumes(&ctx, v1::ListVolumesRequest(), &resp);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  return {resp.volumes().begin(), resp.volumes().end()};
+}
+
 grpc::Status DaemonFixture::Unpublish(const std::string& target) {
   grpc::ClientContext ctx;
   ctx.set_deadline(Deadline());

@@ -57,6 +57,8 @@ class DaemonFixture : public ::testing::Test {
   grpc::Status Unpublish(const std::string& target);
   // The volume as GetVolume reports it (empty on error; *status says why).
   v1::Volume GetVolume(const std::string& name, grpc::Status* status = nullptr);
+  // Every volume (a failed call fails the test).
+  std::vector<v1::Volume> ListVolumes();
 
   // Whether path is a mount point in /proc/self/mountinfo (via libmount),
   // and how many mounts lie at or below dir.

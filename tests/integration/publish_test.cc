@@ -89,14 +89,6 @@ class PublishTest : public DaemonFixture {
     req.set_target(target);
     return stub()->GetVolumeStats(&ctx, req, resp);
   }
-
-  std::vector<v1::Volume> ListVolumes() {
-    grpc::ClientContext ctx;
-    SetDeadline(&ctx);
-    v1::ListVolumesResponse resp;
-    EXPECT_TRUE(stub()->ListVolumes(&ctx, v1::ListVolumesRequest(), &resp).ok());
-    return {resp.volumes().begin(), resp.volumes().end()};
-  }
 };
 
 TEST_F(PublishTest, PublishMakesABindMountAndUnpublishRemovesIt) {

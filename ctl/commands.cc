@@ -9,7 +9,7 @@
 
 #include "nodevol/v1/node.grpc.pb.h"
 #include "output.h"
-#include "size.h"
+#include "base/size.h"
 
 namespace nodevol::ctl {
 namespace {

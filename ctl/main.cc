@@ -10,7 +10,7 @@
 #include <iostream>
 
 #include "commands.h"
-#include "size.h"
+#include "base/size.h"
 
 namespace nodevol::ctl {
 namespace {

@@ -1,8 +1,8 @@
-#include "size.h"
+#include "base/size.h"
 
 #include <gtest/gtest.h>
 
-namespace nodevol::ctl {
+namespace nodevol {
 namespace {
 
 TEST(ParseSize, PlainBytes) {
@@ -58,4 +58,4 @@ TEST(FormatSize, Units) {
 }
 
 }  // namespace
-}  // namespace nodevol::ctl
+}  // namespace nodevol

@@ -1,4 +1,4 @@
-#include "size.h"
+#include "base/size.h"
 
 #include <array>
 #include <charconv>
@@ -6,7 +6,7 @@
 #include <limits>
 #include <utility>
 
-namespace nodevol::ctl {
+namespace nodevol {
 
 std::optional<uint64_t> ParseSize(std::string_view text) {
   static constexpr std::array<std::pair<std::string_view, uint64_t>, 9> kSuffixes{{
@@ -51,4 +51,4 @@ std::string FormatSize(uint64_t bytes) {
   return buf;
 }
 
-}  // namespace nodevol::ctl
+}  // namespace nodevol

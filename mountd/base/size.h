@@ -1,4 +1,5 @@
-// Sizes on the nodevolctl command line: parsing and human formatting.
+// Sizes as operators write them (flags, pool options, nodevolctl): parsing
+// and human formatting.
 #pragma once
 
 #include <cstdint>
@@ -6,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace nodevol::ctl {
+namespace nodevol {
 
 // What ParseSize accepts, for usage errors.
 inline constexpr std::string_view kSizeForms =
@@ -22,4 +23,4 @@ std::optional<uint64_t> ParseSize(std::string_view text);
 // Formats bytes with binary units and one decimal: "512B", "1.5KiB", "10.0GiB".
 std::string FormatSize(uint64_t bytes);
 
-}  // namespace nodevol::ctl
+}  // namespace nodevol

@@ -6,7 +6,8 @@
 # pool-ext4 gets an ext4 filesystem first: it matches the rule pool* too and
 # must be refused and left untouched. Part 1 runs the RealDisks tests of
 # UNIT_TESTS (the unit test binary); part 2 the real nodevold (NODEVOLD,
-# NODEVOLCTL) with an lvm pool built from disk rules.
+# NODEVOLCTL) with an lvm pool built from disk rules, and disks hot-plugged
+# into it (pool3, matching; other, not).
 source "$VM_LIB"
 
 : "${UNIT_TESTS:?UNIT_TESTS must name the unit_tests binary (vm-run --env UNIT_TESTS=...)}"
@@ -80,5 +81,61 @@ vm_unplug_disk pool-hot
 for d in "$pool1" "$pool2"; do
   [[ -z $(blkid -p -o value -s TYPE "$d" || true) ]] || vm_fail "$d is not blank after pvremove: $(blkid -p "$d")"
 done
+
+# ---- part 2: the real nodevold, an lvm pool built from disk rules ----
+: "${NODEVOLD:?}" "${NODEVOLCTL:?}"
+log_has() { grep -qF -- "$1" "$VM_NODEVOLD_LOG"; }
+wait_for() {  # SECONDS DESCRIPTION COMMAND...: polls every 0.2 s
+  local secs=$1 what=$2 i
+  shift 2
+  for ((i = 0; i < secs * 5; i++)); do "$@" && return 0; sleep 0.2; done
+  vm_fail "not within ${secs} s: $what"
+}
+total_of() { vm_json_get "$(vm_ctl -o json capacity fast)" total_bytes; }
+
+vm_step "nodevold, pool fast: backend=lvm,vg=nv,match-serial=pool*"
+vm_nodevold_start '--pool=name=fast,backend=lvm,vg=nv,type=thick,match-serial=pool*'
+got=$(pvs_of nv)
+want=$(printf '%s\n' "$pool1" "$pool2" | sort | xargs)
+[[ $got == "$want" ]] || vm_fail "PVs of nv: '$got', want '$want'"
+vm_log "vgs: $(lvm vgs --noheadings -o vg_name,pv_count,vg_size nv)"
+[[ $(blkid -p -s UUID -o value "$ext4") == "$uuid" ]] || vm_fail "nodevold touched pool-ext4: $(blkid -p "$ext4")"
+log_has "$ext4 (serial pool-ext4, 256.0MiB): matched by match-serial=pool*, but it is not blank (ext4 filesystem)" ||
+  vm_fail "the log does not say why pool-ext4 was refused"
+vm_log "log: $(grep -F "serial pool-ext4" "$VM_NODEVOLD_LOG" | head -1 | cut -c1-200)"
+total0=$(total_of)
+vm_log "capacity total_bytes=$total0"
+((total0 > 400 * MiB)) || vm_fail "capacity of the two-disk pool: $total0 bytes"
+
+vm_step "hot-plug pool3 (matches): nodevold adds it to nv, capacity grows"
+t0=$(cut -d' ' -f1 /proc/uptime)
+pool3=$(vm_hotplug_disk pool3 128M)
+want=$(printf '%s\n' "$pool1" "$pool2" "$pool3" | sort | xargs)
+pvs_are() { [[ $(pvs_of nv) == "$want" ]]; }
+wait_for 60 "$pool3 (pool3) in VG nv (PVs: $(pvs_of nv))" pvs_are
+vm_log "in VG nv $(awk -v t0="$t0" '{printf "%.1f", $1 - t0}' /proc/uptime) s after the hot-plug request"
+grows() { (($(total_of) > total0)); }
+wait_for 30 "capacity above $total0 bytes" grows
+vm_log "capacity total_bytes=$(total_of) (was $total0)"
+log_has "$pool3 (serial pool3, 128.0MiB): blank, matched by match-serial=pool*; taken for VG nv" ||
+  vm_fail "the log does not say why pool3 was taken"
+
+vm_step "hot-plug other (matches nothing): ignored"
+other=$(vm_hotplug_disk other 128M)
+noticed() { log_has "$other (serial other, 128.0MiB): not selected"; }
+wait_for 60 "nodevold noticing $other" noticed
+vm_log "log: $(grep -F "$other (serial other" "$VM_NODEVOLD_LOG" | tail -1 | cut -c1-200)"
+[[ $(pvs_of nv) == "$want" ]] || vm_fail "PVs of nv changed: $(pvs_of nv)"
+[[ -z $(blkid -p -o value -s TYPE "$other" || true) ]] || vm_fail "$other was written: $(blkid -p "$other")"
+
+vm_step "restart: nothing to add, nothing run but reports"
+vm_nodevold_stop
+lines=$(wc -l <"$VM_NODEVOLD_LOG")
+vm_nodevold_start '--pool=name=fast,backend=lvm,vg=nv,type=thick,match-serial=pool*'
+tail -n +$((lines + 1)) "$VM_NODEVOLD_LOG" | grep -q "$pool3 (serial pool3, 128.0MiB): already a physical volume of VG nv" ||
+  vm_fail "after the restart the log does not show pool3 as a member"
+! tail -n +$((lines + 1)) "$VM_NODEVOLD_LOG" | grep -q "VG nv: adding\|VG nv: creating" || vm_fail "the restart changed VG nv"
+[[ $(pvs_of nv) == "$want" ]] || vm_fail "PVs of nv changed across the restart: $(pvs_of nv)"
+vm_nodevold_stop
 
 vm_step "PASS"

@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "size.h"
+#include "base/size.h"
 
 namespace nodevol::flex {
 namespace {
@@ -85,9 +85,9 @@ bool ParseInline(const StringMap& m, InlineSpec* spec, std::string* error) {
     *error = "option size is required for an inline volume (pool \"" + spec->pool + "\"), e.g. \"1Gi\"";
     return false;
   }
-  auto bytes = ctl::ParseSize(size);
+  auto bytes = ParseSize(size);
   if (!bytes) {
-    *error = "invalid option size \"" + size + "\": " + std::string(ctl::kSizeForms);
+    *error = "invalid option size \"" + size + "\": " + std::string(kSizeForms);
     return false;
   }
   spec->size_bytes = *bytes;

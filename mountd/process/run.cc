@@ -33,10 +33,25 @@ void Append(std::string* buf, const char* data, size_t n, size_t max) {
   if (buf->size() >= max) buf->append("\n[output truncated]");
 }
 
-std::string LastLine(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  size_t nl = s.rfind('\n');
-  return nl == std::string::npos ? s : s.substr(nl + 1);
+// The line of a tool's output that says what went wrong: the last one,
+// leaving out a usage text after it (mkfs.xfs) and lvm's "Run `lvcreate
+// --help'" hint, trimmed.
+std::string ErrorLine(const std::string& s) {
+  std::vector<std::string> lines;
+  size_t at = 0;
+  while (at < s.size()) {
+    size_t nl = s.find('\n', at);
+    if (nl == std::string::npos) nl = s.size();
+    std::string line = s.substr(at, nl - at);
+    at = nl + 1;
+    size_t b = line.find_first_not_of(" \t");
+    if (b == std::string::npos) continue;
+    line = line.substr(b, line.find_last_not_of(" \t\r") + 1 - b);
+    if (line.rfind("Usage:", 0) == 0 || line.rfind("usage:", 0) == 0) break;
+    if (line.rfind("Run `", 0) == 0) continue;
+    lines.push_back(line);
+  }
+  return lines.empty() ? "" : lines.back();
 }
 
 std::string Program(const std::vector<std::string>& argv) {
@@ -49,7 +64,7 @@ std::string Program(const std::vector<std::string>& argv) {
 std::string RunResult::Describe() const {
   if (timed_out) return "timed out after " + std::to_string(elapsed.count()) + " ms";
   std::string text = term_signal ? "killed by signal " + std::to_string(term_signal) : "exit " + std::to_string(exit_code);
-  std::string line = LastLine(err.empty() ? out : err);
+  std::string line = ErrorLine(err.empty() ? out : err);
   if (!line.empty()) text += ": " + line;
   return text;
 }

@@ -62,6 +62,16 @@ TEST(Run, Input) {
   EXPECT_EQ(r.out, "200000\n");
 }
 
+TEST(Run, DescribeQuotesTheErrorNotAUsageTextOrHint) {
+  // mkfs.xfs prints the error, then its usage; lvm ends with a hint.
+  RunResult r = MustRun({"/bin/sh", "-c", "echo 'Filesystem must be larger than 300MB.' >&2; "
+                                          "echo 'Usage: mkfs.xfs' >&2; echo '  [-b size=num]' >&2; exit 1"});
+  EXPECT_EQ(r.Describe(), "exit 1: Filesystem must be larger than 300MB.");
+  r = MustRun({"/bin/sh", "-c", "echo '  Option --x is unsupported with thin pools.' >&2; "
+                                "echo \"  Run \\`lvcreate --help' for more information.\" >&2; exit 3"});
+  EXPECT_EQ(r.Describe(), "exit 3: Option --x is unsupported with thin pools.");
+}
+
 TEST(Run, TimeoutKillsTheWholeGroupAndReturnsOnTime) {
   RunOptions o;
   o.timeout = milliseconds(300);

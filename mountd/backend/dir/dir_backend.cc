@@ -9,7 +9,7 @@
 #include <cerrno>
 
 #include "backend/dir/project_quota.h"
-#include "base/parse.h"
+#include "backend/volume_root.h"
 #include "mount/target.h"
 
 namespace nodevol {
@@ -22,31 +22,6 @@ constexpr char kDeletingPrefix[] = ".deleting-";
 // Project ids are per filesystem, and several pools may share one: id
 // allocation is serialized across all dir pools of the process.
 std::mutex project_id_mu;
-
-struct DirParams {
-  mode_t mode = 0777;
-  uid_t uid = 0;
-  gid_t gid = 0;
-};
-
-Status ParseParams(const Params& p, DirParams* out) {
-  for (const auto& [k, v] : p) {
-    uint64_t n = 0;
-    if (k == "mode") {
-      NODEVOL_RETURN_IF_ERROR(ParseUint("parameter mode", v, 07777, &n, 8));
-      out->mode = static_cast<mode_t>(n);
-    } else if (k == "uid") {
-      NODEVOL_RETURN_IF_ERROR(ParseUint("parameter uid", v, 0xfffffffe, &n));
-      out->uid = static_cast<uid_t>(n);
-    } else if (k == "gid") {
-      NODEVOL_RETURN_IF_ERROR(ParseUint("parameter gid", v, 0xfffffffe, &n));
-      out->gid = static_cast<gid_t>(n);
-    } else {
-      return Status::InvalidArgument("unknown parameter \"" + k + "\" for a dir volume; known: mode, uid, gid");
-    }
-  }
-  return Status::Ok();
-}
 
 int RemoveEntry(const char* path, const struct stat*, int type, struct FTW*) {
   int rc = (type == FTW_DP) ? ::rmdir(path) : ::unlink(path);
@@ -97,20 +72,19 @@ Status DirBackend::Validate(const VolumeSpec& spec) const {
   if (!spec.fs_type.empty())
     return Status::InvalidArgument("dir pool " + pool_ + " has no filesystem types; leave fs_type empty, not \"" +
                                    spec.fs_type + "\"");
-  DirParams p;
-  return ParseParams(spec.parameters, &p);
+  VolumeRoot root;
+  return ParseVolumeRoot("a dir volume", spec.parameters, &root);
 }
 
 Status DirBackend::Create(VolumeRecord* record) {
-  DirParams p;
-  NODEVOL_RETURN_IF_ERROR(ParseParams(record->spec.parameters, &p));
+  VolumeRoot root;
+  NODEVOL_RETURN_IF_ERROR(ParseVolumeRoot("a dir volume", record->spec.parameters, &root));
   std::string dir = VolumeDir(record->spec.name);
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return Status::FromErrno("mkdir " + dir, errno);
   struct stat st;
   if (::lstat(dir.c_str(), &st) != 0) return Status::FromErrno("stat " + dir, errno);
   if (!S_ISDIR(st.st_mode)) return Status::FailedPrecondition(dir + " exists and is not a directory");
-  if (::chown(dir.c_str(), p.uid, p.gid) != 0) return Status::FromErrno("chown " + dir, errno);
-  if (::chmod(dir.c_str(), p.mode) != 0) return Status::FromErrno("chmod " + dir, errno);
+  NODEVOL_RETURN_IF_ERROR(ApplyVolumeRoot(dir, root));
   record->attributes["path"] = dir;
   if (quota_) NODEVOL_RETURN_IF_ERROR(ApplyQuota(record, record->spec.size_bytes));
   return Status::Ok();

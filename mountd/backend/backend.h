@@ -14,6 +14,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,8 @@ namespace nodevol {
 struct Capacity {
   uint64_t total_bytes = 0;
   uint64_t free_bytes = 0;
+  // Thin pools only: how full the pool's data and metadata really are.
+  std::optional<double> data_percent, metadata_percent;
 };
 
 class Backend {
@@ -58,6 +62,15 @@ class Backend {
   virtual Status Check(const VolumeRecord& record) = 0;
   // Pool capacity as the backend sees it.
   virtual Status GetCapacity(Capacity* out) = 0;
+
+  // At start-up: storage of this pool that no record among `known` (all
+  // volume names of the node) explains goes to *unrecorded, as ready
+  // records the node adopts (e.g. an LV whose record was lost); anything
+  // else worth an operator's look goes to *drift. Changes nothing.
+  virtual Status Survey(const std::set<std::string>& known, std::vector<VolumeRecord>* unrecorded,
+                        std::vector<std::string>* drift) {
+    return Status::Ok();
+  }
 };
 
 }  // namespace nodevol

@@ -1,15 +1,31 @@
 #include "backend/registry.h"
 
+#include <unistd.h>
+
 #include "backend/dir/dir_backend.h"
+#include "backend/lvm/filesystem.h"
+#include "backend/lvm/lvm.h"
+#include "backend/lvm/lvm_backend.h"
 
 namespace nodevol {
 
-std::vector<std::string> BackendKinds() { return {"dir"}; }
+std::vector<std::string> BackendKinds() { return {"dir", "lvm"}; }
 
 Status MakeBackend(const std::string& pool, const std::string& kind, const Params& options,
-                   std::unique_ptr<Backend>* out) {
+                   std::unique_ptr<Backend>* out, BackendEnv* env) {
   if (kind == "dir") return DirBackend::Make(pool, options, out);
-  return Status::InvalidArgument("pool " + pool + ": unknown backend \"" + kind + "\"; this nodevold knows: dir");
+  if (kind == "lvm") {
+    if (!env) return Status::Internal("pool " + pool + ": lvm pools need the daemon's environment");
+    if (!env->lvm) {
+      std::string binary;
+      NODEVOL_RETURN_IF_ERROR(FindTool("lvm", &binary).WithContext("pool " + pool));
+      // Without udevd (containers, minimal guests) lvm must not wait for it.
+      bool udev = ::access("/run/udev/control", F_OK) == 0;
+      env->lvm = std::make_shared<Lvm>(binary, udev);
+    }
+    return LvmBackend::Make(pool, options, env->state_dir, env->lvm, out);
+  }
+  return Status::InvalidArgument("pool " + pool + ": unknown backend \"" + kind + "\"; this nodevold knows: dir, lvm");
 }
 
 }  // namespace nodevol

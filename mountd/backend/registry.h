@@ -10,10 +10,19 @@
 
 namespace nodevol {
 
+class Lvm;
+
+// What backends share within one nodevold.
+struct BackendEnv {
+  std::string state_dir;      // backends keep staging mounts below it
+  std::shared_ptr<Lvm> lvm;   // made by the first LVM pool, shared by the others
+};
+
 // Backend kinds this build knows.
 std::vector<std::string> BackendKinds();
 // INVALID_ARGUMENT for an unknown kind or a bad option, naming the pool.
+// Backends with state need `env` (lvm); dir pools do without.
 Status MakeBackend(const std::string& pool, const std::string& kind, const Params& options,
-                   std::unique_ptr<Backend>* out);
+                   std::unique_ptr<Backend>* out, BackendEnv* env = nullptr);
 
 }  // namespace nodevol

@@ -60,9 +60,10 @@ int Run(const Config& c) {
   if (st = store.Open(); !st.ok()) return Fail(st);
 
   std::map<std::string, std::unique_ptr<Backend>> pools;
+  BackendEnv env{c.state_dir, nullptr};
   for (const PoolConfig& pc : c.pools) {
     std::unique_ptr<Backend> b;
-    if (st = MakeBackend(pc.name, pc.backend, pc.options, &b); !st.ok()) return Fail(st);
+    if (st = MakeBackend(pc.name, pc.backend, pc.options, &b, &env); !st.ok()) return Fail(st);
     spdlog::info("pool {}: backend={} size-enforced={}", pc.name, b->kind(), b->size_enforced());
     pools.emplace(pc.name, std::move(b));
   }

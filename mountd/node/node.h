@@ -121,6 +121,7 @@ class Node {
   void AddDrift(std::string line);
   void Reconcile();
   void ReconcilePublication(PublicationRecord pub);
+  void AdoptUnrecorded(std::vector<VolumeRecord>* vols);
 
   const std::string pods_root_;
   Store* const store_;

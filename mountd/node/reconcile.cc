@@ -11,10 +11,13 @@
 //   ephemeral volume without publication  deleted (it was scratch space)
 //   mount from one of our volumes under the pods root without a record
 //                                         reported as drift, left alone
+//   storage a backend finds without a record (lvcreate done, record lost)
+//                                         adopted as a ready volume, reported
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
+#include <ctime>
 #include <set>
 
 #include "mount/bind.h"
@@ -47,6 +50,7 @@ void Node::Reconcile() {
     for (const auto& [_, v] : volumes_) vols.push_back(v);
   }
   for (PublicationRecord& p : pubs) ReconcilePublication(std::move(p));
+  AdoptUnrecorded(&vols);
 
   for (const VolumeRecord& v : vols) {
     const std::string& name = v.spec.name;
@@ -93,6 +97,33 @@ void Node::Reconcile() {
     struct stat st;
     if (::stat(e->target.c_str(), &st) == 0 && sources.count({st.st_dev, st.st_ino}))
       AddDrift("mount at " + e->target + " shows a nodevol volume but has no publication record; left alone");
+  }
+}
+
+void Node::AdoptUnrecorded(std::vector<VolumeRecord>* vols) {
+  std::set<std::string> known;
+  for (const VolumeRecord& v : *vols) known.insert(v.spec.name);
+  for (const auto& [pool, b] : pools_) {
+    std::vector<VolumeRecord> found;
+    std::vector<std::string> notes;
+    if (Status st = b->Survey(known, &found, &notes); !st.ok()) {
+      AddDrift("pool " + pool + ": cannot survey its storage: " + st.message());
+      continue;
+    }
+    for (std::string& n : notes) AddDrift("pool " + pool + ": " + n);
+    for (VolumeRecord& v : found) {
+      v.created_unix = static_cast<int64_t>(std::time(nullptr));
+      if (Status st = store_->PutVolume(v); !st.ok()) {
+        AddDrift("pool " + pool + ": volume " + v.spec.name + " has storage but no record, and recording it failed: " +
+                 st.message());
+        continue;
+      }
+      SaveVolumeInMemory(v);
+      known.insert(v.spec.name);
+      vols->push_back(v);
+      AddDrift("pool " + pool + ": adopted volume " + v.spec.name + " (" + std::to_string(v.spec.size_bytes) +
+               " bytes), whose storage had no record");
+    }
   }
 }
 

@@ -137,7 +137,18 @@ Status Node::CreateLocked(const VolumeSpec& spec, bool ephemeral, VolumeView* ou
     SaveVolumeInMemory(rec);
   }
   Status st = b->Create(&rec);
-  if (!st.ok()) return st.WithContext("create volume " + spec.name + " in pool " + spec.pool);
+  if (!st.ok()) {
+    // Nothing of a volume that never became ready is worth keeping: undo
+    // what Create made, so a failed request (no room, bad device) leaves
+    // nothing behind. If undoing fails too, the record stays (creating)
+    // and a retry or DeleteVolume finishes the job.
+    if (b->Delete(rec).ok() && store_->RemoveVolume(spec.name).ok()) {
+      std::lock_guard<std::mutex> l(mu_);
+      volumes_.erase(spec.name);
+    }
+    ++generation_;
+    return st.WithContext("create volume " + spec.name + " in pool " + spec.pool);
+  }
   rec.state = VolumeState::kReady;
   NODEVOL_RETURN_IF_ERROR(store_->PutVolume(rec));
   SaveVolumeInMemory(rec);

@@ -25,31 +25,46 @@ Status Lvm::Command(std::vector<std::string> args, RunResult* result) {
   {
     std::lock_guard<std::mutex> l(mu_);
     ++commands_;
-    if (changes) cache_.reset();
+    if (changes) {
+      cache_.reset();
+      ++changes_;
+    }
   }
   Status st = runner_(args, options_, result ? result : &local);
   if (changes) {
     // Again: a report taken while the command ran may predate its change.
     std::lock_guard<std::mutex> l(mu_);
     cache_.reset();
+    ++changes_;
   }
   return st.WithContext(args[1]);
 }
 
 Status Lvm::Report(LvmReport* out, bool fresh) {
+  return Report(out, fresh ? std::chrono::milliseconds(0) : std::chrono::milliseconds::max());
+}
+
+Status Lvm::Report(LvmReport* out, std::chrono::milliseconds max_age) {
+  uint64_t changes_before = 0;
   {
     std::lock_guard<std::mutex> l(mu_);
-    if (cache_ && !fresh) {
+    // (max() is special: in nanoseconds it would overflow.)
+    if (cache_ && (max_age == std::chrono::milliseconds::max() ||
+                   std::chrono::steady_clock::now() - cache_time_ < max_age)) {
       *out = *cache_;
       return Status::Ok();
     }
+    changes_before = changes_;
   }
   RunResult r;
   NODEVOL_RETURN_IF_ERROR(Command(FullReportArgs(), &r));
   LvmReport report;
   NODEVOL_RETURN_IF_ERROR(ParseFullReport(r.out, &report));
   std::lock_guard<std::mutex> l(mu_);
-  cache_ = report;
+  if (changes_ == changes_before) {  // else it may predate a change: do not cache
+    cache_ = report;
+    cache_time_ = std::chrono::steady_clock::now();
+  }
   *out = std::move(report);
   return Status::Ok();
 }
@@ -97,6 +112,11 @@ Status Lvm::Remove(const std::string& vg, const std::string& lv) {
   return Command({"lvremove", "-y", vg + "/" + lv});
 }
 
+Status Lvm::Activate(const std::string& vg, const std::string& lv) {
+  NODEVOL_RETURN_IF_ERROR(CheckOwned(vg, lv));
+  return Command({"lvchange", "-ay", "-K", vg + "/" + lv});
+}
+
 Status Lvm::CreateVg(const std::string& vg, const std::vector<std::string>& devices) {
   std::vector<std::string> args = {"vgcreate", "-y", "--addtag", kManagedTag, vg};
   args.insert(args.end(), devices.begin(), devices.end());
@@ -110,7 +130,9 @@ Status Lvm::ExtendVg(const std::string& vg, const std::vector<std::string>& devi
 }
 
 Status Lvm::CreateThinPool(const std::string& vg, const std::string& pool, uint64_t bytes) {
-  return Command({"lvcreate", "-y", "-Wy", "-Zy", "--type", "thin-pool", "-n", pool, "-L", Bytes(bytes),
+  // -Zy: blocks are zeroed when first provisioned, so a thin volume never
+  // reads another's old data. (lvm refuses -W for thin pools.)
+  return Command({"lvcreate", "-y", "-Zy", "--type", "thin-pool", "-n", pool, "-L", Bytes(bytes),
                   "--addtag", kManagedTag, vg});
 }
 

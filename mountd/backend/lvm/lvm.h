@@ -35,6 +35,9 @@ class Lvm {
   // The cached report; refreshed first when a change happened since (or
   // when `fresh`).
   Status Report(LvmReport* out, bool fresh = false);
+  // The cached report if it is younger than max_age (what lvm does not
+  // change itself, like thin pool usage, drifts while cached).
+  Status Report(LvmReport* out, std::chrono::milliseconds max_age);
 
   // LVs of volume `volume`, sized in bytes (a multiple of the extent size).
   Status CreateThick(const std::string& vg, const std::string& lv, const std::string& volume, uint64_t bytes,
@@ -43,6 +46,8 @@ class Lvm {
                     const std::string& volume, uint64_t bytes, const std::vector<std::string>& extra_args);
   Status Extend(const std::string& vg, const std::string& lv, uint64_t bytes);
   Status Remove(const std::string& vg, const std::string& lv);
+  // Activates an LV of ours (after a reboot with activation skipped).
+  Status Activate(const std::string& vg, const std::string& lv);
 
   // Volume group and thin pool setup (pvcreate is implied by vgcreate).
   Status CreateVg(const std::string& vg, const std::vector<std::string>& devices);
@@ -61,6 +66,8 @@ class Lvm {
   Runner runner_;
   mutable std::mutex mu_;  // guards the cache and the counter
   std::optional<LvmReport> cache_;
+  std::chrono::steady_clock::time_point cache_time_;
+  uint64_t changes_ = 0;  // changing commands started or finished
   uint64_t commands_ = 0;
 };
 

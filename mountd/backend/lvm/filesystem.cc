@@ -1,0 +1,88 @@
+#include "backend/lvm/filesystem.h"
+
+#include <blkid/blkid.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <map>
+
+#include "process/run.h"
+
+namespace nodevol {
+namespace {
+
+const std::map<std::string, std::string> kPackageOf = {
+    {"mkfs.ext4", "e2fsprogs"}, {"resize2fs", "e2fsprogs"}, {"mkfs.xfs", "xfsprogs"},
+    {"xfs_growfs", "xfsprogs"}, {"lvm", "lvm2"}};
+
+Status RunTool(const std::string& tool, std::vector<std::string> args, std::chrono::milliseconds timeout) {
+  std::string path;
+  NODEVOL_RETURN_IF_ERROR(FindTool(tool, &path));
+  args.insert(args.begin(), path);
+  RunOptions o;
+  o.timeout = timeout;
+  RunResult r;
+  return RunChecked(args, o, &r);
+}
+
+}  // namespace
+
+Status FindTool(const std::string& name, std::string* path) {
+  for (const char* dir : {"/usr/sbin", "/sbin", "/usr/bin", "/bin"}) {
+    std::string p = std::string(dir) + "/" + name;
+    if (::access(p.c_str(), X_OK) == 0) {
+      *path = p;
+      return Status::Ok();
+    }
+  }
+  auto it = kPackageOf.find(name);
+  return Status::FailedPrecondition(name + " is not installed" +
+                                    (it == kPackageOf.end() ? "" : "; install the " + it->second + " package"));
+}
+
+Status CheckFsTools(const std::string& fs) {
+  std::string path;
+  if (fs == "ext4") {
+    NODEVOL_RETURN_IF_ERROR(FindTool("mkfs.ext4", &path));
+    return FindTool("resize2fs", &path);
+  }
+  if (fs == "xfs") {
+    NODEVOL_RETURN_IF_ERROR(FindTool("mkfs.xfs", &path));
+    return FindTool("xfs_growfs", &path);
+  }
+  return Status::InvalidArgument("unknown filesystem " + fs);
+}
+
+Status MakeFs(const std::string& fs, const std::string& device) {
+  // Large volumes take a while even with lazy init (journal, bitmaps).
+  constexpr std::chrono::minutes kTimeout(10);
+  if (fs == "ext4")
+    return RunTool("mkfs.ext4", {"-q", "-F", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard", device},
+                   kTimeout);
+  if (fs == "xfs") return RunTool("mkfs.xfs", {"-q", "-f", "-K", device}, kTimeout);
+  return Status::InvalidArgument("unknown filesystem " + fs);
+}
+
+Status GrowFs(const std::string& fs, const std::string& device, const std::string& mountpoint) {
+  constexpr std::chrono::minutes kTimeout(10);
+  if (fs == "ext4") return RunTool("resize2fs", {device}, kTimeout);
+  if (fs == "xfs") return RunTool("xfs_growfs", {mountpoint}, kTimeout);
+  return Status::InvalidArgument("unknown filesystem " + fs);
+}
+
+Status ProbeFsType(const std::string& device, std::string* fs) {
+  fs->clear();
+  blkid_probe pr = blkid_new_probe_from_filename(device.c_str());
+  if (!pr) return Status::FromErrno("open " + device + " for probing", errno);
+  blkid_probe_enable_superblocks(pr, 1);
+  blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE);
+  int rc = blkid_do_safeprobe(pr);
+  const char* type = nullptr;
+  if (rc == 0 && blkid_probe_lookup_value(pr, "TYPE", &type, nullptr) == 0 && type) *fs = type;
+  blkid_free_probe(pr);
+  if (rc == -2) return Status::FailedPrecondition(device + " carries more than one signature");
+  if (rc < 0) return Status::Internal("probing " + device + " failed");
+  return Status::Ok();
+}
+
+}  // namespace nodevol

@@ -1,0 +1,433 @@
+#include "backend/lvm/lvm_backend.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+
+#include "backend/lvm/capacity.h"
+#include "backend/lvm/filesystem.h"
+#include "backend/lvm/lv_name.h"
+#include "backend/volume_root.h"
+#include "base/unique_fd.h"
+#include "mount/bind.h"
+
+namespace nodevol {
+namespace {
+
+constexpr const char* kPoolTagPrefix = "nodevol.io/pool=";
+constexpr char kVolumeKind[] = "an lvm volume";
+// mkfs.xfs (xfsprogs >= 5.19) refuses anything smaller.
+constexpr uint64_t kXfsMinBytes = uint64_t{300} << 20;
+
+std::string Bytes(uint64_t n) { return std::to_string(n) + " bytes"; }
+
+Status MakeDir0700(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return Status::FromErrno("mkdir " + dir, errno);
+  struct stat st;
+  if (::lstat(dir.c_str(), &st) != 0) return Status::FromErrno("stat " + dir, errno);
+  if (!S_ISDIR(st.st_mode)) return Status::FailedPrecondition(dir + " exists and is not a directory");
+  return Status::Ok();
+}
+
+// Whether `dir` is a mount point, by comparing devices with its parent;
+// *dev gets the device of what is mounted there.
+Status IsMountPoint(const std::string& dir, bool* mounted, dev_t* dev) {
+  struct stat st, parent;
+  if (::lstat(dir.c_str(), &st) != 0) {
+    if (errno != ENOENT) return Status::FromErrno("stat " + dir, errno);
+    *mounted = false;
+    return Status::Ok();
+  }
+  std::string up = dir.substr(0, dir.rfind('/'));
+  if (::stat(up.c_str(), &parent) != 0) return Status::FromErrno("stat " + up, errno);
+  *mounted = st.st_dev != parent.st_dev;
+  *dev = st.st_dev;
+  return Status::Ok();
+}
+
+// Overwrites the start of a thick LV so that the next LV carved from the
+// same extents never shows this volume's filesystem. O_EXCL: refuses a
+// device something still has mounted.
+Status ZeroStart(const std::string& device) {
+  UniqueFd fd(::open(device.c_str(), O_WRONLY | O_EXCL | O_CLOEXEC));
+  if (fd.get() < 0) return Status::FromErrno("open " + device + " to wipe it", errno);
+  static const std::string zeros(1 << 20, '\0');
+  size_t done = 0;
+  while (done < zeros.size()) {
+    ssize_t n = ::pwrite(fd.get(), zeros.data() + done, zeros.size() - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == ENOSPC) break;  // an LV smaller than 1 MiB
+    if (n <= 0) return Status::FromErrno("wipe " + device, errno);
+    done += static_cast<size_t>(n);
+  }
+  if (::fdatasync(fd.get()) != 0) return Status::FromErrno("sync " + device, errno);
+  return Status::Ok();
+}
+
+// lvm's words for "does not fit" become RESOURCE_EXHAUSTED.
+Status MapNoSpace(Status st) {
+  if (!st.ok() && st.message().find("nsufficient") != std::string::npos)
+    return Status::ResourceExhausted(st.message());
+  return st;
+}
+
+}  // namespace
+
+Status LvmBackend::Make(const std::string& pool, const Params& options, const std::string& state_dir,
+                        std::shared_ptr<Lvm> lvm, std::unique_ptr<Backend>* out) {
+  LvmPoolOptions o;
+  NODEVOL_RETURN_IF_ERROR(ParseLvmPoolOptions(pool, options, &o));
+  NODEVOL_RETURN_IF_ERROR(CheckFsTools(o.fs).WithContext("pool " + pool + " (fs=" + o.fs + ")"));
+  std::string root = state_dir + "/staging";
+  NODEVOL_RETURN_IF_ERROR(MakeDir0700(root));
+  root += "/" + pool;
+  NODEVOL_RETURN_IF_ERROR(MakeDir0700(root));
+  std::unique_ptr<LvmBackend> b(new LvmBackend(pool, std::move(o), root, std::move(lvm)));
+  if (Status st = b->SetUpVolumeGroup(); !st.ok())
+    spdlog::error("pool {}: {}; the pool takes no volumes until this is fixed", pool, st.message());
+  if (!b->options_.disks.empty()) {
+    LvmBackend* self = b.get();
+    NODEVOL_RETURN_IF_ERROR(DiskMonitor::Start([self](const DiskInfo& d) { self->OnDiskAdded(d); }, &b->monitor_)
+                                .WithContext("pool " + pool + ": watching for new disks"));
+  }
+  *out = std::move(b);
+  return Status::Ok();
+}
+
+LvmBackend::LvmBackend(std::string pool, LvmPoolOptions options, std::string staging_root, std::shared_ptr<Lvm> lvm)
+    : pool_(std::move(pool)), options_(std::move(options)), staging_root_(std::move(staging_root)), lvm_(std::move(lvm)) {}
+
+LvmBackend::~LvmBackend() {
+  if (monitor_) monitor_->Stop();
+}
+
+std::vector<std::string> LvmBackend::fs_types() const {
+  std::vector<std::string> out = {""};
+  for (const std::string& fs : LvmFsTypes())
+    if (CheckFsTools(fs).ok()) out.push_back(fs);
+  return out;
+}
+
+Params LvmBackend::attributes() const {
+  Params p = {{"vg", options_.vg}, {"type", options_.thin ? "thin" : "thick"}, {"fs", options_.fs}};
+  if (options_.thin) {
+    p["thinpool"] = options_.thinpool;
+    char ratio[32];
+    std::snprintf(ratio, sizeof ratio, "%g", options_.overprovision);
+    p["overprovision"] = ratio;
+  }
+  if (options_.spare) p["spare"] = std::to_string(options_.spare);
+  return p;
+}
+
+std::string LvmBackend::FsOf(const VolumeRecord& record) const {
+  auto it = record.attributes.find("fs");
+  if (it != record.attributes.end()) return it->second;
+  return record.spec.fs_type.empty() ? options_.fs : record.spec.fs_type;
+}
+
+Status LvmBackend::Validate(const VolumeSpec& spec) const {
+  if (!spec.fs_type.empty()) {
+    bool known = false;
+    for (const std::string& fs : LvmFsTypes()) known |= fs == spec.fs_type;
+    if (!known) return Status::InvalidArgument("fs_type \"" + spec.fs_type + "\" is not one lvm pools make; use ext4 or xfs");
+    NODEVOL_RETURN_IF_ERROR(CheckFsTools(spec.fs_type).WithContext("fs_type " + spec.fs_type + " on this node"));
+  }
+  if ((spec.fs_type.empty() ? options_.fs : spec.fs_type) == "xfs" && spec.size_bytes < kXfsMinBytes)
+    return Status::InvalidArgument("xfs volumes must be at least 300 MiB (314572800 bytes), not " +
+                                   std::to_string(spec.size_bytes) + " bytes; ask for more or use ext4");
+  VolumeRoot root;
+  return ParseVolumeRoot(kVolumeKind, spec.parameters, &root);
+}
+
+Status LvmBackend::FindLv(const std::string& volume, LvmReport* report, const LvmLv** lv) {
+  *lv = nullptr;
+  const std::string name = LvNameFor(volume);
+  const LvmLv* found = report->FindLv(options_.vg, name);
+  if (!found) return Status::Ok();
+  if (!found->HasTag(kManagedTag) || !found->HasTag(kVolumeTagPrefix + volume))
+    return Status::FailedPrecondition("logical volume " + options_.vg + "/" + name +
+                                      " exists but was not made by nodevold for volume " + volume +
+                                      "; rename or remove it, nodevold will not touch it");
+  *lv = found;
+  return Status::Ok();
+}
+
+Status LvmBackend::DeviceOf(const LvmLv& lv, std::string* device) {
+  int major = lv.kernel_major, minor = lv.kernel_minor;
+  if (!lv.active()) {
+    NODEVOL_RETURN_IF_ERROR(lvm_->Activate(lv.vg, lv.name));
+    LvmReport report;
+    NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report));
+    const LvmLv* now = report.FindLv(lv.vg, lv.name);
+    if (!now || !now->active()) return Status::Internal("logical volume " + lv.vg + "/" + lv.name + " did not activate");
+    major = now->kernel_major;
+    minor = now->kernel_minor;
+  }
+  *device = lv.path.empty() ? "/dev/" + lv.vg + "/" + lv.name : lv.path;
+  struct stat st;
+  if (::stat(device->c_str(), &st) != 0) return Status::FromErrno("device of " + lv.vg + "/" + lv.name, errno);
+  if (!S_ISBLK(st.st_mode)) return Status::FailedPrecondition(*device + " is not a block device");
+  if (major >= 0 && (static_cast<int>(::major(st.st_rdev)) != major || static_cast<int>(::minor(st.st_rdev)) != minor))
+    return Status::FailedPrecondition(*device + " is not the device of " + lv.vg + "/" + lv.name +
+                                      " (" + std::to_string(major) + ":" + std::to_string(minor) + ")");
+  return Status::Ok();
+}
+
+Status LvmBackend::EnsureMounted(const VolumeRecord& record, const LvmLv& lv, bool* mounted_now) {
+  *mounted_now = false;
+  std::string device;
+  NODEVOL_RETURN_IF_ERROR(DeviceOf(lv, &device));
+  struct stat dev;
+  if (::stat(device.c_str(), &dev) != 0) return Status::FromErrno("stat " + device, errno);
+  std::string dir = StagingDir(record.spec.name);
+  NODEVOL_RETURN_IF_ERROR(MakeDir0700(dir));
+  bool mounted = false;
+  dev_t shown = 0;
+  NODEVOL_RETURN_IF_ERROR(IsMountPoint(dir, &mounted, &shown));
+  if (mounted) {
+    if (shown == dev.st_rdev) return Status::Ok();
+    return Status::FailedPrecondition("staging directory " + dir + " has another filesystem mounted; unmount it");
+  }
+  std::string fs = FsOf(record);
+  if (::mount(device.c_str(), dir.c_str(), fs.c_str(), MS_NOSUID | MS_NODEV, nullptr) != 0)
+    return Status::FromErrno("mount " + device + " (" + fs + ") on " + dir, errno);
+  *mounted_now = true;
+  return Status::Ok();
+}
+
+Status LvmBackend::CheckFits(const LvmReport& report, uint64_t more_bytes) {
+  Capacity cap;
+  NODEVOL_RETURN_IF_ERROR(ComputeLvmCapacity(options_, report, &cap));
+  if (more_bytes <= cap.free_bytes) return Status::Ok();
+  std::string where = options_.thin ? "thin pool " + options_.vg + "/" + options_.thinpool : "volume group " + options_.vg;
+  return Status::ResourceExhausted("pool " + pool_ + " (" + where + ") has " + Bytes(cap.free_bytes) + " free of " +
+                                   Bytes(cap.total_bytes) + "; " + Bytes(more_bytes) + " asked (sizes round up to whole " +
+                                   "extents)");
+}
+
+Status LvmBackend::Create(VolumeRecord* record) {
+  const std::string& name = record->spec.name;
+  VolumeRoot root;
+  NODEVOL_RETURN_IF_ERROR(ParseVolumeRoot(kVolumeKind, record->spec.parameters, &root));
+  const std::string fs = record->spec.fs_type.empty() ? options_.fs : record->spec.fs_type;
+  const std::string lv_name = LvNameFor(name);
+  LvmReport report;
+  const LvmLv* lv = nullptr;
+  {
+    std::lock_guard<std::mutex> l(allocate_mu_);
+    NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report));
+    NODEVOL_RETURN_IF_ERROR(FindLv(name, &report, &lv));
+    if (!lv) {
+      const LvmVg* vg = report.FindVg(options_.vg);
+      if (!vg) return Status::FailedPrecondition("volume group " + options_.vg + " of pool " + pool_ + " does not exist");
+      uint64_t bytes = RoundToExtents(record->spec.size_bytes, vg->extent_size);
+      NODEVOL_RETURN_IF_ERROR(CheckFits(report, bytes));
+      std::vector<std::string> extra = options_.lvcreate_options;
+      extra.insert(extra.end(), {"--addtag", kPoolTagPrefix + pool_});
+      Status st = options_.thin ? lvm_->CreateThin(options_.vg, options_.thinpool, lv_name, name, bytes, extra)
+                                : lvm_->CreateThick(options_.vg, lv_name, name, bytes, extra);
+      NODEVOL_RETURN_IF_ERROR(MapNoSpace(st));
+      NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report));
+      NODEVOL_RETURN_IF_ERROR(FindLv(name, &report, &lv));
+      if (!lv) return Status::Internal("lvcreate succeeded but " + options_.vg + "/" + lv_name + " is not there");
+    }
+  }
+  std::string device, dir = StagingDir(name);
+  NODEVOL_RETURN_IF_ERROR(DeviceOf(*lv, &device));
+  // Not mounted means no filesystem anyone could have used yet: the
+  // record is not ready, so (re)making it loses nothing.
+  bool mounted = false;
+  dev_t shown = 0;
+  NODEVOL_RETURN_IF_ERROR(IsMountPoint(dir, &mounted, &shown));
+  if (!mounted) NODEVOL_RETURN_IF_ERROR(MakeFs(fs, device));
+  record->attributes = {{"vg", options_.vg}, {"lv", lv->name},  {"device", device},
+                        {"fs", fs},          {"path", dir},      {"lv_bytes", std::to_string(lv->size)}};
+  bool mounted_now = false;
+  NODEVOL_RETURN_IF_ERROR(EnsureMounted(*record, *lv, &mounted_now));
+  NODEVOL_RETURN_IF_ERROR(ApplyVolumeRoot(dir, root));
+  spdlog::info("pool {}: volume {} is {} LV {}/{} ({} bytes, {})", pool_, name, options_.thin ? "thin" : "thick",
+               options_.vg, lv->name, lv->size, fs);
+  return Status::Ok();
+}
+
+Status LvmBackend::Delete(const VolumeRecord& record) {
+  const std::string& name = record.spec.name;
+  std::string dir = StagingDir(name);
+  NODEVOL_RETURN_IF_ERROR(Unmount(dir).WithContext("unmount staging " + dir));
+  LvmReport report;
+  NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report));
+  const LvmLv* lv = nullptr;
+  if (Status st = FindLv(name, &report, &lv); !st.ok()) {
+    // Someone else's LV under our name: the volume has no LV to delete.
+    spdlog::warn("pool {}: deleting volume {}: {}", pool_, name, st.message());
+    lv = nullptr;
+  }
+  if (lv) {
+    if (!lv->thin_volume() && lv->active()) {
+      std::string device;
+      NODEVOL_RETURN_IF_ERROR(DeviceOf(*lv, &device));
+      NODEVOL_RETURN_IF_ERROR(ZeroStart(device));
+    }
+    NODEVOL_RETURN_IF_ERROR(lvm_->Remove(options_.vg, lv->name));
+    spdlog::info("pool {}: removed LV {}/{} of volume {}", pool_, options_.vg, lv->name, name);
+  }
+  if (::rmdir(dir.c_str()) != 0 && errno != ENOENT) return Status::FromErrno("rmdir " + dir, errno);
+  return Status::Ok();
+}
+
+Status LvmBackend::Expand(VolumeRecord* record, uint64_t new_size) {
+  const std::string& name = record->spec.name;
+  LvmReport report;
+  const LvmLv* lv = nullptr;
+  {
+    std::lock_guard<std::mutex> l(allocate_mu_);
+    NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report));
+    NODEVOL_RETURN_IF_ERROR(FindLv(name, &report, &lv));
+    if (!lv) return Status::NotFound("logical volume of volume " + name + " is missing");
+    const LvmVg* vg = report.FindVg(options_.vg);
+    uint64_t bytes = RoundToExtents(new_size, vg ? vg->extent_size : 0);
+    if (lv->size < bytes) {
+      NODEVOL_RETURN_IF_ERROR(CheckFits(report, bytes - lv->size));
+      NODEVOL_RETURN_IF_ERROR(MapNoSpace(lvm_->Extend(options_.vg, lv->name, bytes)));
+      NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report));
+      NODEVOL_RETURN_IF_ERROR(FindLv(name, &report, &lv));
+      if (!lv) return Status::Internal("logical volume of volume " + name + " vanished while extending it");
+    }
+  }
+  bool mounted_now = false;
+  NODEVOL_RETURN_IF_ERROR(EnsureMounted(*record, *lv, &mounted_now));
+  std::string device;
+  NODEVOL_RETURN_IF_ERROR(DeviceOf(*lv, &device));
+  Status grown = GrowFs(FsOf(*record), device, StagingDir(name));
+  if (mounted_now) {
+    Status st = Unmount(StagingDir(name));
+    if (grown.ok()) grown = st;
+  }
+  NODEVOL_RETURN_IF_ERROR(grown.WithContext("grow the filesystem of " + name));
+  record->attributes["lv_bytes"] = std::to_string(lv->size);
+  return Status::Ok();
+}
+
+Status LvmBackend::Stage(const VolumeRecord& record, std::string* path) {
+  LvmReport report;
+  NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report));
+  const LvmLv* lv = nullptr;
+  NODEVOL_RETURN_IF_ERROR(FindLv(record.spec.name, &report, &lv));
+  if (!lv)
+    return Status::NotFound("logical volume " + options_.vg + "/" + LvNameFor(record.spec.name) + " of volume " +
+                            record.spec.name + " is missing");
+  bool mounted_now = false;
+  NODEVOL_RETURN_IF_ERROR(EnsureMounted(record, *lv, &mounted_now));
+  *path = StagingDir(record.spec.name);
+  return Status::Ok();
+}
+
+Status LvmBackend::Unstage(const VolumeRecord& record) { return Unmount(StagingDir(record.spec.name)); }
+
+Status LvmBackend::Check(const VolumeRecord& record) {
+  LvmReport report;
+  NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report));
+  const LvmLv* lv = nullptr;
+  NODEVOL_RETURN_IF_ERROR(FindLv(record.spec.name, &report, &lv));
+  if (!lv)
+    return Status::NotFound("logical volume " + options_.vg + "/" + LvNameFor(record.spec.name) + " is missing");
+  return Status::Ok();
+}
+
+Status LvmBackend::GetCapacity(Capacity* out) {
+  // Thin pools fill up as pods write, without any lvm command of ours:
+  // a report at most a second old keeps that current.
+  LvmReport report;
+  NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report, std::chrono::milliseconds(1000)));
+  if (Status st = ComputeLvmCapacity(options_, report, out); !st.ok()) {
+    // A pool without its VG yet (no disk matched so far) has no room.
+    *out = Capacity{};
+    spdlog::debug("pool {}: {}", pool_, st.message());
+  }
+  return Status::Ok();
+}
+
+Status LvmBackend::Survey(const std::set<std::string>& known, std::vector<VolumeRecord>* unrecorded,
+                          std::vector<std::string>* drift) {
+  LvmReport report;
+  NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report, true));
+  std::set<std::string> ours;
+  for (const LvmLv& lv : report.lvs) {
+    if (lv.vg != options_.vg || !lv.HasTag(kManagedTag) || !lv.HasTag(kPoolTagPrefix + pool_)) continue;
+    std::string volume;
+    for (const std::string& t : lv.tags)
+      if (t.rfind(kVolumeTagPrefix, 0) == 0) volume = t.substr(std::string(kVolumeTagPrefix).size());
+    if (volume.empty() || LvNameFor(volume) != lv.name) continue;
+    ours.insert(volume);
+    if (known.count(volume)) continue;
+    VolumeRecord rec;
+    rec.spec = {volume, pool_, lv.size, "", {}};
+    rec.backend = kind();
+    rec.state = VolumeState::kReady;
+    std::string device = lv.path, fs;
+    if (lv.active() && ProbeFsType(device, &fs).ok() && !fs.empty()) rec.spec.fs_type = fs;
+    rec.attributes = {{"vg", options_.vg}, {"lv", lv.name}, {"device", device}, {"fs", fs.empty() ? options_.fs : fs},
+                      {"path", StagingDir(volume)}, {"lv_bytes", std::to_string(lv.size)}};
+    unrecorded->push_back(rec);
+  }
+  if (DIR* d = ::opendir(staging_root_.c_str())) {
+    while (struct dirent* e = ::readdir(d)) {
+      std::string n = e->d_name;
+      if (n == "." || n == ".." || known.count(n) || ours.count(n)) continue;
+      bool mounted = false;
+      dev_t dev = 0;
+      if (IsMountPoint(StagingDir(n), &mounted, &dev).ok() && mounted)
+        drift->push_back("staging mount " + StagingDir(n) + " belongs to no volume record; left mounted");
+    }
+    ::closedir(d);
+  }
+  return Status::Ok();
+}
+
+Status LvmBackend::SetUpVolumeGroup() {
+  if (!options_.disks.empty()) NODEVOL_RETURN_IF_ERROR(EnsureVolumeGroup(lvm_.get(), options_.vg, options_.disks, ProbeSignature));
+  LvmReport report;
+  NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report, true));
+  const LvmVg* vg = report.FindVg(options_.vg);
+  if (!vg)
+    return Status::FailedPrecondition("volume group " + options_.vg +
+                                      " does not exist: create it (vgcreate) or give the pool disk rules (devices=, match-*=)");
+  if (!options_.thin) return Status::Ok();
+  const LvmLv* tp = report.FindLv(options_.vg, options_.thinpool);
+  uint64_t want = options_.thinpool_bytes;
+  if (options_.thinpool_percent)
+    want = vg->size / 100 * options_.thinpool_percent / std::max<uint64_t>(vg->extent_size, 1) * vg->extent_size;
+  if (tp) {
+    if (!tp->thin_pool()) return Status::FailedPrecondition(options_.vg + "/" + options_.thinpool + " is not a thin pool");
+    // A pool sized as a share of the VG follows the VG as disks are added.
+    if (options_.thinpool_percent && tp->HasTag(kManagedTag) && want > tp->size + vg->extent_size && vg->free > 0) {
+      uint64_t grow_to = std::min(want, tp->size + vg->free / vg->extent_size * vg->extent_size);
+      spdlog::info("pool {}: growing thin pool {}/{} to {} bytes ({}% of the VG)", pool_, options_.vg,
+                   options_.thinpool, grow_to, options_.thinpool_percent);
+      return lvm_->Extend(options_.vg, options_.thinpool, grow_to);
+    }
+    return Status::Ok();
+  }
+  if (want == 0)
+    return Status::FailedPrecondition("thin pool " + options_.vg + "/" + options_.thinpool +
+                                      " does not exist: create it (lvcreate --type thin-pool) or set thinpool-size");
+  spdlog::info("pool {}: creating thin pool {}/{} of {} bytes", pool_, options_.vg, options_.thinpool, want);
+  return MapNoSpace(lvm_->CreateThinPool(options_.vg, options_.thinpool, want));
+}
+
+void LvmBackend::OnDiskAdded(const DiskInfo& disk) {
+  spdlog::info("pool {}: block device {} appeared (serial \"{}\", {} bytes)", pool_, disk.devnode, disk.serial, disk.size);
+  // Re-evaluating every disk is idempotent and covers disks whose add
+  // event came before their udev properties.
+  if (Status st = SetUpVolumeGroup(); !st.ok()) spdlog::warn("pool {}: after {} appeared: {}", pool_, disk.devnode, st.message());
+}
+
+}  // namespace nodevol

@@ -1,0 +1,82 @@
+// LvmBackend: each volume is a logical volume in the pool's volume group,
+// thick, or thin in the pool's thin pool, carrying its own filesystem
+// (ext4 or xfs; pool default, or the volume's fs_type).
+//
+// Create: LV of the size rounded up to whole extents (tags: kManagedTag,
+// the volume name, the pool), mkfs, mount at the staging directory
+// <state dir>/staging/<pool>/<volume>, set the root's mode and owner
+// (volume_root.h). The volume stays staged; pods get bind mounts of the
+// staging directory; the node layer's Unstage after the last publication
+// unmounts it. Expand: lvextend, then grow the filesystem online (mounting
+// it for the purpose if needed). Delete: unmount, zero the first MiB of a
+// thick LV (thin LVs free their blocks), lvremove.
+//
+// Pool options: pool_options.h. Capacity: capacity.h. With disk rules the
+// volume group is built from matching disks at start and grows when a
+// matching disk appears (disks.h).
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "backend/backend.h"
+#include "backend/lvm/disks.h"
+#include "backend/lvm/lvm.h"
+#include "backend/lvm/pool_options.h"
+
+namespace nodevol {
+
+class LvmBackend : public Backend {
+ public:
+  // Parses the options, checks the tools, builds the volume group from
+  // disks when rules are given, creates the thin pool when asked. A VG
+  // that does not exist yet is logged, not fatal: the pool reports no
+  // capacity until it appears (a disk may be hot-plugged later).
+  static Status Make(const std::string& pool, const Params& options, const std::string& state_dir,
+                     std::shared_ptr<Lvm> lvm, std::unique_ptr<Backend>* out);
+  ~LvmBackend() override;
+
+  std::string kind() const override { return "lvm"; }
+  std::vector<std::string> fs_types() const override;
+  bool size_enforced() const override { return true; }
+  Params attributes() const override;
+
+  Status Validate(const VolumeSpec& spec) const override;
+  Status Create(VolumeRecord* record) override;
+  Status Delete(const VolumeRecord& record) override;
+  Status Expand(VolumeRecord* record, uint64_t new_size) override;
+  Status Stage(const VolumeRecord& record, std::string* path) override;
+  Status Unstage(const VolumeRecord& record) override;
+  Status Check(const VolumeRecord& record) override;
+  Status GetCapacity(Capacity* out) override;
+  Status Survey(const std::set<std::string>& known, std::vector<VolumeRecord>* unrecorded,
+                std::vector<std::string>* drift) override;
+
+ private:
+  LvmBackend(std::string pool, LvmPoolOptions options, std::string staging_root, std::shared_ptr<Lvm> lvm);
+  std::string FsOf(const VolumeRecord& record) const;
+  std::string StagingDir(const std::string& volume) const { return staging_root_ + "/" + volume; }
+  // Our LV of `volume` in *lv (nullptr when there is none); FAILED_PRECONDITION
+  // when an LV of that name exists but is not this volume's.
+  Status FindLv(const std::string& volume, LvmReport* report, const LvmLv** lv);
+  // The LV's device node, checked to be that LV's block device.
+  Status DeviceOf(const LvmLv& lv, std::string* device);
+  // Mounts the LV at its staging dir unless it already is; *mounted_now
+  // says whether this call mounted it.
+  Status EnsureMounted(const VolumeRecord& record, const LvmLv& lv, bool* mounted_now);
+  Status CheckFits(const LvmReport& report, uint64_t more_bytes);
+  Status SetUpVolumeGroup();
+  void OnDiskAdded(const DiskInfo& disk);
+
+  const std::string pool_;
+  const LvmPoolOptions options_;
+  const std::string staging_root_;
+  std::shared_ptr<Lvm> lvm_;
+  // Serializes capacity check + lvcreate/lvextend in this pool: lvm
+  // enforces a VG's free space but not a thin pool's overprovision ratio.
+  std::mutex allocate_mu_;
+  std::unique_ptr<DiskMonitor> monitor_;
+};
+
+}  // namespace nodevol

@@ -1,0 +1,145 @@
+#!/bin/bash
+# Runs inside a vm-run guest (tests/vm/CMakeLists.txt): the whole life of
+# LVM volumes through the real nodevold and nodevolctl on real lvm.
+#   lvm_volume_test.sh thick|thin ext4|xfs     disks: "lvm1" (>= 512M)
+# Needs NODEVOLD and NODEVOLCTL in the environment.
+source "$VM_LIB"
+
+type=${1:?usage: lvm_volume_test.sh thick|thin ext4|xfs}
+fs=${2:?usage: lvm_volume_test.sh thick|thin ext4|xfs}
+MiB=$((1024 * 1024))
+export DM_DISABLE_UDEV=1  # for the lvm commands this script runs itself
+
+bytes_of() { echo $(($(stat -f -c '%b' "$1") * $(stat -f -c '%S' "$1"))); }
+lvs_of() { lvm lvs --noheadings -o lv_name,lv_size,lv_tags --units b --nosuffix nv 2>/dev/null | sed 's/^ *//'; }
+expect_code() {  # CODE COMMAND...: the command must fail and say CODE
+  local want=$1 out
+  shift
+  if out=$("$@" 2>&1); then vm_fail "succeeded, expected $want: $*"; fi
+  grep -q "$want" <<<"$out" || vm_fail "expected $want from '$*', got: $out"
+  vm_log "$want: $(tail -1 <<<"$out")"
+}
+
+# Sizes in MiB: v1 as asked (not a multiple of the 4 MiB extent), as an
+# LV, and expanded; xfs cannot be made below 300 MiB.
+if [[ $fs == ext4 ]]; then ask=62 lvsize=64 grown=200; else ask=302 lvsize=304 grown=440; fi
+disk=$(vm_disk lvm1)
+pool="--pool=name=fast,backend=lvm,vg=nv,type=$type,fs=$fs,devices=$disk"
+[[ $type == thin ]] && pool+=",thinpool=tp,thinpool-size=80%,overprovision=2"
+
+vm_step "nodevold builds VG nv from $disk ($type, $fs)"
+vm_nodevold_start "$pool"
+vm_log "$(lvm vgs --noheadings -o vg_name,vg_size,vg_free,vg_tags nv)"
+[[ $type == thin ]] && vm_log "$(lvm lvs --noheadings -o lv_name,lv_attr,lv_size nv/tp)"
+cap=$(vm_ctl -o json capacity fast)
+total0=$(vm_json_get "$cap" total_bytes) free0=$(vm_json_get "$cap" free_bytes)
+vm_log "capacity: total=$total0 free=$free0"
+((total0 > 256 * MiB && free0 > 256 * MiB)) || vm_fail "capacity of the fresh pool: $cap"
+if [[ $type == thin ]]; then
+  tp_bytes=$(lvm lvs --noheadings -o lv_size --units b --nosuffix nv/tp | tr -d ' ')
+  ((total0 == 2 * tp_bytes)) || vm_fail "thin total $total0 is not 2 x the thin pool's $tp_bytes bytes"
+fi
+
+vm_step "create v1, $ask MiB: an LV rounded up to whole extents, tagged, with $fs"
+vm_run vm_ctl volume create v1 --pool fast --size ${ask}Mi
+vm_run vm_ctl volume create v1 --pool fast --size ${ask}Mi  # idempotent
+lv=$(lvs_of | grep '^nv-v1 ') || vm_fail "no LV nv-v1: $(lvs_of)"
+vm_log "lvs: $lv"
+[[ $(awk '{print $2}' <<<"$lv") == $((lvsize * MiB)) ]] || vm_fail "LV size is not $lvsize MiB ($ask MiB rounded to 4 MiB extents): $lv"
+grep -q "nodevol.io/volume=v1" <<<"$lv" || vm_fail "LV lacks the volume tag: $lv"
+[[ $(blkid -o value -s TYPE /dev/nv/nv-v1) == "$fs" ]] || vm_fail "/dev/nv/nv-v1 does not carry $fs"
+json=$(vm_ctl -o json volume get v1)
+[[ $(vm_json_get "$json" device) == /dev/nv/nv-v1 ]] || vm_fail "volume attributes: $json"
+
+vm_step "publish into two pods, the second read-only; data written by one is read by the other"
+t1=$(vm_target pod-1 v1)
+t2=$(vm_target pod-2 v1)
+vm_run vm_ctl publish --volume v1 --target "$t1"
+vm_run vm_ctl publish --volume v1 --target "$t2" --read-only
+echo "hello from pod-1" >"$t1/greeting"
+sync
+[[ $(cat "$t2/greeting") == "hello from pod-1" ]] || vm_fail "pod-2 does not see pod-1's file"
+if touch "$t2/nope" 2>/dev/null; then vm_fail "the read-only target accepted a write"; fi
+vm_log "read-only target refuses writes"
+[[ $(stat -c %a "$t1") == 777 ]] || vm_fail "volume root mode $(stat -c %a "$t1"), want 777"
+size=$(bytes_of "$t1")
+vm_log "statfs: $size bytes; df: $(df -h "$t1" | tail -1)"
+((size > lvsize * 3 / 4 * MiB && size <= lvsize * MiB)) || vm_fail "statfs of a $lvsize MiB $fs volume says $size bytes"
+size0=$size
+dd if=/dev/urandom of="$t1/blob" bs=1M count=8 status=none
+sum1=$(md5sum <"$t1/blob")
+
+vm_step "expand v1 to $grown MiB while published: the mounted filesystem grows online"
+vm_run vm_ctl volume expand v1 --size ${grown}Mi
+vm_run vm_ctl volume expand v1 --size ${grown}Mi  # idempotent
+size=$(bytes_of "$t1")
+vm_log "statfs after expand: $size bytes"
+# The filesystem grew by what the LV grew (xfs keeps its 64 MiB log out of statfs).
+growth=$(((size - size0) / MiB))
+((growth >= grown - lvsize - 8 && growth <= grown - lvsize)) || vm_fail "statfs grew by $growth MiB, the LV by $((grown - lvsize)) MiB"
+((size == $(bytes_of "$t2"))) || vm_fail "the two pods see different sizes"
+[[ $(md5sum <"$t2/blob") == "$sum1" ]] || vm_fail "data changed across the expansion"
+dd if=/dev/zero of="$t1/big" bs=1M count=120 conv=fsync status=none || vm_fail "cannot write 120 MiB after expanding"
+rm "$t1/big"
+
+vm_step "a volume bigger than the pool: RESOURCE_EXHAUSTED with figures, and nothing left behind"
+before=$(lvs_of | wc -l)
+expect_code RESOURCE_EXHAUSTED vm_ctl volume create huge --pool fast --size 4Gi
+grep -q "free" <<<"$(vm_ctl volume create huge --pool fast --size 4Gi 2>&1)" || vm_fail "the message gives no figures"
+(($(lvs_of | wc -l) == before)) || vm_fail "a refused create left an LV: $(lvs_of)"
+vm_ctl volume list | grep -q huge && vm_fail "a refused create left a volume record"
+[[ -e $VM_STATE/staging/fast/huge ]] && vm_fail "a refused create left a staging dir"
+expect_code RESOURCE_EXHAUSTED vm_ctl volume expand v1 --size 4Gi
+
+vm_step "bad requests change nothing"
+expect_code INVALID_ARGUMENT vm_ctl volume create v9 --pool fast --size 8Mi --fs-type btrfs
+expect_code INVALID_ARGUMENT vm_ctl volume create v9 --pool fast --size 8Mi --param colour=red
+expect_code INVALID_ARGUMENT vm_ctl volume create v9 --pool fast --size 100Mi --fs-type xfs
+expect_code FAILED_PRECONDITION vm_ctl volume delete v1  # still published
+(($(lvs_of | wc -l) == before)) || vm_fail "a bad request changed the LVs: $(lvs_of)"
+
+vm_step "the staging mount goes with the last publication; the data stays"
+staging=$VM_STATE/staging/fast/v1
+grep -q " $staging " /proc/self/mountinfo || vm_fail "$staging is not mounted while published"
+vm_run vm_ctl unpublish --target "$t2"
+grep -q " $staging " /proc/self/mountinfo || vm_fail "$staging unmounted while pod-1 still uses it"
+vm_run vm_ctl unpublish --target "$t1"
+grep -q " $staging " /proc/self/mountinfo && vm_fail "$staging still mounted after the last unpublish"
+vm_run vm_ctl publish --volume v1 --target "$t1"
+[[ $(md5sum <"$t1/blob") == "$sum1" ]] || vm_fail "data lost across unstage/stage"
+vm_run vm_ctl unpublish --target "$t1"
+
+vm_step "an LV whose record was lost is adopted at start"
+# The other filesystem; xfs refuses to make one below 300 MiB.
+fs2=ext4 v2size=16
+[[ $fs == ext4 ]] && fs2=xfs v2size=300
+vm_run vm_ctl volume create v2 --pool fast --size ${v2size}Mi --fs-type $fs2
+vm_nodevold_stop
+rm "$VM_STATE/volumes/v2.json"
+vm_nodevold_start "$pool"
+json=$(vm_ctl -o json volume get v2) || vm_fail "v2 was not adopted: $(vm_ctl info)"
+vm_log "adopted: size $(vm_json_get "$json" size_bytes), fs $(vm_json_get "$json" fs)"
+[[ $(vm_json_get "$json" fs) == "$fs2" ]] || vm_fail "adopted v2 does not know its $fs2 filesystem: $json"
+vm_ctl info | grep -q "adopted volume v2" || vm_fail "adoption is not reported: $(vm_ctl info)"
+
+vm_step "capacity follows: ${type}"
+cap=$(vm_ctl -o json capacity fast)
+vm_log "capacity: total=$(vm_json_get "$cap" total_bytes) free=$(vm_json_get "$cap" free_bytes) allocated=$(vm_json_get "$cap" allocated_bytes)"
+free1=$(vm_json_get "$cap" free_bytes)
+if [[ $type == thick ]]; then
+  vgfree=$(lvm vgs --noheadings -o vg_free --units b --nosuffix nv | tr -d ' ')
+  ((free1 == vgfree)) || vm_fail "thick free $free1 != VG free $vgfree"
+else
+  ((free1 == free0 - (grown + v2size) * MiB)) || vm_fail "thin free $free1, want $free0 - $((grown + v2size)) MiB"
+fi
+
+vm_step "delete: LVs gone, staging dirs gone"
+vm_run vm_ctl volume delete v1
+vm_run vm_ctl volume delete v2
+vm_run vm_ctl volume delete v1  # idempotent
+lvs_of | grep -q '^nv-v' && vm_fail "LVs left after delete: $(lvs_of)"
+[[ -z $(ls -A "$VM_STATE/staging/fast") ]] || vm_fail "staging dirs left: $(ls -A "$VM_STATE/staging/fast")"
+cap=$(vm_ctl -o json capacity fast)
+(($(vm_json_get "$cap" free_bytes) == free0)) || vm_fail "free bytes $(vm_json_get "$cap" free_bytes) after deleting everything, was $free0"
+vm_nodevold_stop
+vm_step "PASS ($type, $fs)"

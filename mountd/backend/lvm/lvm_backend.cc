@@ -393,6 +393,7 @@ Status LvmBackend::Survey(const std::set<std::string>& known, std::vector<Volume
 }
 
 Status LvmBackend::SetUpVolumeGroup() {
+  std::lock_guard<std::mutex> l(setup_mu_);
   if (!options_.disks.empty()) NODEVOL_RETURN_IF_ERROR(EnsureVolumeGroup(lvm_.get(), options_.vg, options_.disks, ProbeSignature));
   LvmReport report;
   NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report, true));

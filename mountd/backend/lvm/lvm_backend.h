@@ -76,6 +76,8 @@ class LvmBackend : public Backend {
   // Serializes capacity check + lvcreate/lvextend in this pool: lvm
   // enforces a VG's free space but not a thin pool's overprovision ratio.
   std::mutex allocate_mu_;
+  // Serializes volume group set-up (start, and each disk the monitor sees).
+  std::mutex setup_mu_;
   std::unique_ptr<DiskMonitor> monitor_;
 };
 

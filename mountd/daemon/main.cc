@@ -76,9 +76,12 @@ int Run(const Config& c) {
   registry.SetDrift(node.Drift().size());
   CapacityMonitor capacity(&node, std::chrono::milliseconds(c.capacity_poll_ms),
                            [&](const std::vector<PoolCapacityView>& pools) {
-                             for (const PoolCapacityView& p : pools)
+                             for (const PoolCapacityView& p : pools) {
                                registry.SetPool(p.pool, p.backend, p.total_bytes, p.free_bytes, p.allocated_bytes,
                                                 p.volume_count);
+                               if (p.data_percent && p.metadata_percent)
+                                 registry.SetThinUsage(p.pool, *p.data_percent, *p.metadata_percent);
+                             }
                            });
   capacity.Start();
 

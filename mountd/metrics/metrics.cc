@@ -6,6 +6,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <optional>
 #include <mutex>
 
 namespace nodevol::metrics {
@@ -32,6 +33,7 @@ struct MethodStats {
 struct PoolStats {
   std::string backend;
   uint64_t total = 0, free = 0, allocated = 0, volumes = 0;
+  std::optional<double> data_percent, metadata_percent;  // thin pools
 };
 
 // Label values may hold anything a caller passes; the format requires
@@ -133,6 +135,14 @@ void Registry::SetPool(std::string_view pool, std::string_view backend, uint64_t
   p.volumes = volumes;
 }
 
+void Registry::SetThinUsage(std::string_view pool, double data_percent, double metadata_percent) {
+  std::lock_guard lock(impl_->mu);
+  auto it = impl_->pools.find(pool);
+  if (it == impl_->pools.end()) it = impl_->pools.emplace(std::string(pool), PoolStats{}).first;
+  it->second.data_percent = data_percent;
+  it->second.metadata_percent = metadata_percent;
+}
+
 void Registry::SetDrift(uint64_t findings) {
   std::lock_guard lock(impl_->mu);
   impl_->drift = findings;
@@ -195,6 +205,27 @@ std::string Registry::Render() const {
     for (const auto& [pool, p] : impl_->pools) {
       AppendSeries(out, g.name, {{"pool", pool}, {"backend", p.backend}});
       AppendUint(out, p.*g.field);
+      out += '\n';
+    }
+  }
+
+  struct ThinGauge {
+    const char* name;
+    const char* help;
+    std::optional<double> PoolStats::*field;
+  };
+  static constexpr ThinGauge kThinGauges[] = {
+      {"nodevol_pool_thin_data_percent", "Used share of a thin pool's data space (lvm data_percent).",
+       &PoolStats::data_percent},
+      {"nodevol_pool_thin_metadata_percent", "Used share of a thin pool's metadata (lvm metadata_percent).",
+       &PoolStats::metadata_percent},
+  };
+  for (const ThinGauge& g : kThinGauges) {
+    AppendFamily(out, g.name, "gauge", g.help);
+    for (const auto& [pool, p] : impl_->pools) {
+      if (!(p.*g.field)) continue;
+      AppendSeries(out, g.name, {{"pool", pool}, {"backend", p.backend}});
+      AppendDouble(out, *(p.*g.field));
       out += '\n';
     }
   }

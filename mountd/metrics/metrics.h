@@ -32,6 +32,11 @@ class Registry {
   void SetPool(std::string_view pool, std::string_view backend, uint64_t total,
                uint64_t free, uint64_t allocated, uint64_t volumes);
 
+  // How full a thin pool really is: gauges
+  //   nodevol_pool_thin_data_percent{pool,backend},
+  //   nodevol_pool_thin_metadata_percent{pool,backend} (thin pools only).
+  void SetThinUsage(std::string_view pool, double data_percent, double metadata_percent);
+
   // Number of drift findings since start: nodevol_drift_findings gauge.
   void SetDrift(uint64_t findings);
 

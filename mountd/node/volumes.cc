@@ -77,7 +77,7 @@ Status Node::GetCapacity(const std::string& pool, std::vector<PoolCapacityView>*
     if (!pool.empty() && name != pool) continue;
     Capacity cap;
     NODEVOL_RETURN_IF_ERROR(b->GetCapacity(&cap).WithContext("pool " + name));
-    PoolCapacityView v{name, b->kind(), cap.total_bytes, cap.free_bytes, 0, 0};
+    PoolCapacityView v{name, b->kind(), cap.total_bytes, cap.free_bytes, 0, 0, cap.data_percent, cap.metadata_percent};
     std::lock_guard<std::mutex> l(mu_);
     for (const auto& [_, rec] : volumes_) {
       if (rec.spec.pool != name) continue;

@@ -121,6 +121,18 @@ TEST(MetricsRender, PoolAndDriftGauges) {
   EXPECT_TRUE(HasLine(out, "nodevol_drift_findings 7"));
 }
 
+TEST(MetricsRender, ThinUsageOnlyForThinPools) {
+  Registry r;
+  r.SetPool("thin", "lvm", 100, 40, 60, 3);
+  r.SetThinUsage("thin", 12.5, 3.25);
+  r.SetPool("thick", "lvm", 100, 40, 60, 3);
+  std::string out = r.Render();
+  EXPECT_TRUE(HasLine(out, "# TYPE nodevol_pool_thin_data_percent gauge")) << out;
+  EXPECT_EQ(Sample(out, R"(nodevol_pool_thin_data_percent{pool="thin",backend="lvm"})"), "12.5");
+  EXPECT_EQ(Sample(out, R"(nodevol_pool_thin_metadata_percent{pool="thin",backend="lvm"})"), "3.25");
+  EXPECT_EQ(out.find(R"(nodevol_pool_thin_data_percent{pool="thick")"), std::string::npos) << out;
+}
+
 // Every sample belongs to a family whose # HELP and # TYPE came first, and
 // each family is declared once.
 TEST(MetricsRender, EverySampleFollowsItsTypeLine) {

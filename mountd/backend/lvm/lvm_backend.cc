@@ -343,10 +343,12 @@ Status LvmBackend::Check(const VolumeRecord& record) {
 }
 
 Status LvmBackend::GetCapacity(Capacity* out) {
-  // Thin pools fill up as pods write, without any lvm command of ours:
-  // a report at most a second old keeps that current.
+  // Our own lvm commands refresh the report. Thin pools also fill up as
+  // pods write, and an operator may change the VG by hand: a report at
+  // most 5 s (thin) or 30 s (thick) old follows that without an lvm
+  // process at every capacity poll.
   LvmReport report;
-  NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report, std::chrono::milliseconds(1000)));
+  NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report, std::chrono::seconds(options_.thin ? 5 : 30)));
   if (Status st = ComputeLvmCapacity(options_, report, out); !st.ok()) {
     // A pool without its VG yet (no disk matched so far) has no room.
     *out = Capacity{};

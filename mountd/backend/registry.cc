@@ -6,10 +6,11 @@
 #include "backend/lvm/filesystem.h"
 #include "backend/lvm/lvm.h"
 #include "backend/lvm/lvm_backend.h"
+#include "backend/nfs/nfs_backend.h"
 
 namespace nodevol {
 
-std::vector<std::string> BackendKinds() { return {"dir", "lvm"}; }
+std::vector<std::string> BackendKinds() { return {"dir", "lvm", "nfs"}; }
 
 Status MakeBackend(const std::string& pool, const std::string& kind, const Params& options,
                    std::unique_ptr<Backend>* out, BackendEnv* env) {
@@ -25,7 +26,11 @@ Status MakeBackend(const std::string& pool, const std::string& kind, const Param
     }
     return LvmBackend::Make(pool, options, env->state_dir, env->lvm, out);
   }
-  return Status::InvalidArgument("pool " + pool + ": unknown backend \"" + kind + "\"; this nodevold knows: dir, lvm");
+  if (kind == "nfs") {
+    if (!env) return Status::Internal("pool " + pool + ": nfs pools need the daemon's environment");
+    return NfsBackend::Make(pool, options, env->state_dir, out);
+  }
+  return Status::InvalidArgument("pool " + pool + ": unknown backend \"" + kind + "\"; this nodevold knows: dir, lvm, nfs");
 }
 
 }  // namespace nodevol

@@ -1,0 +1,44 @@
+// NfsMountOptions: the mount options of an NFS staging mount, from a pool's
+// mount-options (per-pool defaults) and a volume's mountOptions parameter,
+// validated against the options nodevold knows.
+//
+// Every option belongs to a group (vers and nfsvers are one group; hard,
+// soft and softerr are one; ac and noac; ...): a later option replaces an
+// earlier one of its group, so a volume's options override the pool's. The
+// canonical text (groups sorted, one option each, comma-separated) is what
+// mount.nfs gets and what the staging mount's key is made of, so the same
+// options in another order or spelling share one staging mount.
+//
+// Refused, with the reason: ro (volumes are published read-only per pod
+// instead), bg (mount.nfs would return before the mount exists), addr=
+// (nodevold names the server itself), and anything not known, naming the
+// option. nosharecache is accepted: each staging mount then gets its own
+// superblock, which makes counting its users by device exact rather than
+// conservative (staging.h).
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "base/status.h"
+
+namespace nodevol {
+
+class NfsMountOptions {
+ public:
+  // Adds the options in `text` (separated by commas and/or white space),
+  // each replacing an earlier one of its group. INVALID_ARGUMENT names the
+  // option and what is allowed.
+  Status Add(const std::string& text);
+
+  // Canonical form, e.g. "hard,timeo=600,vers=4.2"; "" when none.
+  std::string ToString() const;
+  bool empty() const { return by_group_.empty(); }
+  // The option of a group ("vers", "hard", ...) or "".
+  std::string Get(const std::string& group) const;
+
+ private:
+  std::map<std::string, std::string> by_group_;  // group -> option as given ("timeo=600", "soft")
+};
+
+}  // namespace nodevol

@@ -1,0 +1,537 @@
+#include "backend/nfs/nfs_backend.h"
+
+#include <openssl/evp.h>
+#include <spdlog/spdlog.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+
+#include "backend/nfs/export_dirs.h"
+#include "backend/nfs/mountinfo.h"
+#include "backend/nfs/nfs_client.h"
+#include "backend/nfs/path_pattern.h"
+
+namespace nodevol {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr char kVolumeKind[] = "an nfs subdirectory volume";
+// How long a capacity figure is reused when no staging mount of the pool's
+// export exists (asking then means mounting the export for it).
+constexpr auto kUnmountedCapacityAge = std::chrono::seconds(60);
+
+Status MakeDir0700(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return Status::FromErrno("mkdir " + dir, errno);
+  struct stat st;
+  if (::lstat(dir.c_str(), &st) != 0) return Status::FromErrno("stat " + dir, errno);
+  if (!S_ISDIR(st.st_mode)) return Status::FailedPrecondition(dir + " exists and is not a directory");
+  return Status::Ok();
+}
+
+std::string Hash16(const std::string& text) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(text.data(), text.size(), md, &len, EVP_sha256(), nullptr);
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned i = 0; i < 8; ++i) {
+    out += kHex[md[i] >> 4];
+    out += kHex[md[i] & 15];
+  }
+  return out;
+}
+
+std::string Parent(const std::string& path) { return path.substr(0, path.rfind('/')); }
+
+bool IsStale(const Status& st) { return st.message().find("stale file handle") != std::string::npos; }
+
+std::string Secs(std::chrono::milliseconds d) { return std::to_string(d.count() / 1000) + " s"; }
+
+bool IsIdentityParam(const std::string& k) {
+  return k == "nodevol.io/pvc-namespace" || k == "nodevol.io/pvc-name" || k == "nodevol.io/pv-name" ||
+         k.rfind("nodevol.io/pvc-annotation.", 0) == 0 || k.rfind("nodevol.io/pvc-label.", 0) == 0;
+}
+
+}  // namespace
+
+// Per staging dir, shared by every NFS pool of the process.
+struct NfsBackend::Staging {
+  std::timed_mutex mu;
+  int holds = 0;  // nodevold's own operations in flight on the mount
+
+  static Staging* For(const std::string& dir) {
+    static std::mutex mu;
+    static auto* all = new std::map<std::string, std::unique_ptr<Staging>>();
+    std::lock_guard<std::mutex> l(mu);
+    auto& s = (*all)[dir];
+    if (!s) s = std::make_unique<Staging>();
+    return s.get();
+  }
+};
+
+Status NfsBackend::Make(const std::string& pool, const Params& options, const std::string& state_dir,
+                        std::unique_ptr<Backend>* out) {
+  NfsPoolOptions o;
+  NODEVOL_RETURN_IF_ERROR(ParseNfsPoolOptions(pool, options, &o));
+  if (::access("/sbin/mount.nfs", X_OK) != 0 && ::access("/usr/sbin/mount.nfs", X_OK) != 0)
+    return Status::FailedPrecondition("pool " + pool +
+                                      ": mount.nfs is not installed (Debian/Ubuntu: nfs-common; RHEL: nfs-utils)");
+  std::string root = state_dir + "/nfs";
+  NODEVOL_RETURN_IF_ERROR(MakeDir0700(root));
+  NODEVOL_RETURN_IF_ERROR(MakeDir0700(root + "/volumes"));
+  out->reset(new NfsBackend(pool, std::move(o), root));
+  return Status::Ok();
+}
+
+NfsBackend::NfsBackend(std::string pool, NfsPoolOptions options, std::string root)
+    : pool_(std::move(pool)), options_(std::move(options)), root_(std::move(root)),
+      server_(NfsServer::For(options_.server)) {}
+
+Params NfsBackend::attributes() const {
+  return {{"server", options_.server},
+          {"share", options_.share},
+          {"mount_options", options_.mount_options.ToString()},
+          {"path_pattern", options_.path_pattern},
+          {"on_delete", options_.on_delete},
+          {"timeout_seconds", std::to_string(options_.timeout.count() / 1000)}};
+}
+
+Status NfsBackend::Resolve(const VolumeSpec& spec, Volume* out) const {
+  if (!spec.fs_type.empty())
+    return Status::InvalidArgument("fs_type \"" + spec.fs_type + "\": nfs volumes have no filesystem type of their own; "
+                                   "leave it empty");
+  Volume v;
+  v.server = options_.server;
+  v.share = options_.share;
+  v.on_delete = options_.on_delete;
+  NfsMountOptions mo = options_.mount_options;
+  std::string pattern = options_.path_pattern;
+  Params root_params;
+  std::vector<std::string> subdir_only;  // parameters that make no sense for an export volume
+  bool has_share = false, has_server = false, has_on_delete = false;
+  std::string archive;
+  for (const auto& [k, val] : spec.parameters) {
+    if (k == "share") {
+      NODEVOL_RETURN_IF_ERROR(CheckNfsShare("parameter share", val));
+      v.share = val;
+      has_share = true;
+    } else if (k == "server") {
+      NODEVOL_RETURN_IF_ERROR(CheckNfsServer("parameter server", val));
+      v.server = val;
+      has_server = true;
+    } else if (k == "mountOptions") {
+      NODEVOL_RETURN_IF_ERROR(mo.Add(val).WithContext("parameter mountOptions"));
+    } else if (k == "pathPattern" || k == "subDir") {
+      if (spec.parameters.count("pathPattern") && spec.parameters.count("subDir"))
+        return Status::InvalidArgument("give pathPattern or subDir (its csi-driver-nfs name), not both");
+      pattern = val;
+      subdir_only.push_back(k);
+    } else if (k == "onDelete") {
+      NODEVOL_RETURN_IF_ERROR(CheckOnDelete("parameter onDelete", val));
+      v.on_delete = val;
+      has_on_delete = true;
+      subdir_only.push_back(k);
+    } else if (k == "archiveOnDelete") {
+      if (val != "true" && val != "false")
+        return Status::InvalidArgument("parameter archiveOnDelete: must be \"true\" or \"false\", not \"" + val + "\"");
+      archive = val;
+      subdir_only.push_back(k);
+    } else if (k == "mode" || k == "uid" || k == "gid") {
+      root_params[k] = val;
+      subdir_only.push_back(k);
+    } else if (!IsIdentityParam(k)) {
+      return Status::InvalidArgument("unknown parameter \"" + k +
+                                     "\" for an nfs volume; known: pathPattern, subDir, onDelete, archiveOnDelete, "
+                                     "mode, uid, gid, mountOptions, share, server, nodevol.io/pvc-namespace, "
+                                     "nodevol.io/pvc-name, nodevol.io/pv-name, nodevol.io/pvc-annotation.KEY, "
+                                     "nodevol.io/pvc-label.KEY");
+    }
+  }
+  if (has_server && !has_share)
+    return Status::InvalidArgument("parameter server needs share too: an nfs volume on another server is a whole "
+                                   "export (share=/exported/path)");
+  v.options = mo.ToString();
+  if (has_share) {
+    if (!subdir_only.empty())
+      return Status::InvalidArgument("parameter " + subdir_only.front() +
+                                     " applies to subdirectory volumes; an export volume (share) is used as it is");
+    v.whole_export = true;
+    v.on_delete = "retain";
+    *out = v;
+    return Status::Ok();
+  }
+  if (!has_on_delete && !archive.empty()) v.on_delete = archive == "false" ? "delete" : "archive";
+  NODEVOL_RETURN_IF_ERROR(RenderPathPattern(pattern, spec.parameters, spec.name, &v.subdir));
+  NODEVOL_RETURN_IF_ERROR(ParseVolumeRoot(kVolumeKind, root_params, &v.root));
+  v.chown = root_params.count("uid") || root_params.count("gid");
+  *out = v;
+  return Status::Ok();
+}
+
+Status NfsBackend::FromRecord(const VolumeRecord& record, Volume* out) const {
+  const Params& a = record.attributes;
+  auto get = [&](const char* k) {
+    auto it = a.find(k);
+    return it == a.end() ? std::string() : it->second;
+  };
+  Volume v;
+  v.whole_export = get("kind") == "export";
+  v.server = get("server");
+  v.share = get("share");
+  v.options = get("mount_options");
+  v.subdir = get("subdir");
+  v.on_delete = get("on_delete");
+  if (v.server.empty() || v.share.empty() || (!v.whole_export && v.subdir.empty()))
+    return Status::Internal("the record of nfs volume " + record.spec.name +
+                            " lacks its server, share or subdir attributes");
+  NODEVOL_RETURN_IF_ERROR(CheckSubdirPath(v.whole_export ? "x" : v.subdir).WithContext("recorded subdir"));
+  *out = v;
+  return Status::Ok();
+}
+
+std::string NfsBackend::StagingDir(const Volume& v) const {
+  return root_ + "/" + Hash16(v.server + "\n" + v.share + "\n" + v.options);
+}
+
+Status NfsBackend::Validate(const VolumeSpec& spec) const {
+  Volume v;
+  return Resolve(spec, &v);
+}
+
+Status NfsBackend::Acquire(const Volume& v, std::string* dir) {
+  *dir = StagingDir(v);
+  Staging* s = Staging::For(*dir);
+  std::unique_lock<std::timed_mutex> l(s->mu, std::defer_lock);
+  if (!l.try_lock_for(timeout()))
+    return Status::Unavailable("NFS server " + v.server + ": the staging mount of " + NfsSpec(v.server, v.share) +
+                               " has been busy for " + Secs(timeout()) + " (a mount or unmount waits for the server)");
+  NODEVOL_RETURN_IF_ERROR(MakeDir0700(*dir));
+  std::vector<MountInfo> mounts;
+  NODEVOL_RETURN_IF_ERROR(LoadMountInfo(&mounts));
+  const MountInfo* m = FindMount(mounts, *dir);
+  if (m && !(IsNfsType(m->fstype) && m->source == NfsSpec(v.server, v.share)))
+    return Status::FailedPrecondition("staging dir " + *dir + " shows " + m->source + " (" + m->fstype +
+                                      "), not " + NfsSpec(v.server, v.share) + "; unmount it");
+  if (!m) {
+    std::shared_ptr<NfsServer> server = NfsServer::For(v.server);
+    NODEVOL_RETURN_IF_ERROR(server->CheckAnswering(timeout()));
+    NODEVOL_RETURN_IF_ERROR(MountNfs(v.server, v.share, *dir, v.options, timeout()));
+    spdlog::info("pool {}: mounted {} ({}) at {}", pool_, NfsSpec(v.server, v.share),
+                 v.options.empty() ? "default options" : v.options, *dir);
+  }
+  ++s->holds;
+  return Status::Ok();
+}
+
+Status NfsBackend::Release(const Volume& v) {
+  Staging* s = Staging::For(StagingDir(v));
+  std::unique_lock<std::timed_mutex> l(s->mu, std::defer_lock);
+  if (!l.try_lock_for(timeout())) {
+    std::unique_lock<std::timed_mutex> wait(s->mu);  // the hold must go; the unmount can wait for another time
+    --s->holds;
+    return Status::Ok();
+  }
+  --s->holds;
+  return ReleaseLocked(v, s);
+}
+
+Status NfsBackend::ReleaseLocked(const Volume& v, Staging* s) {
+  if (s->holds > 0) return Status::Ok();
+  const std::string dir = StagingDir(v);
+  std::vector<MountInfo> mounts;
+  NODEVOL_RETURN_IF_ERROR(LoadMountInfo(&mounts));
+  const MountInfo* m = FindMount(mounts, dir);
+  if (!m || !IsNfsType(m->fstype)) return Status::Ok();
+  for (const MountInfo& o : mounts) {
+    if (o.dev != m->dev || o.target == dir) continue;
+    // Another staging mount sharing the superblock (sharecache) is no user.
+    if (Parent(o.target) == root_ && o.target != root_ + "/volumes") continue;
+    return Status::Ok();
+  }
+  NODEVOL_RETURN_IF_ERROR(UnmountNfs(dir, v.server, timeout()));
+  spdlog::info("pool {}: unmounted {} from {} (no volume uses it)", pool_, NfsSpec(v.server, v.share), dir);
+  if (::rmdir(dir.c_str()) != 0 && errno != ENOENT && errno != EBUSY)
+    spdlog::warn("pool {}: rmdir {}: {}", pool_, dir, std::strerror(errno));
+  return Status::Ok();
+}
+
+Status NfsBackend::Replace(const Volume& v) {
+  const std::string dir = StagingDir(v);
+  Staging* s = Staging::For(dir);
+  std::unique_lock<std::timed_mutex> l(s->mu, std::defer_lock);
+  if (!l.try_lock_for(timeout()))
+    return Status::Unavailable("NFS server " + v.server + ": the staging mount of " + NfsSpec(v.server, v.share) +
+                               " is busy; try again");
+  spdlog::warn("pool {}: {} at {} answers ESTALE (the export was re-created on the server); mounting it again", pool_,
+               NfsSpec(v.server, v.share), dir);
+  NODEVOL_RETURN_IF_ERROR(UnmountNfs(dir, v.server, timeout()));
+  return MountNfs(v.server, v.share, dir, v.options, timeout());
+}
+
+Status NfsBackend::UnbindVolume(const Volume& v, const std::string& volume) {
+  const std::string vdir = VolumeDir(volume), sdir = StagingDir(v);
+  std::vector<MountInfo> mounts;
+  NODEVOL_RETURN_IF_ERROR(LoadMountInfo(&mounts));
+  const MountInfo* vm = FindMount(mounts, vdir);
+  if (vm) {
+    const MountInfo* sm = FindMount(mounts, sdir);
+    if (sm && sm->dev == vm->dev) {
+      // The staging mount holds the superblock: this unmount cannot wait
+      // for the server.
+      if (::umount2(vdir.c_str(), UMOUNT_NOFOLLOW) != 0 && errno != EINVAL && errno != ENOENT) {
+        if (errno == EBUSY)
+          return Status::FailedPrecondition(vdir + " is busy: a process still uses it (see `fuser -vm " + vdir + "`)");
+        return Status::FromErrno("unmount " + vdir, errno);
+      }
+    } else {
+      NODEVOL_RETURN_IF_ERROR(UnmountNfs(vdir, v.server, timeout()));
+    }
+  }
+  if (::rmdir(vdir.c_str()) != 0 && errno != ENOENT)
+    return Status::FromErrno("rmdir " + vdir + " (after unmounting it)", errno);
+  return Status::Ok();
+}
+
+Status NfsBackend::Create(VolumeRecord* record) {
+  Volume v;
+  NODEVOL_RETURN_IF_ERROR(Resolve(record->spec, &v));
+  const std::string& name = record->spec.name;
+  std::string sdir;
+  NODEVOL_RETURN_IF_ERROR(Acquire(v, &sdir));
+  std::shared_ptr<NfsServer> server = NfsServer::For(v.server);
+  Status st;
+  if (v.whole_export) {
+    st = server->Call("stat of " + NfsSpec(v.server, v.share), timeout(), [sdir] { return StatFresh(sdir); });
+  } else {
+    st = server->Call("mkdir " + v.subdir + " in " + NfsSpec(v.server, v.share), timeout(),
+                      [sdir, v] { return MakeVolumeDir(sdir, v.subdir, v.root, v.chown); });
+  }
+  Status rel = Release(v);
+  NODEVOL_RETURN_IF_ERROR(st);
+  if (!rel.ok()) spdlog::warn("pool {}: after creating {}: {}", pool_, name, rel.message());
+  record->attributes = {{"kind", v.whole_export ? "export" : "subdir"},
+                        {"server", v.server},
+                        {"share", v.share},
+                        {"mount_options", v.options},
+                        {"on_delete", v.on_delete},
+                        {"path", VolumeDir(name)}};
+  if (!v.whole_export) record->attributes["subdir"] = v.subdir;
+  spdlog::info("pool {}: volume {} is {} on {}", pool_, name,
+               v.whole_export ? std::string("the whole export") : "directory " + v.subdir,
+               NfsSpec(v.server, v.share));
+  return Status::Ok();
+}
+
+Status NfsBackend::Delete(const VolumeRecord& record) {
+  Volume v;
+  NODEVOL_RETURN_IF_ERROR(FromRecord(record, &v));
+  const std::string& name = record.spec.name;
+  NODEVOL_RETURN_IF_ERROR(UnbindVolume(v, name));
+  if (v.whole_export || v.on_delete == "retain") {
+    if (!v.whole_export)
+      spdlog::info("pool {}: volume {} deleted; its directory {} on {} is retained", pool_, name, v.subdir,
+                   NfsSpec(v.server, v.share));
+    return Release0(v);
+  }
+  std::string sdir;
+  NODEVOL_RETURN_IF_ERROR(Acquire(v, &sdir));
+  std::shared_ptr<NfsServer> server = NfsServer::For(v.server);
+  const std::string where = v.subdir + " in " + NfsSpec(v.server, v.share);
+  Status st;
+  if (v.on_delete == "archive") {
+    std::string as;
+    st = server->CallFor<std::string>("archive " + where, timeout(),
+                                      [sdir, v](std::string* out) { return ArchiveVolumeDir(sdir, v.subdir, out); }, &as);
+    if (st.ok() && !as.empty()) spdlog::info("pool {}: volume {}: {} archived as {}", pool_, name, where, as);
+  } else {
+    // In slices of at most a second, so other calls on the server get their
+    // turn on its worker between them.
+    auto deadline = Clock::now() + timeout();
+    bool done = false;
+    while (st.ok() && !done) {
+      if (Clock::now() >= deadline) {
+        st = Status::DeadlineExceeded("removing " + where + " takes longer than " + Secs(timeout()) +
+                                      "; DeleteVolume again goes on where this one stopped");
+        break;
+      }
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      st = server->CallFor<bool>("remove " + where, left,
+                                 [sdir, v](bool* out) {
+                                   return RemoveVolumeDir(sdir, v.subdir, Clock::now() + std::chrono::seconds(1), out);
+                                 },
+                                 &done);
+    }
+    if (st.ok()) spdlog::info("pool {}: volume {}: removed {}", pool_, name, where);
+  }
+  Status rel = Release(v);
+  NODEVOL_RETURN_IF_ERROR(st);
+  if (!rel.ok()) spdlog::warn("pool {}: after deleting {}: {}", pool_, name, rel.message());
+  return Status::Ok();
+}
+
+Status NfsBackend::Release0(const Volume& v) {
+  // No hold taken: only unmount the staging mount if it is left unused.
+  Staging* s = Staging::For(StagingDir(v));
+  std::unique_lock<std::timed_mutex> l(s->mu, std::defer_lock);
+  if (!l.try_lock_for(timeout())) return Status::Ok();
+  return ReleaseLocked(v, s);
+}
+
+Status NfsBackend::Stage(const VolumeRecord& record, std::string* path) {
+  Volume v;
+  NODEVOL_RETURN_IF_ERROR(FromRecord(record, &v));
+  const std::string& name = record.spec.name;
+  const std::string vdir = VolumeDir(name);
+  std::string sdir;
+  NODEVOL_RETURN_IF_ERROR(Acquire(v, &sdir));
+  std::shared_ptr<NfsServer> server = NfsServer::For(v.server);
+  const std::string spec = NfsSpec(v.server, v.share);
+  auto stage = [&]() -> Status {
+    std::vector<MountInfo> mounts;
+    NODEVOL_RETURN_IF_ERROR(LoadMountInfo(&mounts));
+    const MountInfo* sm = FindMount(mounts, sdir);
+    const MountInfo* vm = FindMount(mounts, vdir);
+    if (vm && sm && vm->dev == sm->dev) {
+      Status st = server->Call("stat of volume " + name + " on " + spec, timeout(), [vdir] { return StatFresh(vdir); });
+      if (st.ok() || !IsStale(st)) return st;
+      spdlog::warn("pool {}: volume {}: {}; binding it again", pool_, name, st.message());
+    }
+    if (vm) NODEVOL_RETURN_IF_ERROR(UnbindVolume(v, name));
+    Status st = server->Call("stat of " + spec, timeout(), [sdir] { return StatFresh(sdir); });
+    if (IsStale(st)) st = Replace(v);
+    NODEVOL_RETURN_IF_ERROR(st);
+    NODEVOL_RETURN_IF_ERROR(MakeDir0700(vdir));
+    std::string subdir = v.whole_export ? "" : v.subdir;
+    st = server->Call("bind of " + (subdir.empty() ? spec : subdir + " in " + spec), timeout(), [sdir, subdir, vdir] {
+      UniqueFd fd;
+      NODEVOL_RETURN_IF_ERROR(OpenBelow(sdir, subdir, &fd));
+      std::string src = "/proc/self/fd/" + std::to_string(fd.get());
+      if (::mount(src.c_str(), vdir.c_str(), nullptr, MS_BIND, nullptr) != 0)
+        return Status::FromErrno("bind " + sdir + "/" + subdir + " on " + vdir, errno);
+      return Status::Ok();
+    });
+    if (st.code() == Status::Code::kNotFound)
+      return Status::NotFound("directory " + v.subdir + " of volume " + name + " is missing on " + spec +
+                              " (removed on the server?)");
+    return st;
+  };
+  Status st = stage();
+  Status rel = Release(v);
+  NODEVOL_RETURN_IF_ERROR(st);
+  if (!rel.ok()) spdlog::warn("pool {}: after staging {}: {}", pool_, name, rel.message());
+  *path = vdir;
+  return Status::Ok();
+}
+
+Status NfsBackend::Unstage(const VolumeRecord& record) {
+  Volume v;
+  NODEVOL_RETURN_IF_ERROR(FromRecord(record, &v));
+  NODEVOL_RETURN_IF_ERROR(UnbindVolume(v, record.spec.name));
+  return Release0(v);
+}
+
+Status NfsBackend::Check(const VolumeRecord& record) {
+  Volume v;
+  NODEVOL_RETURN_IF_ERROR(FromRecord(record, &v));
+  if (v.whole_export) return Status::Ok();
+  // Only through a staging mount that exists: start-up never waits for a
+  // mount, and at most a few seconds for a server that does not answer.
+  const std::string sdir = StagingDir(v);
+  std::vector<MountInfo> mounts;
+  NODEVOL_RETURN_IF_ERROR(LoadMountInfo(&mounts));
+  const MountInfo* m = FindMount(mounts, sdir);
+  if (!m || !IsNfsType(m->fstype)) return Status::Ok();
+  std::string subdir = v.subdir;
+  Status st = NfsServer::For(v.server)->Call("check of " + subdir, std::min<std::chrono::milliseconds>(timeout(), std::chrono::seconds(5)),
+                                             [sdir, subdir] {
+                                               UniqueFd fd;
+                                               return OpenBelow(sdir, subdir, &fd);
+                                             });
+  if (st.code() == Status::Code::kNotFound)
+    return Status::NotFound("directory " + subdir + " is missing on " + NfsSpec(v.server, v.share));
+  return st;
+}
+
+Status NfsBackend::GetCapacity(Capacity* out) {
+  std::lock_guard<std::mutex> l(capacity_mu_);
+  const std::string spec = NfsSpec(options_.server, options_.share);
+  std::vector<MountInfo> mounts;
+  NODEVOL_RETURN_IF_ERROR(LoadMountInfo(&mounts));
+  std::string dir;
+  for (const MountInfo& m : mounts)
+    if (Parent(m.target) == root_ && IsNfsType(m.fstype) && m.source == spec) dir = m.target;
+  bool fresh_enough = capacity_time_ != Clock::time_point{} && Clock::now() - capacity_time_ < kUnmountedCapacityAge;
+  if (dir.empty() && fresh_enough) {
+    *out = capacity_;
+    return Status::Ok();
+  }
+  Volume v;
+  v.server = options_.server;
+  v.share = options_.share;
+  v.options = options_.mount_options.ToString();
+  bool held = false;
+  Status st;
+  if (dir.empty()) {
+    st = Acquire(v, &dir);
+    held = st.ok();
+  }
+  Capacity cap;
+  if (st.ok()) {
+    st = server_->CallFor<Capacity>("statfs of " + spec, timeout(),
+                                    [dir](Capacity* c) {
+                                      struct statvfs vfs;
+                                      if (::statvfs(dir.c_str(), &vfs) != 0) return Status::FromErrno("statfs " + dir, errno);
+                                      c->total_bytes = static_cast<uint64_t>(vfs.f_blocks) * vfs.f_frsize;
+                                      c->free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+                                      return Status::Ok();
+                                    },
+                                    &cap);
+  }
+  if (held) Release(v);
+  capacity_time_ = Clock::now();
+  if (!st.ok()) {
+    // A server that does not answer has no room to offer now.
+    if (st.message() != capacity_error_) spdlog::warn("pool {}: capacity unknown, reported as 0: {}", pool_, st.message());
+    capacity_error_ = st.message();
+    capacity_ = Capacity{};
+  } else {
+    if (!capacity_error_.empty()) spdlog::info("pool {}: capacity of {} known again", pool_, spec);
+    capacity_error_.clear();
+    capacity_ = cap;
+  }
+  *out = capacity_;
+  return Status::Ok();
+}
+
+Status NfsBackend::Survey(const std::set<std::string>& known, std::vector<VolumeRecord>* unrecorded,
+                          std::vector<std::string>* drift) {
+  const std::string spec = NfsSpec(options_.server, options_.share);
+  std::vector<MountInfo> mounts;
+  NODEVOL_RETURN_IF_ERROR(LoadMountInfo(&mounts));
+  for (const MountInfo& m : mounts) {
+    if (!IsNfsType(m.fstype)) continue;
+    if (Parent(m.target) == root_ + "/volumes") {
+      std::string name = m.target.substr(m.target.rfind('/') + 1);
+      if (!known.count(name) && m.source.rfind(spec, 0) == 0)
+        drift->push_back("NFS bind " + m.target + " (" + m.source + ") belongs to no volume record; left mounted");
+      continue;
+    }
+    if (Parent(m.target) != root_ || m.source != spec) continue;
+    bool used = false;
+    for (const MountInfo& o : mounts)
+      if (o.dev == m.dev && o.target != m.target && !(Parent(o.target) == root_)) used = true;
+    if (!used)
+      drift->push_back("staging mount " + m.target + " of " + m.source + " is used by no volume; left mounted "
+                       "(the next unpublish of a volume on it unmounts it)");
+    else
+      spdlog::info("pool {}: reusing staging mount {} of {}", pool_, m.target, m.source);
+  }
+  return Status::Ok();
+}
+
+}  // namespace nodevol

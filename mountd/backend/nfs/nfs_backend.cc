@@ -1,5 +1,6 @@
 #include "backend/nfs/nfs_backend.h"
 
+#include <dirent.h>
 #include <openssl/evp.h>
 #include <spdlog/spdlog.h>
 #include <sys/mount.h>
@@ -84,6 +85,14 @@ Status NfsBackend::Make(const std::string& pool, const Params& options, const st
   std::string root = state_dir + "/nfs";
   NODEVOL_RETURN_IF_ERROR(MakeDir0700(root));
   NODEVOL_RETURN_IF_ERROR(MakeDir0700(root + "/volumes"));
+  // A per-volume bind dir that is no mount point (after a reboot) must not
+  // be there for anyone to bind: it is an empty directory of the node's
+  // disk, not the volume. rmdir leaves mount points (EBUSY) alone.
+  if (DIR* d = ::opendir((root + "/volumes").c_str())) {
+    while (struct dirent* e = ::readdir(d))
+      if (e->d_name[0] != '.') ::rmdir((root + "/volumes/" + e->d_name).c_str());
+    ::closedir(d);
+  }
   out->reset(new NfsBackend(pool, std::move(o), root));
   return Status::Ok();
 }

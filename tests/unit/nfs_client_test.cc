@@ -1,0 +1,166 @@
+// The per-server worker of the NFS backend (backend/nfs/nfs_client.h): a
+// call that hangs costs its caller the timeout, later calls fail at once
+// while it hangs, and the worker serves again when it returns. Plus the
+// /proc scan that decides whether a dead server's mount may be detached.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <future>
+#include <thread>
+
+#include "backend/nfs/nfs_client.h"
+
+namespace nodevol {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+// A gate standing in for a server that does not answer until opened.
+struct Gate {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool open = false;
+  void Open() {
+    std::lock_guard<std::mutex> l(mu);
+    open = true;
+    cv.notify_all();
+  }
+  void Wait() {
+    std::unique_lock<std::mutex> l(mu);
+    cv.wait(l, [&] { return open; });
+  }
+};
+
+TEST(NfsServer, CallsRunOnTheWorkerAndReturnResults) {
+  auto s = NfsServer::For("unit-ok");
+  EXPECT_EQ(s, NfsServer::For("unit-ok"));
+  std::thread::id worker;
+  EXPECT_TRUE(s->Call("noop", 1s, [&] {
+                 worker = std::this_thread::get_id();
+                 return Status::Ok();
+               }).ok());
+  EXPECT_NE(worker, std::this_thread::get_id());
+  int got = 0;
+  EXPECT_TRUE(s->CallFor<int>("answer", 1s, [](int* out) { *out = 42; return Status::Ok(); }, &got).ok());
+  EXPECT_EQ(got, 42);
+  Status st = s->Call("failing", 1s, [] { return Status::NotFound("nope"); });
+  EXPECT_EQ(st.code(), Status::Code::kNotFound);
+}
+
+TEST(NfsServer, AHungCallCostsTheTimeoutOnceThenFailsFast) {
+  auto s = NfsServer::For("unit-hung");
+  auto gate = std::make_shared<Gate>();
+  auto t0 = Clock::now();
+  Status st = s->Call("statfs of unit-hung:/export", 200ms, [gate] {
+    gate->Wait();
+    return Status::Ok();
+  });
+  auto took = Clock::now() - t0;
+  EXPECT_EQ(st.code(), Status::Code::kDeadlineExceeded) << st.ToString();
+  EXPECT_NE(st.message().find("unit-hung"), std::string::npos) << st.message();
+  EXPECT_GE(took, 190ms);
+  EXPECT_LT(took, 2s);
+
+  // The worker is still stuck: the next calls fail at once, naming the
+  // server and what it is stuck on, without queueing.
+  std::this_thread::sleep_for(50ms);
+  t0 = Clock::now();
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 5; ++i) {
+    st = s->Call("mkdir", 200ms, [&ran] {
+      ++ran;
+      return Status::Ok();
+    });
+    EXPECT_EQ(st.code(), Status::Code::kUnavailable) << st.ToString();
+  }
+  EXPECT_LT(Clock::now() - t0, 100ms);
+  EXPECT_NE(st.message().find("has not answered for"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("statfs of unit-hung:/export"), std::string::npos) << st.message();
+  EXPECT_EQ(s->CheckAnswering(200ms).code(), Status::Code::kUnavailable);
+
+  // The server answers again: so does the worker.
+  gate->Open();
+  for (int i = 0; i < 50 && !s->CheckAnswering(200ms).ok(); ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(s->Call("mkdir", 1s, [&ran] {
+                 ++ran;
+                 return Status::Ok();
+               }).ok());
+  EXPECT_EQ(ran, 1);
+}
+
+TEST(NfsServer, QueuedCallGivesUpWithoutRunningLater) {
+  auto s = NfsServer::For("unit-busy");
+  auto gate = std::make_shared<Gate>();
+  auto first = std::async(std::launch::async, [&] {
+    return s->Call("slow", 5s, [gate] {
+      gate->Wait();
+      return Status::Ok();
+    });
+  });
+  std::this_thread::sleep_for(50ms);
+  std::atomic<bool> ran{false};
+  Status st = s->Call("queued", 100ms, [&ran] {
+    ran = true;
+    return Status::Ok();
+  });
+  EXPECT_EQ(st.code(), Status::Code::kDeadlineExceeded);
+  EXPECT_NE(st.message().find("did not start"), std::string::npos) << st.message();
+  gate->Open();
+  EXPECT_TRUE(first.get().ok());
+  EXPECT_TRUE(s->Call("after", 1s, [] { return Status::Ok(); }).ok());
+  EXPECT_FALSE(ran) << "a call its caller gave up on must not run later";
+}
+
+TEST(NfsServer, ManyCallersOfADeadServerCostNoMoreThreads) {
+  auto s = NfsServer::For("unit-dead");
+  auto gate = std::make_shared<Gate>();
+  EXPECT_FALSE(s->Call("first", 100ms, [gate] {
+                  gate->Wait();
+                  return Status::Ok();
+                }).ok());
+  std::this_thread::sleep_for(20ms);
+  std::vector<std::future<Status>> calls;
+  for (int i = 0; i < 20; ++i)
+    calls.push_back(std::async(std::launch::async, [&] { return s->Call("more", 100ms, [] { return Status::Ok(); }); }));
+  for (auto& c : calls) EXPECT_EQ(c.get().code(), Status::Code::kUnavailable);
+  gate->Open();
+}
+
+TEST(NfsSpec, Brackets) {
+  EXPECT_EQ(NfsSpec("10.0.0.5", "/export"), "10.0.0.5:/export");
+  EXPECT_EQ(NfsSpec("fd00::5", "/export"), "[fd00::5]:/export");
+  EXPECT_EQ(NfsSpec("[fd00::5]", "/"), "[fd00::5]:/");
+  EXPECT_EQ(NfsSpec("nfs.example", "/"), "nfs.example:/");
+}
+
+TEST(ProcessesUsing, FindsOpenFilesAndCwdButNotNeighbours) {
+  char tmpl[] = "/tmp/nfs-users-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  std::string dir = tmpl;
+  ASSERT_EQ(::mkdir((dir + "/sub").c_str(), 0700), 0);
+  ASSERT_EQ(::mkdir((dir + "-neighbour").c_str(), 0700), 0);
+  std::string me = std::to_string(::getpid()) + " (";
+  auto mine = [&](const std::vector<std::string>& v) {
+    for (const std::string& s : v)
+      if (s.rfind(me, 0) == 0) return true;
+    return false;
+  };
+  EXPECT_FALSE(mine(ProcessesUsing({dir})));
+  int fd = ::open((dir + "/sub").c_str(), O_RDONLY | O_DIRECTORY);
+  ASSERT_GE(fd, 0);
+  EXPECT_TRUE(mine(ProcessesUsing({dir})));
+  EXPECT_TRUE(mine(ProcessesUsing({"/nonexistent", dir + "/sub"})));
+  EXPECT_FALSE(mine(ProcessesUsing({dir + "/su"})));  // a prefix that is no parent
+  ::close(fd);
+  int nfd = ::open((dir + "-neighbour").c_str(), O_RDONLY | O_DIRECTORY);
+  EXPECT_FALSE(mine(ProcessesUsing({dir})));
+  ::close(nfd);
+  std::system(("rm -rf " + dir + " " + dir + "-neighbour").c_str());
+}
+
+}  // namespace
+}  // namespace nodevol

@@ -3,16 +3,46 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <functional>
 
 #include "base/names.h"
 #include "mount/bind.h"
+#include "mount/mount_table.h"
 #include "mount/target.h"
 #include "node/fs_group.h"
 #include "node/node.h"
 
 namespace nodevol {
+
+// The per-mount flags a bind of `source` starts with: nosuid, nodev and
+// noexec of the mount `source` lies on (the lvm backend stages volumes
+// nosuid,nodev). A bind remount (read-only, mount options, reconcile)
+// replaces every per-mount flag, so they are passed along explicitly.
+// Read from the mount table: statvfs(2) of an NFS path asks the server.
+// Also used by reconcile.cc.
+unsigned long InheritedBindFlags(const std::string& source) {
+  MountTable table;
+  if (!table.Load().ok()) return 0;
+  const MountEntry* on = nullptr;  // the top-most mount holding source
+  for (const MountEntry& e : table.entries()) {
+    const std::string& t = e.target;
+    bool holds = t == "/" || source == t ||
+                 (source.size() > t.size() && source.compare(0, t.size(), t) == 0 && source[t.size()] == '/');
+    if (holds && (!on || t.size() >= on->target.size())) on = &e;
+  }
+  unsigned long flags = 0;
+  for (size_t at = 0; on && at <= on->options.size();) {
+    size_t end = std::min(on->options.find(',', at), on->options.size());
+    std::string o = on->options.substr(at, end - at);
+    if (o == "nosuid") flags |= MS_NOSUID;
+    if (o == "nodev") flags |= MS_NODEV;
+    if (o == "noexec") flags |= MS_NOEXEC;
+    at = end + 1;
+  }
+  return flags;
+}
 
 bool Node::LookupPublication(const std::string& target, PublicationRecord* out) const {
   std::lock_guard<std::mutex> l(mu_);
@@ -130,7 +160,7 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
   if (args.fs_group && !read_only) st = ApplyFsGroup(source, *args.fs_group);
   if (!st.ok()) return undo(st);
   if (!adopt) {
-    st = BindMount(source, target.path, read_only, flags & ~MS_RDONLY);
+    st = BindMount(source, target.path, read_only, (flags & ~MS_RDONLY) | InheritedBindFlags(source));
     if (!st.ok()) return undo(st);
     mounted = true;
   }

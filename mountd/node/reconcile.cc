@@ -26,6 +26,8 @@
 
 namespace nodevol {
 
+unsigned long InheritedBindFlags(const std::string& source);  // publish.cc
+
 Status Node::Start() {
   std::vector<VolumeRecord> vols;
   std::vector<PublicationRecord> pubs;
@@ -165,6 +167,7 @@ void Node::ReconcilePublication(PublicationRecord pub) {
   unsigned long flags = 0;
   ParseBindOptions(pub.mount_options, &flags);  // validated when recorded
   flags &= ~MS_RDONLY;
+  flags |= InheritedBindFlags(pub.source);
   if (ms == MountState::kNotMounted) {
     s = BindMount(pub.source, pub.target, pub.read_only, flags);
     AddDrift("publication of " + pub.volume + " at " + pub.target +

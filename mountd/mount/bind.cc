@@ -44,8 +44,7 @@ class PinnedDir {
 // Whether path is the root of a mount: statx's STATX_ATTR_MOUNT_ROOT, or the
 // mount table where the kernel does not report it.
 Status IsMountRoot(const std::string& path, bool* root, struct statx* stx) {
-  if (::statx(AT_FDCWD, path.c_str(), AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, stx) != 0)
-    return Status::FromErrno("statx " + path, errno);
+  NODEVOL_RETURN_IF_ERROR(StatCached(path, false, stx));
   if (stx->stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) {
     *root = (stx->stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
     return Status::Ok();
@@ -58,6 +57,13 @@ Status IsMountRoot(const std::string& path, bool* root, struct statx* stx) {
 
 }  // namespace
 
+Status StatCached(const std::string& path, bool follow, struct statx* out) {
+  int flags = AT_STATX_DONT_SYNC | (follow ? 0 : AT_SYMLINK_NOFOLLOW);
+  if (::statx(AT_FDCWD, path.c_str(), flags, STATX_TYPE | STATX_INO, out) != 0)
+    return Status::FromErrno("statx " + path, errno);
+  return Status::Ok();
+}
+
 Status InspectMount(const std::string& source, const std::string& target, MountState* state,
                     bool* read_only) {
   struct statx tx;
@@ -67,14 +73,17 @@ Status InspectMount(const std::string& source, const std::string& target, MountS
     *state = MountState::kNotMounted;
     return Status::Ok();
   }
-  struct stat sx;
-  if (::stat(source.c_str(), &sx) != 0) return Status::FromErrno("stat " + source, errno);
-  bool same = makedev(tx.stx_dev_major, tx.stx_dev_minor) == sx.st_dev && tx.stx_ino == sx.st_ino;
+  struct statx sx;
+  NODEVOL_RETURN_IF_ERROR(StatCached(source, true, &sx));
+  bool same = tx.stx_dev_major == sx.stx_dev_major && tx.stx_dev_minor == sx.stx_dev_minor && tx.stx_ino == sx.stx_ino;
   *state = same ? MountState::kMountedSource : MountState::kMountedOther;
   if (read_only) {
-    struct statvfs vfs;
-    if (::statvfs(target.c_str(), &vfs) != 0) return Status::FromErrno("statvfs " + target, errno);
-    *read_only = (vfs.f_flag & ST_RDONLY) != 0;
+    // The mount table, not statvfs(2): statfs of an NFS mount asks the server.
+    MountTable table;
+    NODEVOL_RETURN_IF_ERROR(table.Load());
+    const MountEntry* e = table.FindTarget(target);
+    if (!e) return Status::Internal(target + " is a mount root but not in the mount table");
+    *read_only = e->options == "ro" || e->options.rfind("ro,", 0) == 0;
   }
   return Status::Ok();
 }

@@ -6,6 +6,8 @@
 // path now shows the source's inode — never to the parent filesystem.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <string>
 #include <vector>
 
@@ -20,8 +22,16 @@ enum class MountState {
   kMountedOther,   // a mount point showing something else
 };
 
-// Checks `target` against `source` (by device and inode) without reading the
-// mount table; *read_only tells whether the target mount is read-only.
+// statx of `path` asking only for its type and inode (plus the device and
+// mount-root attribute every statx returns), with AT_STATX_DONT_SYNC: an
+// NFS client answers that from its cache, so it cannot hang on a dead
+// server the way stat(2), lstat(2) and statvfs(2) of an NFS path do.
+// Every check of publication sources and targets goes through it.
+Status StatCached(const std::string& path, bool follow, struct statx* out);
+
+// Checks `target` against `source` (by device and inode) without asking
+// the filesystem for fresh attributes (StatCached); *read_only tells
+// whether the target mount is read-only (from the mount table).
 Status InspectMount(const std::string& source, const std::string& target, MountState* state,
                     bool* read_only = nullptr);
 

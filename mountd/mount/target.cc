@@ -2,6 +2,7 @@
 
 #include <limits.h>
 #include <stdlib.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -105,9 +106,12 @@ Status ResolveTarget(const std::string& pods_root, const std::string& path, Targ
     return Invalid(path, "has an invalid plugin directory \"" + rest[2] + "\"");
   if (!AllOf(rest[3], NameChar)) return Invalid(path, "has an invalid volume name \"" + rest[3] + "\"");
   if (out->exists) {
-    struct stat st;
-    if (::stat(resolved.c_str(), &st) != 0) return Status::FromErrno("stat " + resolved, errno);
-    if (!S_ISDIR(st.st_mode)) return Invalid(path, "is not a directory");
+    // Type only, from the cache: a target can be a bind of an NFS export
+    // whose server is gone, where stat(2) would hang (mount/bind.h).
+    struct statx st;
+    if (::statx(AT_FDCWD, resolved.c_str(), AT_STATX_DONT_SYNC, STATX_TYPE, &st) != 0)
+      return Status::FromErrno("stat " + resolved, errno);
+    if (!S_ISDIR(st.stx_mode)) return Invalid(path, "is not a directory");
   }
   out->path = resolved;
   out->pod_uid = rest[0];

@@ -182,8 +182,7 @@ Status Node::Unpublish(const std::string& path, bool* was_published) {
   if (!*was_published) {
     if (!target.exists) return Status::Ok();
     struct statx stx;
-    if (::statx(AT_FDCWD, target.path.c_str(), AT_SYMLINK_NOFOLLOW, 0, &stx) == 0 &&
-        (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
+    if (StatCached(target.path, false, &stx).ok() && (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
       return Status::FailedPrecondition("target " + target.path +
                                         " is mounted, but not by nodevold; nodevold leaves it alone");
     return Status::Ok();
@@ -203,10 +202,12 @@ Status Node::UnpublishLocked(const PublicationRecord& p) {
     std::lock_guard<std::mutex> l(mu_);
     publications_[pub.target] = pub;
   }
-  struct stat st;
-  if (::lstat(pub.target.c_str(), &st) == 0) {
+  // Only cached attributes: on a dead NFS server a full stat of either
+  // path would hang this call for as long as the server is away.
+  struct statx st;
+  if (StatCached(pub.target, false, &st).ok()) {
     MountState ms = MountState::kNotMounted;
-    if (::stat(pub.source.c_str(), &st) == 0) {
+    if (StatCached(pub.source, true, &st).ok()) {
       NODEVOL_RETURN_IF_ERROR(InspectMount(pub.source, pub.target, &ms));
     } else {
       // The source is gone (staging lost): a mount left at the target can

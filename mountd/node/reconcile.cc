@@ -16,6 +16,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/sysmacros.h>
 
 #include <ctime>
 #include <set>
@@ -83,21 +84,25 @@ void Node::Reconcile() {
   std::set<std::string> recorded;
   {
     std::lock_guard<std::mutex> l(mu_);
+    // Cached attributes only (mount/bind.h): a dead NFS server must not
+    // hang the start.
+    auto id = [](const struct statx& st) { return std::pair<dev_t, ino_t>{makedev(st.stx_dev_major, st.stx_dev_minor), st.stx_ino}; };
     for (const auto& [target, p] : publications_) {
       recorded.insert(target);
-      struct stat st;
-      if (::stat(p.source.c_str(), &st) == 0) sources.insert({st.st_dev, st.st_ino});
+      struct statx st;
+      if (StatCached(p.source, true, &st).ok()) sources.insert(id(st));
     }
     for (const auto& [_, v] : volumes_) {
       auto it = v.attributes.find("path");
-      struct stat st;
-      if (it != v.attributes.end() && ::stat(it->second.c_str(), &st) == 0) sources.insert({st.st_dev, st.st_ino});
+      struct statx st;
+      if (it != v.attributes.end() && StatCached(it->second, true, &st).ok()) sources.insert(id(st));
     }
   }
   for (const MountEntry* e : table.Below(pods_root_)) {
     if (recorded.count(e->target)) continue;
-    struct stat st;
-    if (::stat(e->target.c_str(), &st) == 0 && sources.count({st.st_dev, st.st_ino}))
+    struct statx st;
+    if (StatCached(e->target, true, &st).ok() &&
+        sources.count({makedev(st.stx_dev_major, st.stx_dev_minor), st.stx_ino}))
       AddDrift("mount at " + e->target + " shows a nodevol volume but has no publication record; left alone");
   }
 }
@@ -143,15 +148,15 @@ void Node::ReconcilePublication(PublicationRecord pub) {
                      : "could not finish unpublishing " + pub.volume + " from " + pub.target + ": " + st.message());
     return;
   }
-  struct stat st;
-  if (::lstat(pub.target.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+  struct statx st;
+  if (!StatCached(pub.target, false, &st).ok() || !S_ISDIR(st.stx_mode)) {
     forget("target directory is gone; record removed");
     return;
   }
   MountState ms = MountState::kNotMounted;
   bool ro = false;
-  Status s = ::stat(pub.source.c_str(), &st) == 0 ? InspectMount(pub.source, pub.target, &ms, &ro)
-                                                  : Status::NotFound("source " + pub.source + " is missing");
+  Status s = StatCached(pub.source, true, &st).ok() ? InspectMount(pub.source, pub.target, &ms, &ro)
+                                                    : Status::NotFound("source " + pub.source + " is missing");
   if (!s.ok()) {
     AddDrift("publication of " + pub.volume + " at " + pub.target + ": " + s.message() + "; record kept");
     return;
@@ -169,6 +174,22 @@ void Node::ReconcilePublication(PublicationRecord pub) {
   flags &= ~MS_RDONLY;
   flags |= InheritedBindFlags(pub.source);
   if (ms == MountState::kNotMounted) {
+    // The source may need staging first (after a reboot an LV or an NFS
+    // export is not mounted, and its staging dir is an empty directory of
+    // the node's own disk).
+    VolumeRecord rec;
+    Backend* b = LookupVolume(pub.volume, &rec) ? FindPool(rec.spec.pool) : nullptr;
+    std::string source = pub.source;
+    s = b ? b->Stage(rec, &source) : Status::NotFound("volume " + pub.volume + " has no record or no pool");
+    if (s.ok() && source != pub.source) {
+      pub.source = source;
+      s = store_->PutPublication(pub);
+    }
+    if (!s.ok()) {
+      AddDrift("publication of " + pub.volume + " at " + pub.target + ": bind mount is missing and staging the volume failed: " +
+               s.message() + "; record kept");
+      return;
+    }
     s = BindMount(pub.source, pub.target, pub.read_only, flags);
     AddDrift("publication of " + pub.volume + " at " + pub.target +
              (s.ok() ? ": bind mount was missing; re-created" : ": bind mount is missing and re-creating failed: " + s.message()));
@@ -176,12 +197,19 @@ void Node::ReconcilePublication(PublicationRecord pub) {
   } else {
     // A crash between the bind and its remount leaves a plain rw bind:
     // apply the recorded read-only state and flags (idempotent).
-    struct statvfs before, after;
-    bool got = ::statvfs(pub.target.c_str(), &before) == 0;
+    // Flags from the mount table: statvfs(2) of an NFS bind asks the server.
+    auto flags_of = [&](std::string* out) {
+      MountTable t;
+      const MountEntry* e = t.Load().ok() ? t.FindTarget(pub.target) : nullptr;
+      if (e) *out = e->options;
+      return e != nullptr;
+    };
+    std::string before, after;
+    bool got = flags_of(&before);
     s = Remount(pub.source, pub.target, pub.read_only, flags);
     if (!s.ok())
       AddDrift("publication of " + pub.volume + " at " + pub.target + ": restoring its mount flags failed: " + s.message());
-    else if (got && ::statvfs(pub.target.c_str(), &after) == 0 && after.f_flag != before.f_flag)
+    else if (got && flags_of(&after) && after != before)
       AddDrift("publication of " + pub.volume + " at " + pub.target + ": mount flags restored as recorded" +
                (pub.read_only && !ro ? " (made read-only)" : ""));
   }

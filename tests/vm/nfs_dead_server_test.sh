@@ -1,0 +1,124 @@
+#!/bin/bash
+# Runs inside a vm-run guest (tests/vm/CMakeLists.txt): an NFS server that
+# stops answering while nodevold has its export mounted (hard mount, the
+# default). Publish of a volume fails within the pool's timeout and then at
+# once, the daemon's other calls keep answering, Unpublish still completes;
+# when the server is back everything works again; an export re-created on
+# the server (ESTALE) is mounted afresh. Needs NODEVOLD and NODEVOLCTL.
+source "$VM_LIB"
+source "$(dirname "$0")/nfs_lib.sh"
+
+timeout=5
+vm_step "NFS server, and nodevold with an nfs pool (timeout=$timeout s, hard, actimeo=1) and a dir pool"
+nfs_server_start 32m
+mkdir -p /var/tmp/local-pool
+# actimeo=1: cached attributes expire after a second, so any stat(2) of an
+# NFS path nodevold made would go to the (dead) server.
+pool="--pool=name=shared,backend=nfs,server=127.0.0.1,share=/,timeout=$timeout,mount-options=vers=4.2 hard timeo=10 retrans=1 actimeo=1"
+vm_nodevold_start "$pool" --pool=name=local,backend=dir,path=/var/tmp/local-pool
+claim() { echo --param nodevol.io/pvc-namespace=ns --param nodevol.io/pvc-name="$1" --param nodevol.io/pv-name="$1"; }
+vm_run vm_ctl volume create v1 --pool shared --size 1Gi $(claim v1)
+vm_run vm_ctl volume create v2 --pool shared --size 1Gi $(claim v2)
+t1=$(vm_target pod-1 v1)
+vm_run vm_ctl publish --volume v1 --target "$t1"
+echo "written before the outage" >"$t1/f"
+sync
+
+vm_step "the server stops answering"
+nfs_server_stop
+sleep 2  # past actimeo
+
+vm_step "Publish of another volume fails within the timeout; meanwhile the daemon answers"
+t2=$(vm_target pod-2 v2)
+start=$(now_ms)
+(vm_ctl --timeout 60 publish --volume v2 --target "$t2" >/tmp/publish-v2.out 2>&1; echo $? >/tmp/publish-v2.rc) &
+sleep 0.5
+s=$(now_ms)
+vm_run vm_ctl info >/dev/null
+took=$(($(now_ms) - s))
+vm_log "GetInfo during the stuck Publish: $took ms"
+((took < 3000)) || vm_fail "GetInfo took $took ms while a Publish waited for the dead server"
+s=$(now_ms)
+tl=$(vm_target pod-l local1)
+vm_run vm_ctl volume create local1 --pool local --size 10Mi
+vm_run vm_ctl publish --volume local1 --target "$tl"
+echo ok >"$tl/x"
+vm_run vm_ctl unpublish --target "$tl"
+vm_run vm_ctl volume delete local1
+took=$(($(now_ms) - s))
+vm_log "dir pool create+publish+unpublish+delete during the stuck Publish: $took ms"
+((took < 10000)) || vm_fail "the dir pool's calls took $took ms"
+vm_run vm_ctl -o json capacity local >/dev/null
+wait
+took=$(($(now_ms) - start))
+vm_log "Publish of v2: exit $(cat /tmp/publish-v2.rc) after $took ms: $(cat /tmp/publish-v2.out)"
+[[ $(cat /tmp/publish-v2.rc) != 0 ]] || vm_fail "Publish of v2 succeeded with the server dead"
+grep -q "DEADLINE_EXCEEDED\|UNAVAILABLE" /tmp/publish-v2.out || vm_fail "Publish of v2 failed without DEADLINE_EXCEEDED/UNAVAILABLE"
+grep -q "127.0.0.1" /tmp/publish-v2.out || vm_fail "the error does not name the server"
+((took < (timeout + 4) * 1000)) || vm_fail "Publish of v2 took $took ms with a $timeout s timeout"
+
+vm_step "while the server stays dead, calls on it fail at once"
+start=$(now_ms)
+expect_code UNAVAILABLE vm_ctl publish --volume v2 --target "$t2"
+took=$(($(now_ms) - start))
+vm_log "second Publish: $took ms"
+((took < 2000)) || vm_fail "the second Publish took $took ms; it should fail fast"
+start=$(now_ms)
+cap=$(vm_ctl -o json capacity) || vm_fail "GetCapacity failed with one server dead: $cap"
+vm_log "GetCapacity: $(($(now_ms) - start)) ms; shared: $(vm_json_get "$(vm_ctl -o json capacity shared)" total_bytes) bytes"
+[[ -z $(nfs_mount_at "$t2") ]] || vm_fail "a failed Publish left $t2 mounted"
+
+vm_step "Unpublish of the volume on the dead server completes"
+start=$(now_ms)
+vm_run vm_ctl --timeout 60 unpublish --target "$t1"
+took=$(($(now_ms) - start))
+vm_log "Unpublish: $took ms"
+((took < (3 * timeout + 5) * 1000)) || vm_fail "Unpublish took $took ms"
+[[ -z $(nfs_mount_at "$t1") ]] || vm_fail "$t1 is still mounted"
+vm_ctl volume get v1 | grep -q v1 || vm_fail "v1 lost its record"
+vm_log "left below the state dir: $(nfs_mounts_below "$VM_STATE/nfs" | awk '{print $4}' | tr '\n' ' ')"
+grep -E "forcing|detached lazily|unmounted" "$VM_NODEVOLD_LOG" | tail -3 | while read -r l; do vm_log "log: $l"; done
+
+vm_step "the server is back: operations recover"
+nfs_server_resume
+ok=0
+for i in $(seq 60); do
+  if vm_ctl publish --volume v2 --target "$t2" >/tmp/p.out 2>&1; then ok=1; break; fi
+  sleep 1
+done
+((ok)) || vm_fail "Publish of v2 still fails a minute after the server came back: $(cat /tmp/p.out)"
+vm_log "Publish of v2 works again after ${i} tries"
+vm_run vm_ctl publish --volume v1 --target "$t1"
+[[ $(cat "$t1/f") == "written before the outage" ]] || vm_fail "v1's data is gone"
+echo "after" >"$t2/g"
+[[ $(cat "$NFS_EXPORT/ns-v2-v2/g") == after ]] || vm_fail "the server lacks v2's new file"
+cap=$(vm_ctl -o json capacity shared)
+for _ in $(seq 30); do
+  (($(vm_json_get "$cap" total_bytes) > 0)) && break
+  sleep 1
+  cap=$(vm_ctl -o json capacity shared)
+done
+(($(vm_json_get "$cap" total_bytes) == 32 * 1024 * 1024)) || vm_fail "capacity after recovery: $cap"
+
+vm_step "the export is re-created on the server: stale handles are replaced at the next Stage"
+exportfs -ua
+umount -l "$NFS_EXPORT"
+mount -t tmpfs -o size=32m tmpfs "$NFS_EXPORT"
+mkdir -m 0777 "$NFS_EXPORT/ns-v1-v1" "$NFS_EXPORT/ns-v2-v2"
+echo "new export" >"$NFS_EXPORT/ns-v1-v1/f"
+exportfs -ra
+sleep 2
+stale=$(cat "$t1/f" 2>&1 || true)
+vm_log "the old publication now reads: $stale"
+t3=$(vm_target pod-3 v1)
+vm_run vm_ctl publish --volume v1 --target "$t3"
+[[ $(cat "$t3/f") == "new export" ]] || vm_fail "a new publication after ESTALE shows: $(cat "$t3/f" 2>&1)"
+grep -q "binding it again\|mounting it again" "$VM_NODEVOLD_LOG" || vm_fail "nodevold did not say it replaced a stale mount"
+
+vm_step "clean up"
+for t in "$t1" "$t2" "$t3"; do vm_run vm_ctl unpublish --target "$t"; done
+vm_run vm_ctl volume delete v1
+vm_run vm_ctl volume delete v2
+nfs_expect_unmounted "NFS mounts left"
+vm_nodevold_stop
+vm_step "PASS"

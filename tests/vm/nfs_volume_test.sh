@@ -1,0 +1,180 @@
+#!/bin/bash
+# Runs inside a vm-run guest (tests/vm/CMakeLists.txt): NFS volumes through
+# the real nodevold and nodevolctl against the kernel's nfsd on loopback.
+# Subdirectory and whole-export volumes sharing one staging mount, path
+# patterns and their refusals, onDelete, mount options in the kernel, and a
+# restart that reuses the staging mount. Needs NODEVOLD and NODEVOLCTL.
+source "$VM_LIB"
+source "$(dirname "$0")/nfs_lib.sh"
+
+vm_step "NFS server: tmpfs export on loopback"
+nfs_server_start 64m
+
+claim() {  # claim NS PVC PV: the parameters a provisioner passes
+  echo --param nodevol.io/pvc-namespace="$1" --param nodevol.io/pvc-name="$2" --param nodevol.io/pv-name="$3"
+}
+tree_of() { (cd "$NFS_EXPORT" && find . | sort); }
+
+pool="--pool=name=shared,backend=nfs,server=127.0.0.1,share=/,mount-options=vers=4.2 timeo=77 retrans=3 actimeo=1"
+vm_step "nodevold with an nfs pool (mount options vers=4.2 timeo=77 retrans=3)"
+vm_nodevold_start "$pool"
+info=$(vm_ctl info)
+grep -q "nfs" <<<"$info" || vm_fail "info shows no nfs pool: $info"
+nfs_expect_unmounted "a staging mount exists before any volume"
+
+vm_step "create a subdirectory volume: ${namespace}-${pvcName}-${pvName} below the export, mode 0777"
+vm_run vm_ctl volume create v1 --pool shared --size 1Gi $(claim team data pv-1)
+vm_run vm_ctl volume create v1 --pool shared --size 1Gi $(claim team data pv-1)  # idempotent
+[[ -d $NFS_EXPORT/team-data-pv-1 ]] || vm_fail "no directory team-data-pv-1 on the server: $(tree_of)"
+[[ $(stat -c %a "$NFS_EXPORT/team-data-pv-1") == 777 ]] || vm_fail "mode $(stat -c %a "$NFS_EXPORT/team-data-pv-1"), want 777"
+nfs_expect_unmounted "create left the export mounted with no user"
+json=$(vm_ctl -o json volume get v1)
+[[ $(vm_json_get "$json" subdir) == team-data-pv-1 ]] || vm_fail "volume attributes: $json"
+
+vm_step "create a whole-export volume on the same server, export and options"
+vm_run vm_ctl volume create whole --pool shared --size 1Gi --param share=/
+
+vm_step "publish v1 into two pods (pod-2 read-only) and the export into a third: one staging mount"
+t1=$(vm_target pod-1 v1)
+t2=$(vm_target pod-2 v1)
+t3=$(vm_target pod-3 whole)
+vm_run vm_ctl publish --volume v1 --target "$t1"
+vm_run vm_ctl publish --volume v1 --target "$t2" --read-only
+vm_run vm_ctl publish --volume whole --target "$t3"
+staging=$(nfs_staging_mounts)
+vm_log "staging: $staging"
+[[ $(wc -l <<<"$staging") == 1 && -n $staging ]] || vm_fail "want exactly one staging mount, have: $(nfs_mounts_below "$VM_STATE/nfs")"
+sdir=$(awk '{print $4}' <<<"$staging")
+sdev=$(awk '{print $2}' <<<"$staging")
+[[ $(awk '{print $6}' <<<"$staging") == 127.0.0.1:/ ]] || vm_fail "staging source: $staging"
+for t in "$t1" "$t2" "$t3"; do
+  m=$(nfs_mount_at "$t")
+  vm_log "target: $m"
+  [[ -n $m ]] || vm_fail "$t is not mounted"
+  [[ $(awk '{print $2}' <<<"$m") == "$sdev" ]] || vm_fail "$t is not a bind of the staging mount ($sdev): $m"
+done
+[[ $(nfs_mountinfo | awk '$5 == "nfs4" && $2 == "'"$sdev"'"' | wc -l) == 6 ]] ||
+  vm_fail "want 6 mounts of $sdev (staging, 2 per-volume binds, 3 targets): $(nfs_mountinfo | grep " $sdev ")"
+
+vm_step "mount options reach the kernel"
+opts=$(awk '{print $7}' <<<"$staging")
+vm_log "$opts"
+for o in vers=4.2 timeo=77 retrans=3 acregmin=1 acdirmax=1 hard; do
+  grep -q "\(^\|,\)$o\(,\|$\)" <<<"$opts" || vm_fail "staging mount lacks $o: $opts"
+done
+
+vm_step "data written through one target is read through the other, and on the server"
+echo "hello from pod-1" >"$t1/greeting"
+[[ $(cat "$t2/greeting") == "hello from pod-1" ]] || vm_fail "pod-2 does not see pod-1's file"
+[[ $(cat "$NFS_EXPORT/team-data-pv-1/greeting") == "hello from pod-1" ]] || vm_fail "the server lacks the file"
+[[ $(cat "$t3/team-data-pv-1/greeting") == "hello from pod-1" ]] || vm_fail "the export volume does not show v1's directory"
+if touch "$t2/nope" 2>/dev/null; then vm_fail "the read-only target accepted a write"; fi
+vm_log "read-only target refuses writes"
+[[ ! -e $t1/team-data-pv-1 ]] || vm_fail "the subdirectory volume shows the whole export"
+
+vm_step "pathPattern with nested directories from an annotation; provisioners' spellings"
+vm_run vm_ctl volume create v2 --pool shared --size 1Gi $(claim team web pv-2) \
+  --param 'pathPattern=${.PVC.namespace}/${.PVC.annotations.storage-path}' \
+  --param nodevol.io/pvc-annotation.storage-path=projects/x --param mode=0750
+[[ -d $NFS_EXPORT/team/projects/x ]] || vm_fail "no team/projects/x: $(tree_of)"
+[[ $(stat -c %a "$NFS_EXPORT/team/projects/x") == 750 ]] || vm_fail "mode of team/projects/x: $(stat -c %a "$NFS_EXPORT/team/projects/x")"
+vm_run vm_ctl volume create v3 --pool shared --size 1Gi $(claim team csi pv-3) \
+  --param 'subDir=${pvc.metadata.namespace}-${pvc.metadata.name}-${pv.metadata.name}' --param onDelete=retain
+[[ -d $NFS_EXPORT/team-csi-pv-3 ]] || vm_fail "no team-csi-pv-3: $(tree_of)"
+
+vm_step "every escape is refused before anything changes on the export"
+# A symlink on the server leading out of the export: openat2 must refuse it.
+ln -s / "$NFS_EXPORT/out"
+before=$(tree_of)
+records=$(ls "$VM_STATE/volumes")
+n=0
+for pattern in '../x' '/etc' 'a/../../b' 'a//b' 'x/' '.' '..' '${namespace}/..' '${colour}' '${.PVC.annotations.missing}' \
+  '${namespace' 'a/.nodevol-x'; do
+  n=$((n + 1))
+  expect_code INVALID_ARGUMENT vm_ctl volume create bad$n --pool shared --size 1Gi $(claim team bad pv-bad) --param "pathPattern=$pattern"
+done
+for value in '..' '../../etc' '/etc' 'a/../..' ''; do
+  n=$((n + 1))
+  expect_code INVALID_ARGUMENT vm_ctl volume create bad$n --pool shared --size 1Gi $(claim team bad pv-bad) \
+    --param 'pathPattern=${.PVC.annotations.dir}' --param "nodevol.io/pvc-annotation.dir=$value"
+done
+expect_code INVALID_ARGUMENT vm_ctl volume create bad$n --pool shared --size 1Gi $(claim team bad pv-bad) --param mountOptions=vers=9
+expect_code INVALID_ARGUMENT vm_ctl volume create bad$n --pool shared --size 1Gi $(claim team bad pv-bad) --param mountOptions=nolock,ro
+expect_code INVALID_ARGUMENT vm_ctl volume create bad$n --pool shared --size 1Gi --param share=/ --param onDelete=delete
+# Through the server's symlink: refused by the kernel walk, not by the pattern.
+expect_code INTERNAL vm_ctl volume create viasymlink --pool shared --size 1Gi $(claim team x pv-x) --param 'pathPattern=out/tmp/escaped'
+[[ ! -e /tmp/escaped ]] || vm_fail "a create followed the server's symlink out of the export"
+vm_ctl volume delete viasymlink >/dev/null 2>&1 || true
+[[ $(tree_of) == "$before" ]] || vm_fail "a refused create changed the export: $(diff <(echo "$before") <(tree_of))"
+[[ $(ls "$VM_STATE/volumes") == "$records" ]] || vm_fail "a refused create left records: $(ls "$VM_STATE/volumes")"
+rm "$NFS_EXPORT/out"
+
+vm_step "the staging mount stays while any pod uses it and goes with the last"
+vm_run vm_ctl unpublish --target "$t2"
+vm_run vm_ctl unpublish --target "$t1"
+[[ -n $(nfs_staging_mounts) ]] || vm_fail "staging unmounted while pod-3 still uses the export"
+[[ -z $(nfs_mount_at "$VM_STATE/nfs/volumes/v1") ]] || vm_fail "v1's per-volume bind is left after its last unpublish"
+vm_run vm_ctl unpublish --target "$t3"
+nfs_expect_unmounted "NFS mounts left after the last unpublish"
+[[ ! -e $sdir ]] || vm_fail "staging dir $sdir left behind"
+
+vm_step "a restart finds the staging mount and reuses it (no second NFS mount)"
+t4=$(vm_target pod-4 v2)
+t5=$(vm_target pod-5 v2)
+vm_run vm_ctl publish --volume v2 --target "$t4"
+id1=$(nfs_staging_mounts | awk '{print $1}')
+echo "before restart" >"$t4/f"
+vm_nodevold_stop
+[[ -n $(nfs_staging_mounts) ]] || vm_fail "stopping nodevold unmounted the export"
+vm_nodevold_start "$pool"
+vm_run vm_ctl publish --volume v2 --target "$t5"
+[[ $(nfs_staging_mounts | wc -l) == 1 && $(nfs_staging_mounts | awk '{print $1}') == "$id1" ]] ||
+  vm_fail "not the same staging mount after a restart (was mount $id1): $(nfs_staging_mounts)"
+[[ $(cat "$t5/f") == "before restart" ]] || vm_fail "pod-5 does not see the data"
+grep -q "reusing staging mount" "$VM_NODEVOLD_LOG" || vm_fail "nodevold did not say it reuses the staging mount"
+vm_run vm_ctl unpublish --target "$t4"
+vm_run vm_ctl unpublish --target "$t5"
+nfs_expect_unmounted "NFS mounts left"
+
+vm_step "capacity is the export's statfs"
+cap=$(vm_ctl -o json capacity shared)
+total=$(vm_json_get "$cap" total_bytes) free=$(vm_json_get "$cap" free_bytes)
+vm_log "capacity: total=$total free=$free"
+((total == 64 * 1024 * 1024)) || vm_fail "total $total, want the 64 MiB of the exported tmpfs"
+((free > 0 && free <= total)) || vm_fail "free $free"
+nfs_expect_unmounted "capacity left the export mounted"
+
+vm_step "delete, retain, archive, archiveOnDelete"
+vm_run vm_ctl volume delete v1  # pool default: delete
+[[ ! -e $NFS_EXPORT/team-data-pv-1 ]] || vm_fail "delete left team-data-pv-1"
+vm_run vm_ctl volume delete v1  # idempotent
+vm_run vm_ctl volume delete v3  # onDelete=retain
+[[ -d $NFS_EXPORT/team-csi-pv-3 ]] || vm_fail "retain removed team-csi-pv-3"
+for i in 1 2 3; do
+  vm_run vm_ctl volume create arch$i --pool shared --size 1Gi $(claim team arch pv-a) --param onDelete=archive
+  echo "round $i" >"$NFS_EXPORT/team-arch-pv-a/round"
+  vm_run vm_ctl volume delete arch$i
+done
+[[ ! -e $NFS_EXPORT/team-arch-pv-a ]] || vm_fail "archive left team-arch-pv-a"
+[[ $(cat "$NFS_EXPORT/archived-team-arch-pv-a/round") == "round 1" ]] || vm_fail "no archived-team-arch-pv-a: $(tree_of)"
+stamped=$(cd "$NFS_EXPORT" && ls -d archived-team-arch-pv-a-*)
+vm_log "archived with time stamps: $(tr '\n' ' ' <<<"$stamped")"
+[[ $(wc -l <<<"$stamped") == 2 ]] || vm_fail "want 2 stamped archives: $(tree_of)"
+vm_run vm_ctl volume create old1 --pool shared --size 1Gi $(claim team old pv-o1) --param archiveOnDelete=false
+vm_run vm_ctl volume create old2 --pool shared --size 1Gi $(claim team old pv-o2) --param archiveOnDelete=true
+mkdir -p "$NFS_EXPORT/team-old-pv-o1/deep/er" && echo x >"$NFS_EXPORT/team-old-pv-o1/deep/er/file"
+ln -s / "$NFS_EXPORT/team-old-pv-o1/deep/root-link"
+vm_run vm_ctl volume delete old1
+vm_run vm_ctl volume delete old2
+[[ ! -e $NFS_EXPORT/team-old-pv-o1 ]] || vm_fail "archiveOnDelete=false did not delete"
+[[ -d $NFS_EXPORT/archived-team-old-pv-o2 ]] || vm_fail "archiveOnDelete=true did not archive"
+[[ -e /etc/hostname || ! -e /etc ]] || true
+[[ -d /etc && -e /bin/sh ]] || vm_fail "deleting a tree with a symlink to / removed the node's files"
+vm_run vm_ctl volume delete v2
+[[ ! -e $NFS_EXPORT/team/projects/x && -d $NFS_EXPORT/team/projects ]] || vm_fail "v2: want team/projects kept, x removed: $(tree_of)"
+vm_run vm_ctl volume delete whole
+[[ -d $NFS_EXPORT/team-csi-pv-3 ]] || vm_fail "deleting the export volume touched the export"
+nfs_expect_unmounted "NFS mounts left"
+vm_log "export now: $(tree_of | tr '\n' ' ')"
+vm_nodevold_stop
+vm_step "PASS"

@@ -349,12 +349,23 @@ for entry in "${schedule[@]}"; do
   rec_at_kill=$REC
   staged=no
   is_mounted "$VM_STATE/staging/$pool/$vol" && staged=yes
+  # The LV, unless an orphaned lvm command holds the VG lock: the restart
+  # must not wait for it.
+  lv_state="? (lvm still running)"
+  if [[ $mode == all ]]; then
+    lv_state=$(lvm lvs --noheadings -o lv_attr "nv/nv-$vol" 2>/dev/null | tr -d ' ') || true
+    case $lv_state in
+      "") lv_state=absent ;;
+      ????a*) lv_state=active ;;
+      *) lv_state="inactive ($lv_state)" ;;
+    esac
+  fi
   where="killed at +$(secs "$killed_at")s"
   if [[ $anchor != time ]]; then
     if [[ -n $seen ]]; then where+=" ($anchor started at +$(secs "$seen")s)"
     else where+=" ($anchor never seen: the call ended first)"; fi
   fi
-  vm_log "$where; running: ${KID_DESC[*]:-nothing}; record: $rec_at_kill; staging mounted: $staged"
+  vm_log "$where; running: ${KID_DESC[*]:-nothing}; record: $rec_at_kill; LV: $lv_state; staging mounted: $staged"
   vm_log "the call: exit $ctl_rc: $(tail -1 "$ctl_out")"
 
   # -- restart, and what reconcile says

@@ -17,8 +17,8 @@ mkdir -p /var/tmp/local-pool
 pool="--pool=name=shared,backend=nfs,server=127.0.0.1,share=/,timeout=$timeout,mount-options=vers=4.2 hard timeo=10 retrans=1 actimeo=1"
 vm_nodevold_start "$pool" --pool=name=local,backend=dir,path=/var/tmp/local-pool
 claim() { echo --param nodevol.io/pvc-namespace=ns --param nodevol.io/pvc-name="$1" --param nodevol.io/pv-name="$1"; }
-vm_run vm_ctl volume create v1 --pool shared --size 1Gi $(claim v1)
-vm_run vm_ctl volume create v2 --pool shared --size 1Gi $(claim v2)
+vm_run vm_ctl volume create v1 --pool shared --size 10Mi $(claim v1)
+vm_run vm_ctl volume create v2 --pool shared --size 10Mi $(claim v2)
 t1=$(vm_target pod-1 v1)
 vm_run vm_ctl publish --volume v1 --target "$t1"
 echo "written before the outage" >"$t1/f"

@@ -22,9 +22,9 @@ info=$(vm_ctl info)
 grep -q "nfs" <<<"$info" || vm_fail "info shows no nfs pool: $info"
 nfs_expect_unmounted "a staging mount exists before any volume"
 
-vm_step "create a subdirectory volume: ${namespace}-${pvcName}-${pvName} below the export, mode 0777"
-vm_run vm_ctl volume create v1 --pool shared --size 1Gi $(claim team data pv-1)
-vm_run vm_ctl volume create v1 --pool shared --size 1Gi $(claim team data pv-1)  # idempotent
+vm_step 'create a subdirectory volume: ${namespace}-${pvcName}-${pvName} below the export, mode 0777'
+vm_run vm_ctl volume create v1 --pool shared --size 10Mi $(claim team data pv-1)
+vm_run vm_ctl volume create v1 --pool shared --size 10Mi $(claim team data pv-1)  # idempotent
 [[ -d $NFS_EXPORT/team-data-pv-1 ]] || vm_fail "no directory team-data-pv-1 on the server: $(tree_of)"
 [[ $(stat -c %a "$NFS_EXPORT/team-data-pv-1") == 777 ]] || vm_fail "mode $(stat -c %a "$NFS_EXPORT/team-data-pv-1"), want 777"
 nfs_expect_unmounted "create left the export mounted with no user"
@@ -32,7 +32,7 @@ json=$(vm_ctl -o json volume get v1)
 [[ $(vm_json_get "$json" subdir) == team-data-pv-1 ]] || vm_fail "volume attributes: $json"
 
 vm_step "create a whole-export volume on the same server, export and options"
-vm_run vm_ctl volume create whole --pool shared --size 1Gi --param share=/
+vm_run vm_ctl volume create whole --pool shared --size 10Mi --param share=/
 
 vm_step "publish v1 into two pods (pod-2 read-only) and the export into a third: one staging mount"
 t1=$(vm_target pod-1 v1)
@@ -73,12 +73,12 @@ vm_log "read-only target refuses writes"
 [[ ! -e $t1/team-data-pv-1 ]] || vm_fail "the subdirectory volume shows the whole export"
 
 vm_step "pathPattern with nested directories from an annotation; provisioners' spellings"
-vm_run vm_ctl volume create v2 --pool shared --size 1Gi $(claim team web pv-2) \
+vm_run vm_ctl volume create v2 --pool shared --size 10Mi $(claim team web pv-2) \
   --param 'pathPattern=${.PVC.namespace}/${.PVC.annotations.storage-path}' \
   --param nodevol.io/pvc-annotation.storage-path=projects/x --param mode=0750
 [[ -d $NFS_EXPORT/team/projects/x ]] || vm_fail "no team/projects/x: $(tree_of)"
 [[ $(stat -c %a "$NFS_EXPORT/team/projects/x") == 750 ]] || vm_fail "mode of team/projects/x: $(stat -c %a "$NFS_EXPORT/team/projects/x")"
-vm_run vm_ctl volume create v3 --pool shared --size 1Gi $(claim team csi pv-3) \
+vm_run vm_ctl volume create v3 --pool shared --size 10Mi $(claim team csi pv-3) \
   --param 'subDir=${pvc.metadata.namespace}-${pvc.metadata.name}-${pv.metadata.name}' --param onDelete=retain
 [[ -d $NFS_EXPORT/team-csi-pv-3 ]] || vm_fail "no team-csi-pv-3: $(tree_of)"
 
@@ -91,18 +91,18 @@ n=0
 for pattern in '../x' '/etc' 'a/../../b' 'a//b' 'x/' '.' '..' '${namespace}/..' '${colour}' '${.PVC.annotations.missing}' \
   '${namespace' 'a/.nodevol-x'; do
   n=$((n + 1))
-  expect_code INVALID_ARGUMENT vm_ctl volume create bad$n --pool shared --size 1Gi $(claim team bad pv-bad) --param "pathPattern=$pattern"
+  expect_code INVALID_ARGUMENT vm_ctl volume create bad$n --pool shared --size 10Mi $(claim team bad pv-bad) --param "pathPattern=$pattern"
 done
 for value in '..' '../../etc' '/etc' 'a/../..' ''; do
   n=$((n + 1))
-  expect_code INVALID_ARGUMENT vm_ctl volume create bad$n --pool shared --size 1Gi $(claim team bad pv-bad) \
+  expect_code INVALID_ARGUMENT vm_ctl volume create bad$n --pool shared --size 10Mi $(claim team bad pv-bad) \
     --param 'pathPattern=${.PVC.annotations.dir}' --param "nodevol.io/pvc-annotation.dir=$value"
 done
-expect_code INVALID_ARGUMENT vm_ctl volume create bad$n --pool shared --size 1Gi $(claim team bad pv-bad) --param mountOptions=vers=9
-expect_code INVALID_ARGUMENT vm_ctl volume create bad$n --pool shared --size 1Gi $(claim team bad pv-bad) --param mountOptions=nolock,ro
-expect_code INVALID_ARGUMENT vm_ctl volume create bad$n --pool shared --size 1Gi --param share=/ --param onDelete=delete
+expect_code INVALID_ARGUMENT vm_ctl volume create bad$n --pool shared --size 10Mi $(claim team bad pv-bad) --param mountOptions=vers=9
+expect_code INVALID_ARGUMENT vm_ctl volume create bad$n --pool shared --size 10Mi $(claim team bad pv-bad) --param mountOptions=nolock,ro
+expect_code INVALID_ARGUMENT vm_ctl volume create bad$n --pool shared --size 10Mi --param share=/ --param onDelete=delete
 # Through the server's symlink: refused by the kernel walk, not by the pattern.
-expect_code INTERNAL vm_ctl volume create viasymlink --pool shared --size 1Gi $(claim team x pv-x) --param 'pathPattern=out/tmp/escaped'
+expect_code FAILED_PRECONDITION vm_ctl volume create viasymlink --pool shared --size 10Mi $(claim team x pv-x) --param 'pathPattern=out/tmp/escaped'
 [[ ! -e /tmp/escaped ]] || vm_fail "a create followed the server's symlink out of the export"
 vm_ctl volume delete viasymlink >/dev/null 2>&1 || true
 [[ $(tree_of) == "$before" ]] || vm_fail "a refused create changed the export: $(diff <(echo "$before") <(tree_of))"
@@ -151,7 +151,7 @@ vm_run vm_ctl volume delete v1  # idempotent
 vm_run vm_ctl volume delete v3  # onDelete=retain
 [[ -d $NFS_EXPORT/team-csi-pv-3 ]] || vm_fail "retain removed team-csi-pv-3"
 for i in 1 2 3; do
-  vm_run vm_ctl volume create arch$i --pool shared --size 1Gi $(claim team arch pv-a) --param onDelete=archive
+  vm_run vm_ctl volume create arch$i --pool shared --size 10Mi $(claim team arch pv-a) --param onDelete=archive
   echo "round $i" >"$NFS_EXPORT/team-arch-pv-a/round"
   vm_run vm_ctl volume delete arch$i
 done
@@ -160,8 +160,8 @@ done
 stamped=$(cd "$NFS_EXPORT" && ls -d archived-team-arch-pv-a-*)
 vm_log "archived with time stamps: $(tr '\n' ' ' <<<"$stamped")"
 [[ $(wc -l <<<"$stamped") == 2 ]] || vm_fail "want 2 stamped archives: $(tree_of)"
-vm_run vm_ctl volume create old1 --pool shared --size 1Gi $(claim team old pv-o1) --param archiveOnDelete=false
-vm_run vm_ctl volume create old2 --pool shared --size 1Gi $(claim team old pv-o2) --param archiveOnDelete=true
+vm_run vm_ctl volume create old1 --pool shared --size 10Mi $(claim team old pv-o1) --param archiveOnDelete=false
+vm_run vm_ctl volume create old2 --pool shared --size 10Mi $(claim team old pv-o2) --param archiveOnDelete=true
 mkdir -p "$NFS_EXPORT/team-old-pv-o1/deep/er" && echo x >"$NFS_EXPORT/team-old-pv-o1/deep/er/file"
 ln -s / "$NFS_EXPORT/team-old-pv-o1/deep/root-link"
 vm_run vm_ctl volume delete old1

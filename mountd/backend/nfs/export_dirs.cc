@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <ctime>
 #include <vector>
 
@@ -26,10 +27,13 @@ int OpenAt2(int dirfd, const std::string& path, uint64_t flags) {
   }
 }
 
-std::string Explain(const std::string& what, int err) {
-  if (err == ELOOP || err == EXDEV)
-    return what + ": a symlink or another filesystem is in the way on the server; nodevold does not follow it";
-  return what;
+// An open below the export that failed: a symlink, a file or another
+// filesystem in the way is the server's doing, not an internal error.
+Status OpenError(const std::string& what, int err) {
+  if (err == ELOOP || err == EXDEV || err == ENOTDIR)
+    return Status::FailedPrecondition(what + ": a symlink, a file or another filesystem is in the way on the server (" +
+                                      std::strerror(err) + "); nodevold does not follow it");
+  return Status::FromErrno(what, err);
 }
 
 std::string Dirname(const std::string& rel) {
@@ -80,7 +84,7 @@ Status RemoveTree(int parent, const std::string& name, const std::string& what,
       *done = true;
       return Status::Ok();
     }
-    return Status::FromErrno(Explain("open " + what, errno), errno);
+    return OpenError("open " + what, errno);
   }
   for (int pass = 0; pass < 3; ++pass) {
     std::vector<std::pair<std::string, unsigned char>> entries;
@@ -153,7 +157,7 @@ Status OpenBelow(const std::string& root, const std::string& rel, UniqueFd* out)
   if (fd < 0) {
     int err = errno;
     if (err == ENOENT) return Status::NotFound("directory " + rel + " is missing below " + root);
-    return Status::FromErrno(Explain("open " + root + "/" + rel, err), err);
+    return OpenError("open " + root + "/" + rel, err);
   }
   out->reset(fd);
   return Status::Ok();
@@ -172,7 +176,7 @@ Status MakeVolumeDir(const std::string& root, const std::string& rel, const Volu
     if (::mkdirat(cur.get(), seg.c_str(), last ? 0700 : 0755) != 0 && errno != EEXIST)
       return Status::FromErrno("mkdir " + root + "/" + done, errno);
     int fd = OpenAt2(cur.get(), seg, last ? (O_RDONLY | O_DIRECTORY) : (O_PATH | O_DIRECTORY));
-    if (fd < 0) return Status::FromErrno(Explain("open " + root + "/" + done, errno), errno);
+    if (fd < 0) return OpenError("open " + root + "/" + done, errno);
     cur.reset(fd);
     if (last) break;
     start = slash + 1;

@@ -337,9 +337,15 @@ Status NfsBackend::Create(VolumeRecord* record) {
 }
 
 Status NfsBackend::Delete(const VolumeRecord& record) {
+  const std::string& name = record.spec.name;
+  if (record.attributes.empty()) {
+    // Create never finished: what it may have made on the server is not
+    // known for sure, and a backend deletes only what it knows is the volume's.
+    spdlog::info("pool {}: volume {} was never created completely; nothing removed on the server", pool_, name);
+    return Status::Ok();
+  }
   Volume v;
   NODEVOL_RETURN_IF_ERROR(FromRecord(record, &v));
-  const std::string& name = record.spec.name;
   NODEVOL_RETURN_IF_ERROR(UnbindVolume(v, name));
   if (v.whole_export || v.on_delete == "retain") {
     if (!v.whole_export)

@@ -11,7 +11,7 @@ source "$(dirname "$0")/nfs_lib.sh"
 timeout=5
 vm_step "NFS server, and nodevold with an nfs pool (timeout=$timeout s, hard, actimeo=1) and a dir pool"
 nfs_server_start 32m
-mkdir -p /var/tmp/local-pool
+mkdir -p /var/tmp/local-pool && mount -t tmpfs -o size=64m tmpfs /var/tmp/local-pool
 # actimeo=1: cached attributes expire after a second, so any stat(2) of an
 # NFS path nodevold made would go to the (dead) server.
 pool="--pool=name=shared,backend=nfs,server=127.0.0.1,share=/,timeout=$timeout,mount-options=vers=4.2 hard timeo=10 retrans=1 actimeo=1"
@@ -31,7 +31,8 @@ sleep 2  # past actimeo
 vm_step "Publish of another volume fails within the timeout; meanwhile the daemon answers"
 t2=$(vm_target pod-2 v2)
 start=$(now_ms)
-(vm_ctl --timeout 60 publish --volume v2 --target "$t2" >/tmp/publish-v2.out 2>&1; echo $? >/tmp/publish-v2.rc) &
+(set +e; vm_ctl --timeout 60 publish --volume v2 --target "$t2" >/tmp/publish-v2.out 2>&1; echo $? >/tmp/publish-v2.rc) &
+publish_pid=$!
 sleep 0.5
 s=$(now_ms)
 vm_run vm_ctl info >/dev/null
@@ -49,7 +50,7 @@ took=$(($(now_ms) - s))
 vm_log "dir pool create+publish+unpublish+delete during the stuck Publish: $took ms"
 ((took < 10000)) || vm_fail "the dir pool's calls took $took ms"
 vm_run vm_ctl -o json capacity local >/dev/null
-wait
+wait "$publish_pid"
 took=$(($(now_ms) - start))
 vm_log "Publish of v2: exit $(cat /tmp/publish-v2.rc) after $took ms: $(cat /tmp/publish-v2.out)"
 [[ $(cat /tmp/publish-v2.rc) != 0 ]] || vm_fail "Publish of v2 succeeded with the server dead"

@@ -219,10 +219,12 @@ Status NfsBackend::Acquire(const Volume& v, std::string* dir) {
   if (!l.try_lock_for(timeout()))
     return Status::Unavailable("NFS server " + v.server + ": the staging mount of " + NfsSpec(v.server, v.share) +
                                " has been busy for " + Secs(timeout()) + " (a mount or unmount waits for the server)");
-  NODEVOL_RETURN_IF_ERROR(MakeDir0700(*dir));
   std::vector<MountInfo> mounts;
   NODEVOL_RETURN_IF_ERROR(LoadMountInfo(&mounts));
   const MountInfo* m = FindMount(mounts, *dir);
+  // Never stat the staging dir while the export is mounted there: that
+  // asks the server.
+  if (!m) NODEVOL_RETURN_IF_ERROR(MakeDir0700(*dir));
   if (m && !(IsNfsType(m->fstype) && m->source == NfsSpec(v.server, v.share)))
     return Status::FailedPrecondition("staging dir " + *dir + " shows " + m->source + " (" + m->fstype +
                                       "), not " + NfsSpec(v.server, v.share) + "; unmount it");
@@ -510,8 +512,9 @@ Status NfsBackend::GetCapacity(Capacity* out) {
   if (held) Release(v);
   capacity_time_ = Clock::now();
   if (!st.ok()) {
-    // A server that does not answer has no room to offer now.
-    if (st.message() != capacity_error_) spdlog::warn("pool {}: capacity unknown, reported as 0: {}", pool_, st.message());
+    // A server that does not answer has no room to offer now. Said once
+    // per outage, not at every poll.
+    if (capacity_error_.empty()) spdlog::warn("pool {}: capacity unknown, reported as 0: {}", pool_, st.message());
     capacity_error_ = st.message();
     capacity_ = Capacity{};
   } else {

@@ -86,15 +86,19 @@ Status MountNfs(const std::string& server, const std::string& share, const std::
 
 // Processes holding anything below one of `dirs` open (cwd, root, open
 // files, memory maps), as "PID (comm)" lines; read from /proc links, which
-// never asks the NFS server.
-std::vector<std::string> ProcessesUsing(const std::vector<std::string>& dirs);
+// never asks the NFS server. nodevold itself only with include_self (its
+// worker may hold a directory of a volume it is removing).
+std::vector<std::string> ProcessesUsing(const std::vector<std::string>& dirs, bool include_self = true);
 
 // Unmounts the NFS mount at `dir` without ever blocking longer than about
-// 3 x `timeout`: umount -i (no helper) as a child; if that fails or hangs
-// and the server does not answer, umount -f (aborts the server's pending
-// requests); if it is still mounted and no process uses anything below
-// `dir`, umount -l (detach now, freed when the last reference goes). When
-// a process does use it: UNAVAILABLE naming the processes, left mounted.
+// 3 x `timeout`: umount -i -c (no umount.nfs, no stat of the path) as a
+// child; if that hangs, or fails while the server's worker is stuck (the
+// stuck call alone keeps the mount busy), umount -f (aborts the server's
+// pending requests); if it is still mounted and no process but nodevold
+// uses anything below `dir`, umount -l (detach now, freed when the last
+// reference goes). When a process does use it: UNAVAILABLE naming the
+// processes, left mounted. A quick failure on a live server (busy) is
+// FAILED_PRECONDITION.
 // `server` is for messages. Not mounted is success.
 Status UnmountNfs(const std::string& dir, const std::string& server, std::chrono::milliseconds timeout);
 

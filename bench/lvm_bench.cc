@@ -11,9 +11,9 @@
 // that background load hits both alike; nodevold is stopped (SIGSTOP)
 // while the hand script runs, so that its capacity poll does not slow the
 // baseline down, and after SIGCONT its overdue poll is let finish before
-// the next call, as on a daemon left idle. The hand script times its own commands with bash's
-// $EPOCHREALTIME (no extra process); the bench also times the whole
-// script, bash start included.
+// the next call, as on a daemon left idle. The hand script times its own
+// commands with bash's $EPOCHREALTIME (no extra process); the bench also
+// times the whole script, bash start included.
 //
 // Then a counting pass: a second nodevold (fresh state, same volume group)
 // under `strace -f --seccomp-bpf -e trace=execve,clone...`, and the hand

@@ -54,7 +54,8 @@ done
 
 check=$("$here/vm-run" --check 2>&1) || { echo "$check" >&2; exit 77; }
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
-host="$cpu, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at start; ${check#vm-run: }"
+others() { pgrep -c -f '^[^ ]*qemu-system' || true; }
+host="$cpu, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) and $(others) other qemu guest(s) at start; ${check#vm-run: }"
 commit=$(git -C "$repo" log -1 --format='%h (%cs) %s' 2>/dev/null || echo unknown)
 [[ -n $(git -C "$repo" status --porcelain --untracked-files=no -- mountd proto 2>/dev/null) ]] && commit+=", with uncommitted changes in mountd/ or proto/"
 
@@ -67,6 +68,8 @@ rc=0
   -- "$here/lvm_bench_run.sh" --guest "${bench_args[@]}" >&2 || rc=$?
 report=$work/vm/share/out/lvm_bench.md
 if [[ -s $report ]]; then
+  printf '\nHost at the end: load average %s, %s other qemu guest(s) running.\n' \
+    "$(cut -d' ' -f1-3 /proc/loadavg)" "$(others)" >>"$report"
   if [[ -n $out ]]; then cp "$report" "$out"; echo "lvm_bench_run.sh: report in $out" >&2; else cat "$report"; fi
 fi
 exit "$rc"

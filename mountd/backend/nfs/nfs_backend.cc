@@ -475,17 +475,25 @@ Status NfsBackend::Check(const VolumeRecord& record) {
 }
 
 Status NfsBackend::GetCapacity(Capacity* out) {
-  std::lock_guard<std::mutex> l(capacity_mu_);
+  std::unique_lock<std::mutex> refresh(refresh_mu_, std::try_to_lock);
+  if (!refresh.owns_lock()) {
+    std::lock_guard<std::mutex> l(capacity_mu_);
+    *out = capacity_;
+    return Status::Ok();
+  }
   const std::string spec = NfsSpec(options_.server, options_.share);
   std::vector<MountInfo> mounts;
   NODEVOL_RETURN_IF_ERROR(LoadMountInfo(&mounts));
   std::string dir;
   for (const MountInfo& m : mounts)
     if (Parent(m.target) == root_ && IsNfsType(m.fstype) && m.source == spec) dir = m.target;
-  bool fresh_enough = capacity_time_ != Clock::time_point{} && Clock::now() - capacity_time_ < kUnmountedCapacityAge;
-  if (dir.empty() && fresh_enough) {
-    *out = capacity_;
-    return Status::Ok();
+  {
+    std::lock_guard<std::mutex> l(capacity_mu_);
+    bool fresh_enough = capacity_time_ != Clock::time_point{} && Clock::now() - capacity_time_ < kUnmountedCapacityAge;
+    if (dir.empty() && fresh_enough) {
+      *out = capacity_;
+      return Status::Ok();
+    }
   }
   Volume v;
   v.server = options_.server;
@@ -510,6 +518,7 @@ Status NfsBackend::GetCapacity(Capacity* out) {
                                     &cap);
   }
   if (held) Release(v);
+  std::lock_guard<std::mutex> l(capacity_mu_);
   capacity_time_ = Clock::now();
   if (!st.ok()) {
     // A server that does not answer has no room to offer now. Said once

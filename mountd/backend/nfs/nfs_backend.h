@@ -128,10 +128,12 @@ class NfsBackend : public Backend {
   const std::string root_;  // <state dir>/nfs
   std::shared_ptr<NfsServer> server_;
 
-  std::mutex capacity_mu_;
+  // One refresh at a time; a caller that finds one running gets the last
+  // figures at once instead of waiting for the server with it.
+  std::mutex refresh_mu_;
+  std::mutex capacity_mu_;  // guards the four below
   Capacity capacity_;
   std::chrono::steady_clock::time_point capacity_time_{};
-  bool capacity_known_ = false;
   std::string capacity_error_;
 };
 

@@ -564,7 +564,16 @@ std::string ProcessReport(pid_t pid) {
     std::string cmd = ReadFile(dir + "/cmdline");
     std::replace(cmd.begin(), cmd.end(), '\0', ' ');
     if (cmd.size() > 120) cmd = cmd.substr(0, 120) + "...";
-    return state + " wchan=" + ReadFile(dir + "/wchan") + " " + cmd;
+    std::string sig;  // pending, blocked and tracer: why a signal does not act
+    std::stringstream st_in(ReadFile(dir + "/status"));
+    for (std::string l; std::getline(st_in, l);)
+      if (l.rfind("SigPnd", 0) == 0 || l.rfind("ShdPnd", 0) == 0 || l.rfind("SigBlk", 0) == 0 ||
+          l.rfind("TracerPid", 0) == 0)
+        sig += " " + l.substr(0, l.find(':')) + "=" + Trim(l.substr(l.find(':') + 1));
+    std::string stack = ReadFile(dir + "/stack");
+    std::replace(stack.begin(), stack.end(), '\n', ' ');
+    return state + " wchan=" + ReadFile(dir + "/wchan") + sig + " syscall=" + FirstLine(ReadFile(dir + "/syscall")) +
+           (stack.empty() ? "" : " stack: " + stack) + "\n      " + cmd;
   };
   std::string out;
   std::vector<pid_t> todo = {pid};
@@ -595,25 +604,31 @@ int StopDaemon(Daemon* d) {
   pid_t waited = d->strace_pid > 0 ? d->strace_pid : d->pid;
   int status = 0;
   auto until = Clock::now() + std::chrono::seconds(60);
-  bool killed = false;
+  int stage = 0;
   while (waitpid(waited, &status, WNOHANG) == 0) {
     if (Clock::now() > until) {
-      if (killed) {  // strace still tracing something left behind
-        std::fprintf(stderr, "lvm_bench: still waiting; killing everything left:\n%s", ProcessReport(waited).c_str());
-        kill(waited, SIGKILL);
+      ++stage;
+      std::string tail = ReadFile(d->log);
+      if (tail.size() > 2000) tail = tail.substr(tail.size() - 2000);
+      std::fprintf(stderr, "lvm_bench: nodevold did not stop %s; its state:\n%s---- end of its log ----\n%s",
+                   stage == 1 ? "on SIGTERM for 60 s" : "yet", ProcessReport(waited).c_str(), tail.c_str());
+      if (stage == 1 && d->strace_pid > 0) {
+        // strace --seccomp-bpf kills its tracees when it ends (it implies
+        // --kill-on-exit); SIGTERM lets it flush its output first.
+        kill(d->strace_pid, SIGTERM);
+      } else if (stage <= 2) {
+        kill(d->pid, SIGKILL);
+        if (d->strace_pid > 0) kill(d->strace_pid, SIGKILL);
+      } else {
         waitpid(waited, &status, 0);
         break;
       }
-      std::fprintf(stderr, "lvm_bench: nodevold ignored SIGTERM for 60 s; killing it. Its state:\n%s",
-                   ProcessReport(waited).c_str());
-      kill(d->pid, SIGKILL);
-      killed = true;
-      until = Clock::now() + std::chrono::seconds(10);
+      until = Clock::now() + std::chrono::seconds(15);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   d->pid = d->strace_pid = -1;
-  if (killed) return 137;
+  if (stage) return 137;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -906,6 +921,7 @@ struct CountResult {
   std::vector<std::string> sequence;  // per op, what ran (first round)
   // Run time (exec to exit, under strace) of each program, ms.
   std::map<std::string, std::vector<double>> daemon_ms, monitor_ms, hand_ms;
+  std::string stop_note;
 };
 
 // ------------------------------------------------------------------ report
@@ -1081,6 +1097,7 @@ void PrintReport(const Options& o, const Report& rep) {
     for (const std::string& k : progs)
       out << "| " << k << " | " << cell(c.daemon_ms, k) << " | " << cell(c.monitor_ms, k) << " | "
           << cell(c.hand_ms, k) << " |\n";
+    if (!c.stop_note.empty()) out << "\nNote: " << c.stop_note << ".\n";
     if (!c.sequence.empty()) {
       out << "\nFirst counting round, in order (`[m]` = by the capacity monitor):\n\n";
       for (const std::string& s : c.sequence) out << "- " << s << "\n";
@@ -1125,7 +1142,9 @@ std::string CountingPass(const Options& o, const std::string& root, const HandPa
     }
   int st = StopDaemon(&d);
   if (!failure.empty()) return failure + "\n" + ReadFile(d.log);
-  if (st != 0) return "nodevold (traced) exited with status " + std::to_string(st);
+  if (st != 0)
+    c->stop_note = "the traced nodevold did not stop on SIGTERM and was killed after the counted calls "
+                   "(exit status " + std::to_string(st) + "; its state is on the bench's stderr)";
 
   std::vector<Exec> execs = ParseTrace(d.trace);
   // Threads that started processes while no call ran (after start-up): the

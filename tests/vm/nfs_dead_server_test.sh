@@ -22,6 +22,19 @@ vm_run vm_ctl volume create v2 --pool shared --size 10Mi $(claim v2)
 t1=$(vm_target pod-1 v1)
 vm_run vm_ctl publish --volume v1 --target "$t1"
 echo "written before the outage" >"$t1/f"
+sdir_a=$(nfs_staging_mounts | awk '{print $4}')
+# v4 has other mount options, so a staging mount of its own (nosharecache:
+# options the kernel does not compare, like nconnect, would share v1's
+# superblock); a process (an operator's shell, say) has its working
+# directory in it.
+vm_run vm_ctl volume create v4 --pool shared --size 10Mi $(claim v4) --param mountOptions=nosharecache
+t4=$(vm_target pod-4 v4)
+vm_run vm_ctl publish --volume v4 --target "$t4"
+sdir_b=$(nfs_staging_mounts | awk -v a="$sdir_a" '$4 != a {print $4}')
+[[ -n $sdir_a && -n $sdir_b && $(nfs_dev_of "$sdir_a") != $(nfs_dev_of "$sdir_b") ]] ||
+  vm_fail "want two staging mounts with their own devices: $(nfs_staging_mounts)"
+(cd "$sdir_b/ns-v4-v4" && exec sleep 600) &
+holder=$!
 sync
 
 vm_step "the server stops answering"
@@ -66,19 +79,40 @@ vm_log "second Publish: $took ms"
 ((took < 2000)) || vm_fail "the second Publish took $took ms; it should fail fast"
 start=$(now_ms)
 cap=$(vm_ctl -o json capacity) || vm_fail "GetCapacity failed with one server dead: $cap"
-vm_log "GetCapacity: $(($(now_ms) - start)) ms; shared: $(vm_json_get "$(vm_ctl -o json capacity shared)" total_bytes) bytes"
+vm_log "GetCapacity: $(($(now_ms) - start)) ms; shared: $(vm_json_get "$(vm_ctl -o json capacity shared)" total_bytes) bytes (the last figures)"
 [[ -z $(nfs_mount_at "$t2") ]] || vm_fail "a failed Publish left $t2 mounted"
 
-vm_step "Unpublish of the volume on the dead server completes"
+start=$(now_ms)
+out=$(vm_ctl volume create v5 --pool shared --size 10Mi $(claim v5) 2>&1) && vm_fail "CreateVolume succeeded with the server dead"
+took=$(($(now_ms) - start))
+vm_log "CreateVolume of a new volume: $took ms: $out"
+grep -q "UNAVAILABLE\|DEADLINE_EXCEEDED" <<<"$out" || vm_fail "CreateVolume failed otherwise: $out"
+((took < (timeout + 3) * 1000)) || vm_fail "CreateVolume took $took ms"
+
+vm_step "Unpublish of the volumes on the dead server completes"
 start=$(now_ms)
 vm_run vm_ctl --timeout 60 unpublish --target "$t1"
 took=$(($(now_ms) - start))
-vm_log "Unpublish: $took ms"
+vm_log "Unpublish of v1: $took ms"
 ((took < (3 * timeout + 5) * 1000)) || vm_fail "Unpublish took $took ms"
 [[ -z $(nfs_mount_at "$t1") ]] || vm_fail "$t1 is still mounted"
+[[ -z $(nfs_mount_at "$sdir_a") ]] || vm_fail "v1's staging mount (nothing uses it) was not detached: $(grep -E "stays|forcing" "$VM_NODEVOLD_LOG")"
 vm_ctl volume get v1 | grep -q v1 || vm_fail "v1 lost its record"
-vm_log "left below the state dir: $(nfs_mounts_below "$VM_STATE/nfs" | awk '{print $4}' | tr '\n' ' ')"
-grep -E "forcing|detached lazily|unmounted" "$VM_NODEVOLD_LOG" | tail -3 | while read -r l; do vm_log "log: $l"; done
+# nodevold's own statfs, stuck on the pool's staging mount, keeps it busy:
+# a plain unmount fails and the dead server's mount is forced off.
+grep -q "unmounting $sdir_a: .*forcing" "$VM_NODEVOLD_LOG" || vm_fail "the staging mount was not forced off: $(grep "$sdir_a" "$VM_NODEVOLD_LOG")"
+grep -E "forcing|detached lazily|staging mount .* stays" "$VM_NODEVOLD_LOG" | tail -3 | while read -r l; do vm_log "log: $l"; done || true
+start=$(now_ms)
+vm_run vm_ctl --timeout 60 unpublish --target "$t4"
+took=$(($(now_ms) - start))
+vm_log "Unpublish of v4: $took ms"
+((took < (3 * timeout + 5) * 1000)) || vm_fail "Unpublish took $took ms"
+[[ -z $(nfs_mount_at "$t4") ]] || vm_fail "$t4 is still mounted"
+[[ -n $(nfs_mount_at "$sdir_b") ]] || vm_fail "the staging mount a process uses was detached"
+grep -q "$holder (sleep) use files below $sdir_b" "$VM_NODEVOLD_LOG" || vm_fail "the log does not name the process using $sdir_b"
+vm_log "log: $(grep "use files below" "$VM_NODEVOLD_LOG" | tail -1)"
+kill "$holder"
+wait "$holder" 2>/dev/null || true
 
 vm_step "the server is back: operations recover"
 nfs_server_resume
@@ -105,7 +139,7 @@ vm_step "the export is re-created on the server: stale handles are replaced at t
 exportfs -ua
 umount -l "$NFS_EXPORT"
 mount -t tmpfs -o size=32m tmpfs "$NFS_EXPORT"
-mkdir -m 0777 "$NFS_EXPORT/ns-v1-v1" "$NFS_EXPORT/ns-v2-v2"
+mkdir -m 0777 "$NFS_EXPORT/ns-v1-v1" "$NFS_EXPORT/ns-v2-v2" "$NFS_EXPORT/ns-v4-v4"
 echo "new export" >"$NFS_EXPORT/ns-v1-v1/f"
 exportfs -ra
 sleep 2
@@ -116,10 +150,10 @@ vm_run vm_ctl publish --volume v1 --target "$t3"
 [[ $(cat "$t3/f") == "new export" ]] || vm_fail "a new publication after ESTALE shows: $(cat "$t3/f" 2>&1)"
 grep -q "binding it again\|mounting it again" "$VM_NODEVOLD_LOG" || vm_fail "nodevold did not say it replaced a stale mount"
 
-vm_step "clean up"
-for t in "$t1" "$t2" "$t3"; do vm_run vm_ctl unpublish --target "$t"; done
-vm_run vm_ctl volume delete v1
-vm_run vm_ctl volume delete v2
+vm_step "clean up (v4's staging mount, kept for the process, goes with v4's next unpublish)"
+vm_run vm_ctl publish --volume v4 --target "$t4"
+for t in "$t1" "$t2" "$t3" "$t4"; do vm_run vm_ctl unpublish --target "$t"; done
+for v in v1 v2 v4; do vm_run vm_ctl volume delete $v; done
 nfs_expect_unmounted "NFS mounts left"
 vm_nodevold_stop
 vm_step "PASS"

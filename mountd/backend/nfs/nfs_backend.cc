@@ -449,7 +449,14 @@ Status NfsBackend::Unstage(const VolumeRecord& record) {
   Volume v;
   NODEVOL_RETURN_IF_ERROR(FromRecord(record, &v));
   NODEVOL_RETURN_IF_ERROR(UnbindVolume(v, record.spec.name));
-  return Release0(v);
+  // The volume is unstaged now. The shared staging mount is this backend's
+  // business: when it cannot go yet (a process uses it on a dead server,
+  // or it is busy), the pod's unpublish is still complete; the mount goes
+  // at the next unpublish on that export, or a restart reports it.
+  if (Status st = Release0(v); !st.ok())
+    spdlog::warn("pool {}: volume {} is unstaged, but the staging mount of {} stays: {}", pool_, record.spec.name,
+                 NfsSpec(v.server, v.share), st.message());
+  return Status::Ok();
 }
 
 Status NfsBackend::Check(const VolumeRecord& record) {
@@ -484,9 +491,14 @@ Status NfsBackend::GetCapacity(Capacity* out) {
   const std::string spec = NfsSpec(options_.server, options_.share);
   std::vector<MountInfo> mounts;
   NODEVOL_RETURN_IF_ERROR(LoadMountInfo(&mounts));
+  Volume v;
+  v.server = options_.server;
+  v.share = options_.share;
+  v.options = options_.mount_options.ToString();
+  // Any staging mount of the export will do; the pool's own first.
   std::string dir;
   for (const MountInfo& m : mounts)
-    if (Parent(m.target) == root_ && IsNfsType(m.fstype) && m.source == spec) dir = m.target;
+    if (Parent(m.target) == root_ && IsNfsType(m.fstype) && m.source == spec && dir != StagingDir(v)) dir = m.target;
   {
     std::lock_guard<std::mutex> l(capacity_mu_);
     bool fresh_enough = capacity_time_ != Clock::time_point{} && Clock::now() - capacity_time_ < kUnmountedCapacityAge;
@@ -495,10 +507,6 @@ Status NfsBackend::GetCapacity(Capacity* out) {
       return Status::Ok();
     }
   }
-  Volume v;
-  v.server = options_.server;
-  v.share = options_.share;
-  v.options = options_.mount_options.ToString();
   bool held = false;
   Status st;
   if (dir.empty()) {
@@ -521,11 +529,13 @@ Status NfsBackend::GetCapacity(Capacity* out) {
   std::lock_guard<std::mutex> l(capacity_mu_);
   capacity_time_ = Clock::now();
   if (!st.ok()) {
-    // A server that does not answer has no room to offer now. Said once
-    // per outage, not at every poll.
-    if (capacity_error_.empty()) spdlog::warn("pool {}: capacity unknown, reported as 0: {}", pool_, st.message());
+    // The last figures stand while the server does not answer (0 if there
+    // are none yet): a CreateVolume then fails with the server's own error
+    // (UNAVAILABLE naming it) rather than a made-up "0 bytes free". Said
+    // once per outage, not at every poll.
+    if (capacity_error_.empty())
+      spdlog::warn("pool {}: capacity cannot be read; reporting the last figures until it can: {}", pool_, st.message());
     capacity_error_ = st.message();
-    capacity_ = Capacity{};
   } else {
     if (!capacity_error_.empty()) spdlog::info("pool {}: capacity of {} known again", pool_, spec);
     capacity_error_.clear();

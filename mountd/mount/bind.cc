@@ -126,9 +126,14 @@ Status Remount(const std::string& source, const std::string& target, bool read_o
   PinnedDir src, mounted;
   NODEVOL_RETURN_IF_ERROR(src.Open(source));
   NODEVOL_RETURN_IF_ERROR(mounted.Open(target));
-  struct stat a, b;
-  if (::fstat(mounted.fd(), &a) != 0 || ::fstat(src.fd(), &b) != 0) return Status::FromErrno("fstat " + target, errno);
-  if (a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+  // Cached attributes only (see StatCached): reconcile remounts every
+  // publication at start, and a dead NFS server must not hang that.
+  struct statx a, b;
+  auto cached = [](int fd, struct statx* st) {
+    return ::statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_INO, st) == 0;
+  };
+  if (!cached(mounted.fd(), &a) || !cached(src.fd(), &b)) return Status::FromErrno("statx " + target, errno);
+  if (a.stx_dev_major != b.stx_dev_major || a.stx_dev_minor != b.stx_dev_minor || a.stx_ino != b.stx_ino)
     return Status::FailedPrecondition(target + " does not show " + source + "; not remounting it");
   if (read_only) flags |= MS_RDONLY;
   if (::mount(nullptr, mounted.proc_path().c_str(), nullptr, MS_BIND | MS_REMOUNT | flags, nullptr) != 0)

@@ -89,6 +89,16 @@ vm_log "CreateVolume of a new volume: $took ms: $out"
 grep -q "UNAVAILABLE\|DEADLINE_EXCEEDED" <<<"$out" || vm_fail "CreateVolume failed otherwise: $out"
 ((took < (timeout + 3) * 1000)) || vm_fail "CreateVolume took $took ms"
 
+vm_step "nodevold restarts while the server is dead: it starts, and its publications are kept"
+vm_nodevold_stop
+start=$(now_ms)
+vm_nodevold_start "$pool" --pool=name=local,backend=dir,path=/var/tmp/local-pool
+took=$(($(now_ms) - start))
+vm_log "start with the server dead: $took ms; drift: $(vm_ctl info | grep -c "v[0-9]") lines about volumes"
+((took < 20000)) || vm_fail "nodevold took $took ms to start with the server dead"
+[[ -n $(nfs_mount_at "$t1") && -n $(nfs_mount_at "$t4") ]] || vm_fail "a restart lost a publication's mount"
+vm_ctl info | grep -q "127.0.0.1" && vm_log "info: $(vm_ctl info | grep "127.0.0.1" | head -2 | tr '\n' ' ')"
+
 vm_step "Unpublish of the volumes on the dead server completes"
 start=$(now_ms)
 vm_run vm_ctl --timeout 60 unpublish --target "$t1"

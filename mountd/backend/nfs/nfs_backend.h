@@ -27,8 +27,12 @@
 // staging mount by its path. (With the kernel's default sharecache, a
 // mount of the same export made by someone else with the same options
 // shares the device and counts as a user too: conservative, the staging
-// mount then stays.) Only nodevold's own in-flight Create/Delete/Stage are
-// counted in memory, so they are not unmounted under.
+// mount then stays. Mounts whose options differ only in ones the kernel
+// does not compare, like nconnect, share the superblock as well, and the
+// second one's options are not applied: nosharecache avoids both and
+// makes the count exact; so it is accepted, not refused.) Only nodevold's
+// own in-flight Create/Delete/Stage are counted in memory, so they are not
+// unmounted under.
 //
 // Dead or slow servers never stall the daemon: mount, statfs, directory work
 // and unmount on a server run with the pool's deadline where a stuck call
@@ -36,8 +40,11 @@
 // gives UNAVAILABLE or DEADLINE_EXCEEDED naming the server. Paths the node
 // layer looks at (publication sources and targets) are mount roots, which
 // it inspects with statx asking only for type and inode, which an NFS
-// client answers from its cache (mount/bind.h). A staging mount or
-// per-volume bind whose root answers ESTALE is replaced at Stage.
+// client answers from its cache (mount/bind.h); stat(2), lstat(2) and
+// statvfs(2) of a dead hard-mounted server's bind hang (seen in the VM),
+// and so does the last unmount of a superblock with dirty pages. A staging
+// mount or per-volume bind whose root answers ESTALE is replaced at Stage;
+// publications made before keep their stale handles until published again.
 //
 // Pool options (--pool=name=shared,backend=nfs,...): pool_options.h
 //   server=HOST                 NFS server (name or address; required)

@@ -81,6 +81,15 @@ start=$(now_ms)
 cap=$(vm_ctl -o json capacity) || vm_fail "GetCapacity failed with one server dead: $cap"
 vm_log "GetCapacity: $(($(now_ms) - start)) ms; shared: $(vm_json_get "$(vm_ctl -o json capacity shared)" total_bytes) bytes (the last figures)"
 [[ -z $(nfs_mount_at "$t2") ]] || vm_fail "a failed Publish left $t2 mounted"
+start=$(now_ms)
+expect_code DEADLINE_EXCEEDED vm_ctl --timeout 60 stats --target "$t1"
+took=$(($(now_ms) - start))
+vm_log "GetVolumeStats of a publication on the dead server: $took ms"
+((took < 14000)) || vm_fail "GetVolumeStats took $took ms"
+start=$(now_ms)
+expect_code UNAVAILABLE vm_ctl stats --target "$t1"
+took=$(($(now_ms) - start))
+((took < 3000)) || vm_fail "the second GetVolumeStats took $took ms; it should fail fast"
 
 start=$(now_ms)
 out=$(vm_ctl volume create v5 --pool shared --size 10Mi $(claim v5) 2>&1) && vm_fail "CreateVolume succeeded with the server dead"

@@ -155,8 +155,17 @@ void Node::ReconcilePublication(PublicationRecord pub) {
   }
   MountState ms = MountState::kNotMounted;
   bool ro = false;
-  Status s = StatCached(pub.source, true, &st).ok() ? InspectMount(pub.source, pub.target, &ms, &ro)
-                                                    : Status::NotFound("source " + pub.source + " is missing");
+  Status s;
+  if (StatCached(pub.source, true, &st).ok()) {
+    s = InspectMount(pub.source, pub.target, &ms, &ro);
+  } else {
+    // A source that is gone while the target is no mount point (after a
+    // reboot: a staging dir removed at start) is made again by staging
+    // the volume below; a mount left at the target is not ours to judge.
+    MountTable t;
+    s = t.Load();
+    if (s.ok() && t.FindTarget(pub.target)) s = Status::NotFound("source " + pub.source + " is missing");
+  }
   if (!s.ok()) {
     AddDrift("publication of " + pub.volume + " at " + pub.target + ": " + s.message() + "; record kept");
     return;

@@ -136,6 +136,29 @@ vm_run vm_ctl unpublish --target "$t4"
 vm_run vm_ctl unpublish --target "$t5"
 nfs_expect_unmounted "NFS mounts left"
 
+vm_step "after a reboot (every mount gone, records kept) the start re-stages and re-binds; an unused staging mount is reported"
+t6=$(vm_target pod-6 v2)
+vm_run vm_ctl publish --volume v2 --target "$t6"
+vm_nodevold_stop
+umount "$t6"
+umount "$VM_STATE/nfs/volumes/v2"
+for m in $(nfs_staging_mounts | awk '{print $4}'); do umount "$m"; done
+nfs_expect_unmounted "mounts left after the simulated reboot"
+stray=$VM_STATE/nfs/0123456789abcdef
+mkdir -p "$stray"
+mount.nfs 127.0.0.1:/ "$stray" -o vers=4.2
+vm_nodevold_start "$pool"
+[[ $(cat "$t6/f") == "before restart" ]] || vm_fail "the re-created bind does not show v2: $(ls -la "$t6")"
+[[ $(nfs_dev_of "$t6") == $(nfs_dev_of "$VM_STATE/nfs/volumes/v2") ]] || vm_fail "$t6 is not a bind of v2's staging"
+info=$(vm_ctl info)
+grep -q "bind mount was missing; re-created" <<<"$info" || vm_fail "info does not report the re-created bind: $info"
+grep -q "staging mount $stray of 127.0.0.1:/ is used by no volume" <<<"$info" || vm_fail "info does not report the unused staging mount: $info"
+vm_log "drift: $(grep -E "re-created|used by no volume" <<<"$info" | tr -s ' ' | tr '\n' ' ')"
+umount "$stray"
+rmdir "$stray"
+vm_run vm_ctl unpublish --target "$t6"
+nfs_expect_unmounted "NFS mounts left"
+
 vm_step "capacity is the export's statfs"
 cap=$(vm_ctl -o json capacity shared)
 total=$(vm_json_get "$cap" total_bytes) free=$(vm_json_get "$cap" free_bytes)

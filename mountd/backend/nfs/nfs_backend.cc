@@ -564,7 +564,7 @@ Status NfsBackend::Survey(const std::set<std::string>& known, std::vector<Volume
       if (o.dev == m.dev && o.target != m.target && !(Parent(o.target) == root_)) used = true;
     if (!used)
       drift->push_back("staging mount " + m.target + " of " + m.source + " is used by no volume; left mounted "
-                       "(the next unpublish of a volume on it unmounts it)");
+                       "(unmount it by hand if nothing needs it)");
     else
       spdlog::info("pool {}: reusing staging mount {} of {}", pool_, m.target, m.source);
   }

@@ -429,10 +429,16 @@ std::vector<std::string> DaemonArgs(const Options& o, const Daemon& d) {
   return a;
 }
 
-// The first child of pid (strace's tracee), or -1.
-pid_t FirstChild(pid_t pid) {
-  std::string s = ReadFile("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
-  return s.empty() ? -1 : static_cast<pid_t>(std::atol(s.c_str()));
+// The child of pid (strace) running `binary`, or -1. Not simply its first
+// child: strace --seccomp-bpf first forks short-lived children of its own
+// to probe the kernel.
+pid_t ChildRunning(pid_t pid, const std::string& binary) {
+  std::stringstream ss(ReadFile("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children"));
+  for (long c; ss >> c;) {
+    std::string cmd = ReadFile("/proc/" + std::to_string(c) + "/cmdline");
+    if (cmd.substr(0, cmd.find('\0')) == binary) return static_cast<pid_t>(c);
+  }
+  return -1;
 }
 
 bool StartDaemon(const Options& o, Daemon* d, std::string* err) {
@@ -484,7 +490,7 @@ bool StartDaemon(const Options& o, Daemon* d, std::string* err) {
       *err = "nodevold exited during start:\n" + ReadFile(d->log);
       return false;
     }
-    if (d->pid <= 0) d->pid = FirstChild(d->strace_pid);
+    if (d->pid <= 0) d->pid = ChildRunning(d->strace_pid, o.nodevold);
     if (d->pid > 0 && access(d->socket.c_str(), F_OK) == 0) {
       grpc::ClientContext ctx;
       SetDeadline(&ctx, 2);
@@ -570,6 +576,15 @@ std::string ProcessReport(pid_t pid) {
       if (l.rfind("SigPnd", 0) == 0 || l.rfind("ShdPnd", 0) == 0 || l.rfind("SigBlk", 0) == 0 ||
           l.rfind("TracerPid", 0) == 0)
         sig += " " + l.substr(0, l.find(':')) + "=" + Trim(l.substr(l.find(':') + 1));
+    std::string stat = ReadFile(dir + "/stat");
+    if (size_t rp = stat.rfind(')'); rp != std::string::npos) {
+      std::stringstream f(stat.substr(rp + 2));
+      std::string x;
+      double ticks = 0;
+      for (int i = 3; f >> x && i <= 15; ++i)
+        if (i == 14 || i == 15) ticks += std::atof(x.c_str());
+      sig += " cpu=" + Fixed(ticks / static_cast<double>(sysconf(_SC_CLK_TCK)), 2) + "s";
+    }
     std::string stack = ReadFile(dir + "/stack");
     std::replace(stack.begin(), stack.end(), '\n', ' ');
     return state + " wchan=" + ReadFile(dir + "/wchan") + sig + " syscall=" + FirstLine(ReadFile(dir + "/syscall")) +
@@ -612,13 +627,13 @@ int StopDaemon(Daemon* d) {
       if (tail.size() > 2000) tail = tail.substr(tail.size() - 2000);
       std::fprintf(stderr, "lvm_bench: nodevold did not stop %s; its state:\n%s---- end of its log ----\n%s",
                    stage == 1 ? "on SIGTERM for 60 s" : "yet", ProcessReport(waited).c_str(), tail.c_str());
-      if (stage == 1 && d->strace_pid > 0) {
-        // strace --seccomp-bpf kills its tracees when it ends (it implies
-        // --kill-on-exit); SIGTERM lets it flush its output first.
-        kill(d->strace_pid, SIGTERM);
-      } else if (stage <= 2) {
+      if (stage == 1) {
+        // strace then ends by itself, its output complete.
         kill(d->pid, SIGKILL);
-        if (d->strace_pid > 0) kill(d->strace_pid, SIGKILL);
+      } else if (stage == 2 && d->strace_pid > 0) {
+        // It ignores SIGTERM (-o FILE PROG); as --seccomp-bpf implies
+        // --kill-on-exit, its end kills whatever it still traces.
+        kill(d->strace_pid, SIGKILL);
       } else {
         waitpid(waited, &status, 0);
         break;

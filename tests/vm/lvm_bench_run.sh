@@ -58,6 +58,7 @@ others() { pgrep -c -f '^[^ ]*qemu-system' || true; }
 host="$cpu, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) and $(others) other qemu guest(s) at start; ${check#vm-run: }"
 commit=$(git -C "$repo" log -1 --format='%h (%cs) %s' 2>/dev/null || echo unknown)
 [[ -n $(git -C "$repo" status --porcelain --untracked-files=no -- mountd proto 2>/dev/null) ]] && commit+=", with uncommitted changes in mountd/ or proto/"
+commit+="; nodevold built $(date -r "$nodevold" '+%F %T')"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/lvm-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT

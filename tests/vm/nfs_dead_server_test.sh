@@ -51,7 +51,7 @@ s=$(now_ms)
 vm_run vm_ctl info >/dev/null
 took=$(($(now_ms) - s))
 vm_log "GetInfo during the stuck Publish: $took ms"
-((took < 3000)) || vm_fail "GetInfo took $took ms while a Publish waited for the dead server"
+kill -0 "$publish_pid" 2>/dev/null || vm_fail "GetInfo answered only after the stuck Publish ended ($took ms)"
 s=$(now_ms)
 tl=$(vm_target pod-l local1)
 vm_run vm_ctl volume create local1 --pool local --size 10Mi
@@ -61,7 +61,10 @@ vm_run vm_ctl unpublish --target "$tl"
 vm_run vm_ctl volume delete local1
 took=$(($(now_ms) - s))
 vm_log "dir pool create+publish+unpublish+delete during the stuck Publish: $took ms"
-((took < 10000)) || vm_fail "the dir pool's calls took $took ms"
+for m in CreateVolume Publish Unpublish DeleteVolume; do
+  d=$(daemon_ms "$m" local1)
+  ((d < 3000)) || vm_fail "the dir pool's $m took $d ms in nodevold while the NFS server was dead"
+done
 vm_run vm_ctl -o json capacity local >/dev/null
 wait "$publish_pid"
 took=$(($(now_ms) - start))
@@ -69,14 +72,18 @@ vm_log "Publish of v2: exit $(cat /tmp/publish-v2.rc) after $took ms: $(cat /tmp
 [[ $(cat /tmp/publish-v2.rc) != 0 ]] || vm_fail "Publish of v2 succeeded with the server dead"
 grep -q "DEADLINE_EXCEEDED\|UNAVAILABLE" /tmp/publish-v2.out || vm_fail "Publish of v2 failed without DEADLINE_EXCEEDED/UNAVAILABLE"
 grep -q "127.0.0.1" /tmp/publish-v2.out || vm_fail "the error does not name the server"
-((took < (timeout + 4) * 1000)) || vm_fail "Publish of v2 took $took ms with a $timeout s timeout"
+d=$(daemon_ms Publish "volume=v2.*outcome=")
+vm_log "nodevold's own time for it: $d ms"
+((d < timeout * 1000 + 1500)) || vm_fail "Publish of v2 took $d ms in nodevold with a $timeout s timeout"
+((took < (timeout + 15) * 1000)) || vm_fail "Publish of v2 took $took ms with a $timeout s timeout"
 
 vm_step "while the server stays dead, calls on it fail at once"
 start=$(now_ms)
 expect_code UNAVAILABLE vm_ctl publish --volume v2 --target "$t2"
 took=$(($(now_ms) - start))
 vm_log "second Publish: $took ms"
-((took < 3000)) || vm_fail "the second Publish took $took ms; it should fail fast"
+d=$(daemon_ms Publish "volume=v2.*outcome=UNAVAILABLE")
+((d < 1000)) || vm_fail "the second Publish took $d ms in nodevold; it should fail fast"
 start=$(now_ms)
 cap=$(vm_ctl -o json capacity) || vm_fail "GetCapacity failed with one server dead: $cap"
 vm_log "GetCapacity: $(($(now_ms) - start)) ms; shared: $(vm_json_get "$(vm_ctl -o json capacity shared)" total_bytes) bytes (the last figures)"
@@ -85,18 +92,21 @@ start=$(now_ms)
 expect_code DEADLINE_EXCEEDED vm_ctl --timeout 60 stats --target "$t1"
 took=$(($(now_ms) - start))
 vm_log "GetVolumeStats of a publication on the dead server: $took ms"
-((took < 14000)) || vm_fail "GetVolumeStats took $took ms"
+d=$(daemon_ms GetVolumeStats "outcome=DEADLINE_EXCEEDED")
+((d < 11500)) || vm_fail "GetVolumeStats took $d ms in nodevold"
 start=$(now_ms)
 expect_code UNAVAILABLE vm_ctl stats --target "$t1"
 took=$(($(now_ms) - start))
-((took < 3000)) || vm_fail "the second GetVolumeStats took $took ms; it should fail fast"
+d=$(daemon_ms GetVolumeStats "outcome=UNAVAILABLE")
+((d < 1000)) || vm_fail "the second GetVolumeStats took $d ms in nodevold; it should fail fast"
 
 start=$(now_ms)
 out=$(vm_ctl volume create v5 --pool shared --size 10Mi $(claim v5) 2>&1) && vm_fail "CreateVolume succeeded with the server dead"
 took=$(($(now_ms) - start))
 vm_log "CreateVolume of a new volume: $took ms: $out"
 grep -q "UNAVAILABLE\|DEADLINE_EXCEEDED" <<<"$out" || vm_fail "CreateVolume failed otherwise: $out"
-((took < (timeout + 3) * 1000)) || vm_fail "CreateVolume took $took ms"
+d=$(daemon_ms CreateVolume "volume=v5")
+((d < timeout * 1000 + 1500)) || vm_fail "CreateVolume took $d ms in nodevold"
 
 vm_step "nodevold restarts while the server is dead: it starts, and its publications are kept"
 vm_nodevold_stop
@@ -104,7 +114,7 @@ start=$(now_ms)
 vm_nodevold_start "$pool" --pool=name=local,backend=dir,path=/var/tmp/local-pool
 took=$(($(now_ms) - start))
 vm_log "start with the server dead: $took ms; drift: $(vm_ctl info | grep -c "v[0-9]") lines about volumes"
-((took < 20000)) || vm_fail "nodevold took $took ms to start with the server dead"
+((took < 30000)) || vm_fail "nodevold took $took ms to start with the server dead"
 [[ -n $(nfs_mount_at "$t1") && -n $(nfs_mount_at "$t4") ]] || vm_fail "a restart lost a publication's mount"
 vm_ctl info | grep -q "127.0.0.1" && vm_log "info: $(vm_ctl info | grep "127.0.0.1" | head -2 | tr '\n' ' ')"
 
@@ -112,8 +122,9 @@ vm_step "Unpublish of the volumes on the dead server completes"
 start=$(now_ms)
 vm_run vm_ctl --timeout 60 unpublish --target "$t1"
 took=$(($(now_ms) - start))
-vm_log "Unpublish of v1: $took ms"
-((took < (3 * timeout + 5) * 1000)) || vm_fail "Unpublish took $took ms"
+vm_log "Unpublish of v1: $took ms (nodevold: $(daemon_ms Unpublish "pod-1/.*outcome=") ms)"
+(($(daemon_ms Unpublish "pod-1/.*outcome=OK") < 3 * timeout * 1000 + 1000)) || vm_fail "Unpublish took too long in nodevold"
+((took < (3 * timeout + 15) * 1000)) || vm_fail "Unpublish took $took ms"
 [[ -z $(nfs_mount_at "$t1") ]] || vm_fail "$t1 is still mounted"
 [[ -z $(nfs_mount_at "$sdir_a") ]] || vm_fail "v1's staging mount (nothing uses it) was not detached: $(grep -E "stays|forcing" "$VM_NODEVOLD_LOG")"
 vm_ctl volume get v1 | grep -q v1 || vm_fail "v1 lost its record"
@@ -124,8 +135,9 @@ grep -E "forcing|detached lazily|staging mount .* stays" "$VM_NODEVOLD_LOG" | ta
 start=$(now_ms)
 vm_run vm_ctl --timeout 60 unpublish --target "$t4"
 took=$(($(now_ms) - start))
-vm_log "Unpublish of v4: $took ms"
-((took < (3 * timeout + 5) * 1000)) || vm_fail "Unpublish took $took ms"
+vm_log "Unpublish of v4: $took ms (nodevold: $(daemon_ms Unpublish "pod-4/.*outcome=") ms)"
+(($(daemon_ms Unpublish "pod-4/.*outcome=OK") < 3 * timeout * 1000 + 1000)) || vm_fail "Unpublish took too long in nodevold"
+((took < (3 * timeout + 15) * 1000)) || vm_fail "Unpublish took $took ms"
 [[ -z $(nfs_mount_at "$t4") ]] || vm_fail "$t4 is still mounted"
 [[ -n $(nfs_mount_at "$sdir_b") ]] || vm_fail "the staging mount a process uses was detached"
 grep -q "$holder (sleep) use files below $sdir_b" "$VM_NODEVOLD_LOG" || vm_fail "the log does not name the process using $sdir_b"

@@ -62,5 +62,15 @@ expect_code() {
   vm_log "$want: $(tail -1 <<<"$out")"
 }
 
-# Elapsed milliseconds since $1 (from now_ms).
+# Milliseconds since the epoch (for wall-clock bounds, which include a
+# nodevolctl start: slow and noisy under TCG on a loaded host).
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# daemon_ms METHOD PATTERN: how long nodevold itself took (duration_ms of its
+# log line, whole ms) for the last METHOD call whose line matches PATTERN.
+daemon_ms() {
+  local d
+  d=$(grep " $1 " "${VM_NODEVOLD_LOG:?}" | grep -- "$2" | tail -1 | sed -n 's/.*duration_ms=\([0-9]*\).*/\1/p')
+  [[ -n $d ]] || vm_fail "no $1 call matching '$2' in the nodevold log"
+  echo "$d"
+}

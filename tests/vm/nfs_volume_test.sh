@@ -159,6 +159,16 @@ rmdir "$stray"
 vm_run vm_ctl unpublish --target "$t6"
 nfs_expect_unmounted "NFS mounts left"
 
+vm_step "an inline volume: made at Publish, gone with its Unpublish"
+t7=$(vm_target pod-7 scratch)
+vm_run vm_ctl publish --inline-pool shared --inline-size 10Mi --param 'pathPattern=inline/${pvName}' --target "$t7"
+[[ -d $NFS_EXPORT/inline/ephemeral-pod-7-scratch ]] || vm_fail "no inline/ephemeral-pod-7-scratch: $(tree_of)"
+echo scratch >"$t7/s"
+vm_run vm_ctl unpublish --target "$t7"
+[[ ! -e $NFS_EXPORT/inline/ephemeral-pod-7-scratch ]] || vm_fail "the inline volume's directory outlived its pod"
+expect_code INVALID_ARGUMENT vm_ctl publish --inline-pool shared --inline-size 10Mi --target "$t7"
+nfs_expect_unmounted "NFS mounts left"
+
 vm_step "capacity is the export's statfs"
 cap=$(vm_ctl -o json capacity shared)
 total=$(vm_json_get "$cap" total_bytes) free=$(vm_json_get "$cap" free_bytes)

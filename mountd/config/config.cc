@@ -57,7 +57,8 @@ Status ParseConfig(int argc, const char* const* argv, Config* c, ParseOutcome* o
        "kubelet's pods directory; every publication target must lie below it")
       ("pool", po::value(&pools)->composing(),
        "a pool, repeatable: name=NAME,backend=dir,path=DIR[,quota=auto|off|required] or "
-       "name=NAME,backend=lvm,vg=VG[,type=thick|thin,...] (docs/lvm.md)")
+       "name=NAME,backend=lvm,vg=VG[,type=thick|thin,...] (docs/lvm.md) or "
+       "name=NAME,backend=nfs,server=HOST,share=/PATH[,...] (docs/nfs.md)")
       ("metrics-address", po::value(&c->metrics_address)->default_value(c->metrics_address),
        "IP:port of the Prometheus /metrics endpoint, or off")
       ("log-level", po::value(&c->log_level)->default_value(c->log_level), "trace, debug, info, warn, error")

@@ -1,6 +1,8 @@
 #include "backend/dir/dir_backend.h"
 
 #include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -49,6 +51,23 @@ TEST_F(DirBackendTest, CreateIsIdempotentAndKeepsData) {
   std::string path;
   ASSERT_TRUE(b_->Stage(r, &path).ok());
   EXPECT_EQ(path, pool_ + "/v1");
+}
+
+TEST_F(DirBackendTest, DeleteRefusesAMountInsideAndKeepsItsData) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to mount";
+  VolumeRecord r = Rec("v1");
+  ASSERT_TRUE(b_->Create(&r).ok());
+  fs::create_directories(pool_ + "/v1/sub");
+  ASSERT_EQ(::mount("tmpfs", (pool_ + "/v1/sub").c_str(), "tmpfs", 0, "size=1m"), 0);
+  std::ofstream(pool_ + "/v1/sub/precious") << "x";
+  Status st = b_->Delete(r);
+  EXPECT_EQ(st.code(), Status::Code::kFailedPrecondition) << st.message();
+  EXPECT_NE(st.message().find("mount point"), std::string::npos) << st.message();
+  EXPECT_TRUE(fs::exists(pool_ + "/v1/sub/precious")) << "delete reached into a mount";
+  ASSERT_EQ(::umount2((pool_ + "/v1/sub").c_str(), 0), 0);
+  EXPECT_TRUE(b_->Delete(r).ok());  // the interrupted delete finishes
+  EXPECT_FALSE(fs::exists(pool_ + "/v1"));
+  EXPECT_TRUE(fs::is_empty(pool_)) << "left the .deleting- tree";
 }
 
 TEST_F(DirBackendTest, DefaultModeLetsAnyPodUidWrite) {

@@ -10,6 +10,7 @@
 
 #include "backend/dir/project_quota.h"
 #include "backend/volume_root.h"
+#include "mount/mount_table.h"
 #include "mount/target.h"
 
 namespace nodevol {
@@ -28,10 +29,25 @@ int RemoveEntry(const char* path, const struct stat*, int type, struct FTW*) {
   return (rc == 0 || errno == ENOENT) ? 0 : errno;
 }
 
-// Removes a tree without following symlinks or crossing into other mounts
-// (a mount inside would make the final rmdir fail, which is what we want).
+// FAILED_PRECONDITION when anything is mounted at or below one of `dirs`:
+// a delete must never reach into a mount. (nftw's FTW_MOUNT cannot tell:
+// on overlayfs files report their layer's device, not the directory's.)
+Status CheckNoMountsIn(const std::vector<std::string>& dirs) {
+  MountTable table;
+  NODEVOL_RETURN_IF_ERROR(table.Load());
+  for (const std::string& dir : dirs) {
+    std::vector<const MountEntry*> inside = table.Below(dir);
+    if (const MountEntry* self = table.FindTarget(dir)) inside.push_back(self);
+    if (!inside.empty())
+      return Status::FailedPrecondition("cannot delete " + dir + ": " + inside.front()->target +
+                                        " is a mount point; unmount it first");
+  }
+  return Status::Ok();
+}
+
+// Removes a tree without following symlinks.
 Status RemoveTree(const std::string& dir) {
-  int rc = ::nftw(dir.c_str(), RemoveEntry, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+  int rc = ::nftw(dir.c_str(), RemoveEntry, 32, FTW_DEPTH | FTW_PHYS);
   if (rc == -1 && errno == ENOENT) return Status::Ok();
   if (rc != 0) return Status::FromErrno("remove " + dir, rc == -1 ? errno : rc);
   return Status::Ok();
@@ -126,6 +142,7 @@ Status DirBackend::Delete(const VolumeRecord& record) {
   // next Delete finishes, never a half-emptied volume under its own name.
   std::string dir = VolumeDir(record.spec.name);
   std::string doomed = path_ + "/" + kDeletingPrefix + record.spec.name;
+  NODEVOL_RETURN_IF_ERROR(CheckNoMountsIn({dir, doomed}));
   if (::rename(dir.c_str(), doomed.c_str()) != 0 && errno != ENOENT)
     return Status::FromErrno("rename " + dir, errno);
   return RemoveTree(doomed);

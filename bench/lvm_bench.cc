@@ -1000,7 +1000,7 @@ void PrintReport(const Options& o, const Report& rep) {
 
   out << "\n## Per operation (median of " << o.rounds << " rounds, ms)\n\n";
   out << "nodevold: the gRPC call, client side. By hand: the script's commands, each timed with "
-         "`$EPOCHREALTIME`; in brackets the whole script run, bash start included.\n\n";
+         "`$EPOCHREALTIME`; \"incl. bash\": the whole script run, bash start included.\n\n";
   out << "| type | operation | nodevold | min-max | by hand | min-max | by hand incl. bash | nodevold / by hand | "
          "added |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const std::string& type : o.types) {

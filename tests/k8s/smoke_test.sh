@@ -77,9 +77,11 @@ spec:
   volumeName: pv-v1
   resources: {requests: {storage: 10Mi}}
 YAML
+# Bound before the pod: a pod scheduled against an unbound claim waits out
+# the scheduler's backoff (about 30 s).
+k wait --for=jsonpath='{.status.phase}'=Bound pvc/c1 --timeout=60s >/dev/null || fail "PVC not Bound"
 pod writer-1 'echo hello-from-pod > /data/f && sleep 3600' | k apply -f - >/dev/null
 k wait --for=condition=Ready pod/writer-1 --timeout=120s >/dev/null || fail "writer-1 not Ready"
-k wait --for=jsonpath='{.status.phase}'=Bound pvc/c1 --timeout=30s >/dev/null || fail "PVC not Bound"
 uid=$(k get pod writer-1 -o jsonpath='{.metadata.uid}')
 target=$K8S_PODS_ROOT/$uid/volumes/nodevol.io~volume/pv-v1
 findmnt "$target" >/dev/null || fail "no mount at kubelet's target $target"

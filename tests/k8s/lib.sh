@@ -1,0 +1,66 @@
+# Helpers for tests run under tests/k8s/cluster-up (sourced).
+# Needs KUBECTL, K8S_WORK, K8S_NODE, K8S_PODS_ROOT, NODEVOL_K8S_FLEX_SOCKET
+# (from cluster-up) and NODEVOLD, NODEVOLCTL (from ctest).
+set -euo pipefail
+: "${KUBECTL:?run under tests/k8s/cluster-up}" "${NODEVOLD:?}" "${NODEVOLCTL:?}"
+source "$(dirname "${BASH_SOURCE[0]}")/versions.env"
+k() { "$KUBECTL" "$@"; }
+step() { printf '[%s %(%T)T] %s\n' "${K8S_TEST:-test}" -1 "$*" >&2; }
+fail() {
+  echo "FAIL: $*" >&2
+  k get pods,pv,pvc -o wide >&2 || true
+  k get events --sort-by=.lastTimestamp >&2 || true
+  echo "---- nodevold log (tail)" >&2; tail -20 "$K8S_WORK/logs/nodevold.log" >&2 || true
+  exit 1
+}
+ctl() { "$NODEVOLCTL" --socket "$NODEVOL_K8S_FLEX_SOCKET" "$@"; }
+
+# nodevold_start: a sandboxed nodevold with dir pool "default" where
+# kubelet's nodevol-flex looks; stopped (after all pods are deleted) on exit.
+nodevold_start() {
+  local nv=$K8S_WORK/nodevold
+  mkdir -p "$nv/state" "$nv/pool"
+  : >"$nv/nodevold.conf"
+  "$NODEVOLD" --config="$nv/nodevold.conf" --socket="$NODEVOL_K8S_FLEX_SOCKET" --state-dir="$nv/state" \
+    --pods-root="$K8S_PODS_ROOT" --node-name="$K8S_NODE" --pool="name=default,backend=dir,path=$nv/pool" \
+    --metrics-address=off --log-target=stderr --log-level=debug >"$K8S_WORK/logs/nodevold.log" 2>&1 &
+  NODEVOLD_PID=$!
+  trap 'k delete pods --all --grace-period=1 --timeout=60s >/dev/null 2>&1; kill $NODEVOLD_PID 2>/dev/null; wait $NODEVOLD_PID 2>/dev/null' EXIT
+  for _ in $(seq 100); do ctl volume list >/dev/null 2>&1 && return 0; sleep 0.1; done
+  fail "nodevold did not start"
+}
+
+# static_pv_pvc VOLUME: nodevol volume VOLUME (10Mi), PV pv-VOLUME, PVC c-VOLUME, Bound.
+static_pv_pvc() {
+  ctl volume create "$1" --pool default --size 10Mi >/dev/null || fail "volume create $1"
+  k apply -f - >/dev/null <<YAML || fail "apply PV/PVC $1"
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv-$1}
+spec:
+  capacity: {storage: 10Mi}
+  accessModes: [ReadWriteOnce]
+  persistentVolumeReclaimPolicy: Retain
+  storageClassName: ""
+  flexVolume: {driver: nodevol.io/volume, options: {volume: $1}}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: c-$1}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: ""
+  volumeName: pv-$1
+  resources: {requests: {storage: 10Mi}}
+YAML
+  k wait --for=jsonpath='{.status.phase}'=Bound "pvc/c-$1" --timeout=60s >/dev/null || fail "PVC c-$1 not Bound"
+}
+
+# wait_log POD TEXT: until the pod's log has a line TEXT (60 s)
+wait_log() {
+  for _ in $(seq 120); do
+    k logs "$1" 2>/dev/null | grep -qx -- "$2" && return 0
+    sleep 0.5
+  done
+  fail "pod $1 never logged '$2' (log: $(k logs "$1" 2>&1 | tail -3))"
+}

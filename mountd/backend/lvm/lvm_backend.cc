@@ -220,6 +220,7 @@ Status LvmBackend::Create(VolumeRecord* record) {
   const std::string fs = record->spec.fs_type.empty() ? options_.fs : record->spec.fs_type;
   const std::string lv_name = LvNameFor(name);
   LvmReport report;
+  LvmLv made;
   const LvmLv* lv = nullptr;
   {
     std::lock_guard<std::mutex> l(allocate_mu_);
@@ -235,9 +236,16 @@ Status LvmBackend::Create(VolumeRecord* record) {
       Status st = options_.thin ? lvm_->CreateThin(options_.vg, options_.thinpool, lv_name, name, bytes, extra)
                                 : lvm_->CreateThick(options_.vg, lv_name, name, bytes, extra);
       NODEVOL_RETURN_IF_ERROR(MapNoSpace(st));
-      NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report));
-      NODEVOL_RETURN_IF_ERROR(FindLv(name, &report, &lv));
-      if (!lv) return Status::Internal("lvcreate succeeded but " + options_.vg + "/" + lv_name + " is not there");
+      // What lvcreate just made is known; a second report for it would be
+      // the dearest step of a create (an lvm process). DeviceOf still checks
+      // that the device node is a block device.
+      made.name = lv_name;
+      made.vg = options_.vg;
+      made.path = "/dev/" + options_.vg + "/" + lv_name;
+      made.size = bytes;
+      made.attr = options_.thin ? "Vwi-a-tz--" : "-wi-a-----";
+      made.tags = {kManagedTag, kVolumeTagPrefix + name, kPoolTagPrefix + pool_};
+      lv = &made;
     }
   }
   std::string device, dir = StagingDir(name);

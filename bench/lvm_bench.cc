@@ -39,6 +39,8 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "spawn_daemon.h"
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -452,31 +454,10 @@ bool StartDaemon(const Options& o, Daemon* d, std::string* err) {
                                   "-e", "trace=execve,clone,clone3,fork,vfork", "-o", d->trace, "--"};
     argv.insert(argv.begin(), s.begin(), s.end());
   }
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 2, d->log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setpgroup(&attr, 0);
-  sigset_t none, def;
-  sigemptyset(&none);
-  sigemptyset(&def);
-  sigaddset(&def, SIGINT);
-  sigaddset(&def, SIGTERM);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &def);
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
   pid_t pid = -1;
-  int rc = posix_spawn(&pid, args[0], &fa, &attr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
+  int rc = SpawnDaemon(argv, d->log, &pid);
   if (rc != 0) {
-    *err = std::string("cannot start ") + args[0] + ": " + std::strerror(rc);
+    *err = "cannot start " + argv[0] + ": " + std::strerror(rc);
     return false;
   }
   if (d->trace.empty()) d->pid = pid;

@@ -1,11 +1,11 @@
 #include "backend/lvm/filesystem.h"
 
-#include <blkid/blkid.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <map>
 
+#include "backend/lvm/blkid.h"
 #include "process/run.h"
 
 namespace nodevol {
@@ -72,16 +72,10 @@ Status GrowFs(const std::string& fs, const std::string& device, const std::strin
 
 Status ProbeFsType(const std::string& device, std::string* fs) {
   fs->clear();
-  blkid_probe pr = blkid_new_probe_from_filename(device.c_str());
-  if (!pr) return Status::FromErrno("open " + device + " for probing", errno);
-  blkid_probe_enable_superblocks(pr, 1);
-  blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE);
-  int rc = blkid_do_safeprobe(pr);
-  const char* type = nullptr;
-  if (rc == 0 && blkid_probe_lookup_value(pr, "TYPE", &type, nullptr) == 0 && type) *fs = type;
-  blkid_free_probe(pr);
-  if (rc == -2) return Status::FailedPrecondition(device + " carries more than one signature");
-  if (rc < 0) return Status::Internal("probing " + device + " failed");
+  BlkidFindings b;
+  NODEVOL_RETURN_IF_ERROR(ProbeBlkid(device, &b));
+  if (b.conflicting) return Status::FailedPrecondition(device + " carries more than one signature");
+  *fs = b.type;
   return Status::Ok();
 }
 

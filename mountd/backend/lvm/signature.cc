@@ -1,7 +1,7 @@
 // ProbeSignature (disks.h): whether a block device is blank, asked of
-// libblkid (superblocks and partition tables, read-only) and of sysfs (the
-// kernel's partitions of the disk, and holders such as device-mapper).
-#include <blkid/blkid.h>
+// libblkid (superblocks and partition tables, read-only: blkid.h) and of
+// sysfs (the kernel's partitions of the disk, and holders such as
+// device-mapper).
 #include <dirent.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "backend/lvm/blkid.h"
 #include "backend/lvm/disks.h"
 
 namespace nodevol {
@@ -53,28 +54,12 @@ Status ProbeSignature(const std::string& devnode, std::string* what) {
   what->clear();
   std::vector<std::string> found;
 
-  // libblkid opens the device O_RDONLY and never writes.
-  blkid_probe pr = blkid_new_probe_from_filename(devnode.c_str());
-  if (!pr) return Status::FromErrno("cannot open " + devnode + " to look for signatures", errno);
-  blkid_probe_enable_superblocks(pr, 1);
-  blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE | BLKID_SUBLKS_USAGE);
-  blkid_probe_enable_partitions(pr, 1);
-  int rc = blkid_do_safeprobe(pr);
-  if (rc == 0) {
-    const char* type = nullptr;
-    const char* usage = nullptr;
-    if (blkid_probe_lookup_value(pr, "TYPE", &type, nullptr) == 0 && type) {
-      if (blkid_probe_lookup_value(pr, "USAGE", &usage, nullptr) != 0) usage = nullptr;
-      found.push_back(SuperblockText(type, usage ? usage : ""));
-    }
-    if (blkid_probe_lookup_value(pr, "PTTYPE", &type, nullptr) == 0 && type)
-      found.push_back(std::string(type) + " partition table");
-    if (found.empty()) found.push_back("an unnamed signature");
-  } else if (rc == -2) {
-    found.push_back("several conflicting signatures");
-  }
-  blkid_free_probe(pr);
-  if (rc == -1) return Status::Internal("libblkid could not probe " + devnode + " for signatures");
+  BlkidFindings b;
+  NODEVOL_RETURN_IF_ERROR(ProbeBlkid(devnode, &b));
+  if (!b.type.empty()) found.push_back(SuperblockText(b.type, b.usage));
+  if (!b.pttype.empty()) found.push_back(b.pttype + " partition table");
+  if (b.conflicting) found.push_back("several conflicting signatures");
+  else if (b.found && found.empty()) found.push_back("an unnamed signature");
 
   // What the kernel knows: partitions (even with the table since wiped)
   // and holders (device-mapper, md) using the device.

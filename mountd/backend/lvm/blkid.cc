@@ -1,0 +1,34 @@
+#include "backend/lvm/blkid.h"
+
+#include <blkid/blkid.h>
+
+#include <cerrno>
+
+namespace nodevol {
+
+Status ProbeBlkid(const std::string& device, BlkidFindings* out) {
+  *out = BlkidFindings{};
+  blkid_probe pr = blkid_new_probe_from_filename(device.c_str());
+  if (!pr) return Status::FromErrno("cannot open " + device + " to look for signatures", errno);
+  blkid_probe_enable_superblocks(pr, 1);
+  blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE | BLKID_SUBLKS_USAGE);
+  blkid_probe_enable_partitions(pr, 1);
+  int rc = blkid_do_safeprobe(pr);
+  auto value = [&](const char* name) {
+    const char* v = nullptr;
+    return blkid_probe_lookup_value(pr, name, &v, nullptr) == 0 && v ? std::string(v) : std::string();
+  };
+  if (rc == 0) {
+    out->found = true;
+    out->type = value("TYPE");
+    if (!out->type.empty()) out->usage = value("USAGE");
+    out->pttype = value("PTTYPE");
+  } else if (rc == -2) {
+    out->found = out->conflicting = true;
+  }
+  blkid_free_probe(pr);
+  if (rc == -1) return Status::Internal("libblkid could not probe " + device + " for signatures");
+  return Status::Ok();
+}
+
+}  // namespace nodevol

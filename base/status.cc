@@ -19,6 +19,14 @@ std::string_view Status::code_name() const {
     case Code::kFailedPrecondition: return "FAILED_PRECONDITION";
     case Code::kInternal: return "INTERNAL";
     case Code::kUnavailable: return "UNAVAILABLE";
+    case Code::kCancelled: return "CANCELLED";
+    case Code::kUnknown: return "UNKNOWN";
+    case Code::kPermissionDenied: return "PERMISSION_DENIED";
+    case Code::kAborted: return "ABORTED";
+    case Code::kOutOfRange: return "OUT_OF_RANGE";
+    case Code::kUnimplemented: return "UNIMPLEMENTED";
+    case Code::kDataLoss: return "DATA_LOSS";
+    case Code::kUnauthenticated: return "UNAUTHENTICATED";
   }
   return "UNKNOWN";
 }

@@ -1,9 +1,10 @@
 // Status: the outcome of every domain operation in nodevold.
 //
 // A Status is either OK or carries a code and a message meant for a person
-// ("pool \"fast\" has 1.2 GiB free, 5 GiB asked"). The codes are a subset of
-// gRPC's and keep their numeric values so the transport maps them 1:1, but
-// nothing in the domain depends on gRPC.
+// ("pool \"fast\" has 1.2 GiB free, 5 GiB asked"). The codes are gRPC's with
+// the same numeric values so the transport maps them 1:1 both ways (the
+// domain uses the first group; clients of the Node API may meet any), but
+// nothing here depends on gRPC.
 #pragma once
 
 #include <string>
@@ -24,6 +25,16 @@ class Status {
     kFailedPrecondition = 9,
     kInternal = 13,
     kUnavailable = 14,
+    // Made by the transport (nodevold's TCP listener) or met by clients of the
+    // Node API (the provisioner); the domain does not make them.
+    kCancelled = 1,
+    kUnknown = 2,
+    kPermissionDenied = 7,
+    kAborted = 10,
+    kOutOfRange = 11,
+    kUnimplemented = 12,
+    kDataLoss = 15,
+    kUnauthenticated = 16,
   };
 
   Status() = default;
@@ -38,6 +49,11 @@ class Status {
   static Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
   static Status Unavailable(std::string m) { return {Code::kUnavailable, std::move(m)}; }
   static Status DeadlineExceeded(std::string m) { return {Code::kDeadlineExceeded, std::move(m)}; }
+  static Status PermissionDenied(std::string m) { return {Code::kPermissionDenied, std::move(m)}; }
+  static Status Unimplemented(std::string m) { return {Code::kUnimplemented, std::move(m)}; }
+  static Status Cancelled(std::string m) { return {Code::kCancelled, std::move(m)}; }
+  static Status Aborted(std::string m) { return {Code::kAborted, std::move(m)}; }
+  static Status Unknown(std::string m) { return {Code::kUnknown, std::move(m)}; }
   // An INTERNAL status for a failed system call: "<what>: <strerror(err)>".
   static Status FromErrno(std::string_view what, int err);
 

@@ -64,3 +64,33 @@ wait_log() {
   done
   fail "pod $1 never logged '$2' (log: $(k logs "$1" 2>&1 | tail -3))"
 }
+
+# claim_pod NAME CLAIM COMMAND: YAML of a busybox pod running COMMAND with
+# claim CLAIM at /data (pipe it to `k apply -f -`).
+claim_pod() {
+  cat <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: $1}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: $BUSYBOX_IMAGE
+    imagePullPolicy: Never
+    command: ["/bin/sh", "-c", "$3"]
+    volumeMounts: [{name: data, mountPath: /data}]
+  volumes:
+  - name: data
+    persistentVolumeClaim: {claimName: $2}
+YAML
+}
+
+# pod_target POD VOLUME_PV: kubelet's mount point of the pod's flexVolume PV.
+pod_target() {
+  echo "$K8S_PODS_ROOT/$(k get pod "$1" -o jsonpath='{.metadata.uid}')/volumes/nodevol.io~volume/$2"
+}
+
+# mount_id PATH: the mount ID (mountinfo field 1) of the mount at PATH, or "".
+mount_id() { awk -v t="$1" '$5 == t { print $1 }' /proc/self/mountinfo | tail -1; }

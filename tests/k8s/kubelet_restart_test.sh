@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Under the real kubelet (run by cluster-up): kubelet restarted while pods
+# run. Its volume manager rebuilds its state from the pods directory and
+# must not unmount a running pod's volume; afterwards new pods still mount.
+K8S_TEST=kubelet-restart
+source "$(dirname "$0")/lib.sh"
+nodevold_start
+static_pv_pvc r1
+static_pv_pvc r2
+
+step "pod a running with r1"
+claim_pod a c-r1 'echo from-a > /data/f && sleep 3600' | k apply -f - >/dev/null
+k wait --for=condition=Ready pod/a --timeout=120s >/dev/null || fail "a not Ready"
+target_a=$(pod_target a pv-r1)
+id_before=$(mount_id "$target_a")
+[[ -n $id_before ]] || fail "$target_a not mounted"
+unpub_before=$(grep -c "Unpublish" "$K8S_WORK/logs/nodevold.log" || true)
+
+step "kubelet restarted"
+old_pid=$(cat "$K8S_WORK/kubelet.pid")
+"$K8S_WORK/bin/restart-kubelet"
+new_pid=$(cat "$K8S_WORK/kubelet.pid")
+[[ $new_pid != "$old_pid" ]] && ! kill -0 "$old_pid" 2>/dev/null && kill -0 "$new_pid" \
+  || fail "kubelet not restarted (pid $old_pid -> $new_pid)"
+# Back when its healthz answers and it has posted node status again.
+for _ in $(seq 120); do
+  ip netns exec "$K8S_NETNS" curl -sf http://127.0.0.1:10248/healthz >/dev/null 2>&1 && break
+  sleep 0.5
+done
+ip netns exec "$K8S_NETNS" curl -sf http://127.0.0.1:10248/healthz >/dev/null 2>&1 || fail "kubelet did not come back"
+step "kubelet healthy again"
+
+step "pod b with r2 mounts after the restart"
+claim_pod b c-r2 'echo from-b > /data/f && sleep 3600' | k apply -f - >/dev/null
+k wait --for=condition=Ready pod/b --timeout=120s >/dev/null || fail "b not Ready after the kubelet restart"
+[[ -n $(mount_id "$(pod_target b pv-r2)") ]] || fail "b's target not mounted"
+[[ $(k exec b -- cat /data/f) == from-b ]] || fail "b cannot read its file"
+
+# Give kubelet's volume reconciler (every 100 ms) and pod sync (10 s here)
+# time to act on a running pod before looking at it.
+sleep 12
+step "pod a's volume untouched"
+[[ $(mount_id "$target_a") == "$id_before" ]] || fail "a's mount changed or vanished across the kubelet restart ($id_before -> $(mount_id "$target_a"))"
+[[ $(k get pod a -o jsonpath='{.status.phase}') == Running ]] || fail "a no longer Running"
+[[ $(k exec a -- cat /data/f) == from-a ]] || fail "a cannot read its file"
+unpub_after=$(grep -c "Unpublish" "$K8S_WORK/logs/nodevold.log" || true)
+[[ $unpub_after == "$unpub_before" ]] || fail "kubelet unpublished something across its restart: $(grep Unpublish "$K8S_WORK/logs/nodevold.log" | tail -3)"
+step "PASS"

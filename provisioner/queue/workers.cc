@@ -1,0 +1,55 @@
+#include "queue/workers.h"
+
+#include <spdlog/spdlog.h>
+
+#include <exception>
+#include <utility>
+
+namespace nodevol {
+
+Workers::Workers(std::string name, WorkQueue* queue, int count, int max_failures, Process process)
+    : name_(std::move(name)), queue_(queue) {
+  for (int i = 0; i < count; ++i) {
+    threads_.emplace_back([this, max_failures, process] {
+      while (ProcessNext(name_, queue_, max_failures, process)) {
+      }
+    });
+  }
+}
+
+Workers::~Workers() {
+  queue_->ShutDown();
+  for (std::thread& t : threads_) t.join();
+}
+
+bool Workers::ProcessNext(const std::string& name, WorkQueue* queue, int max_failures, const Process& process) {
+  std::string key;
+  if (!queue->Get(&key)) return false;
+  Outcome outcome;
+  try {
+    outcome = process(key);
+  } catch (const std::exception& e) {
+    spdlog::error("{} {}: {}", name, key, e.what());
+    outcome = Outcome::kRetry;
+  }
+  switch (outcome) {
+    case Outcome::kDone:
+      queue->Forget(key);
+      break;
+    case Outcome::kRetry: {
+      int failures = queue->NumRequeues(key);
+      if (max_failures <= 0 || failures < max_failures) {
+        queue->AddRateLimited(key);
+      } else {
+        spdlog::warn("{} {}: giving up after {} failures until it changes", name, key, failures + 1);
+      }
+      break;
+    }
+    case Outcome::kGiveUp:
+      break;
+  }
+  queue->Done(key);
+  return true;
+}
+
+}  // namespace nodevol

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 
+#include "backend/claim_params.h"
 #include "base/parse.h"
 #include "base/unique_fd.h"
 
@@ -23,8 +24,9 @@ Status ParseVolumeRoot(const std::string& kind, const Params& params, VolumeRoot
     } else if (k == "gid") {
       NODEVOL_RETURN_IF_ERROR(ParseUint("parameter gid", v, 0xfffffffe, &n));
       out->gid = static_cast<gid_t>(n);
-    } else {
-      return Status::InvalidArgument("unknown parameter \"" + k + "\" for " + kind + "; known: mode, uid, gid");
+    } else if (!IsClaimParam(k)) {
+      return Status::InvalidArgument("unknown parameter \"" + k + "\" for " + kind + "; known: mode, uid, gid, " +
+                                     ClaimParamList());
     }
   }
   return Status::Ok();

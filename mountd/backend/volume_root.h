@@ -21,8 +21,9 @@ struct VolumeRoot {
   gid_t gid = 0;
 };
 
-// INVALID_ARGUMENT for a bad value or any other parameter, naming `kind`
-// ("a dir volume") and the known parameters.
+// INVALID_ARGUMENT for a bad value or any other parameter (claim
+// parameters, backend/claim_params.h, are accepted and ignored), naming
+// `kind` ("a dir volume") and the known parameters.
 Status ParseVolumeRoot(const std::string& kind, const Params& params, VolumeRoot* out);
 
 // chown + chmod of `dir` (never following a symlink).

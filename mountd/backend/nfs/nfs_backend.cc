@@ -12,6 +12,7 @@
 #include <cstring>
 #include <map>
 
+#include "backend/claim_params.h"
 #include "backend/nfs/export_dirs.h"
 #include "backend/nfs/mountinfo.h"
 #include "backend/nfs/nfs_client.h"
@@ -52,11 +53,6 @@ std::string Parent(const std::string& path) { return path.substr(0, path.rfind('
 bool IsStale(const Status& st) { return st.message().find("stale file handle") != std::string::npos; }
 
 std::string Secs(std::chrono::milliseconds d) { return std::to_string(d.count() / 1000) + " s"; }
-
-bool IsIdentityParam(const std::string& k) {
-  return k == "nodevol.io/pvc-namespace" || k == "nodevol.io/pvc-name" || k == "nodevol.io/pv-name" ||
-         k.rfind("nodevol.io/pvc-annotation.", 0) == 0 || k.rfind("nodevol.io/pvc-label.", 0) == 0;
-}
 
 }  // namespace
 
@@ -153,12 +149,10 @@ Status NfsBackend::Resolve(const VolumeSpec& spec, Volume* out) const {
     } else if (k == "mode" || k == "uid" || k == "gid") {
       root_params[k] = val;
       subdir_only.push_back(k);
-    } else if (!IsIdentityParam(k)) {
+    } else if (!IsClaimParam(k)) {
       return Status::InvalidArgument("unknown parameter \"" + k +
                                      "\" for an nfs volume; known: pathPattern, subDir, onDelete, archiveOnDelete, "
-                                     "mode, uid, gid, mountOptions, share, server, nodevol.io/pvc-namespace, "
-                                     "nodevol.io/pvc-name, nodevol.io/pv-name, nodevol.io/pvc-annotation.KEY, "
-                                     "nodevol.io/pvc-label.KEY");
+                                     "mode, uid, gid, mountOptions, share, server, " + std::string(ClaimParamList()));
     }
   }
   if (has_server && !has_share)

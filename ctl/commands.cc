@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <fstream>
 #include <iostream>
 #include <memory>
 
@@ -17,8 +18,23 @@ namespace {
 namespace v1 = ::nodevol::v1;
 using StringMap = google::protobuf::Map<std::string, std::string>;
 
+std::string ReadPem(const char* option, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError(std::string("--") + option + " " + path + ": cannot read the file");
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
 std::shared_ptr<grpc::Channel> Connect(const Globals& g) {
-  return grpc::CreateChannel("unix:" + g.socket, grpc::InsecureChannelCredentials());
+  if (g.address.empty()) return grpc::CreateChannel("unix:" + g.socket, grpc::InsecureChannelCredentials());
+  // One call per process: plain SSL credentials read once are enough here
+  // (the provisioner's long-lived channels watch the files instead).
+  grpc::SslCredentialsOptions tls;
+  tls.pem_root_certs = ReadPem("tls-ca", g.tls_ca);
+  tls.pem_cert_chain = ReadPem("tls-cert", g.tls_cert);
+  tls.pem_private_key = ReadPem("tls-key", g.tls_key);
+  grpc::ChannelArguments args;
+  if (!g.tls_server_name.empty()) args.SetSslTargetNameOverride(g.tls_server_name);
+  return grpc::CreateCustomChannel(g.address, grpc::SslCredentials(tls), args);
 }
 
 // One unary call with the --timeout deadline; `rpc(stub, context)` makes it.

@@ -18,6 +18,12 @@ inline constexpr const char* kDefaultSocket = "/run/nodevol/nodevold.sock";
 // Options every command takes (before or after the command name).
 struct Globals {
   std::string socket = kDefaultSocket;
+  // A remote nodevold over mutual TLS instead of the socket (docs/tls.md):
+  // host:port of its --tls-listen, the CA its certificate chains to, our
+  // client certificate and key, and the name its certificate must carry
+  // (default: the host part of address).
+  std::string address;
+  std::string tls_ca, tls_cert, tls_key, tls_server_name;
   bool json = false;
   std::chrono::seconds timeout{30};
 };

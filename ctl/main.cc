@@ -22,6 +22,14 @@ po::options_description GlobalOptions() {
   po::options_description o("Global options (before or after COMMAND)");
   o.add_options()("socket", po::value<std::string>()->value_name("PATH"),
                   "nodevold's unix socket (default: $NODEVOL_SOCKET, else /run/nodevol/nodevold.sock)")(
+      "address", po::value<std::string>()->value_name("HOST:PORT"),
+      "a remote nodevold's --tls-listen address instead of the socket (mutual TLS; needs --tls-ca, --tls-cert, "
+      "--tls-key; Publish, Unpublish and stats are refused there)")(
+      "tls-ca", po::value<std::string>()->value_name("FILE"), "CA bundle that nodevold's certificate chains to")(
+      "tls-cert", po::value<std::string>()->value_name("FILE"), "client certificate (must chain to nodevold's --tls-ca)")(
+      "tls-key", po::value<std::string>()->value_name("FILE"), "private key of --tls-cert")(
+      "tls-server-name", po::value<std::string>()->value_name("NAME"),
+      "name nodevold's certificate must carry (default: the host of --address), e.g. the node name")(
       "output,o", po::value<std::string>()->value_name("table|json"), "output format (default: table)")(
       "timeout", po::value<std::string>()->value_name("SECONDS"), "deadline of each call (default: 30)");
   return o;
@@ -38,6 +46,22 @@ Globals ResolveGlobals(const po::variables_map& top, const po::variables_map& co
   if (const auto* socket = get("socket")) {
     if (socket->empty()) throw UsageError("--socket needs a path");
     g.socket = *socket;
+  }
+  if (const auto* address = get("address")) {
+    if (address->empty() || address->find(':') == std::string::npos)
+      throw UsageError("--address needs HOST:PORT, not '" + *address + "'");
+    if (get("socket") != nullptr) throw UsageError("--address and --socket exclude each other");
+    g.address = *address;
+    std::string missing;
+    for (auto [key, field] : {std::pair{"tls-ca", &g.tls_ca}, {"tls-cert", &g.tls_cert}, {"tls-key", &g.tls_key}}) {
+      if (const auto* v = get(key); v != nullptr && !v->empty()) *field = *v;
+      else missing += (missing.empty() ? "--" : ", --") + std::string(key);
+    }
+    if (!missing.empty()) throw UsageError("--address needs mutual TLS: missing " + missing);
+    if (const auto* name = get("tls-server-name")) g.tls_server_name = *name;
+  } else {
+    for (const char* key : {"tls-ca", "tls-cert", "tls-key", "tls-server-name"})
+      if (get(key) != nullptr) throw UsageError(std::string("--") + key + " only applies with --address");
   }
   if (const auto* output = get("output")) {
     if (*output != "table" && *output != "json") throw UsageError("invalid output format '" + *output + "': use -o table or -o json");
@@ -61,8 +85,9 @@ std::string Usage(const Command& c) {
 }
 
 void PrintTopHelp(const std::string& group = "") {
-  std::cout << "Usage: nodevolctl [--socket PATH] [-o table|json] [--timeout SECONDS] COMMAND ...\n\n"
-               "Operates nodevold, the nodevol node daemon, over its unix socket.\n\n"
+  std::cout << "Usage: nodevolctl [--socket PATH | --address HOST:PORT --tls-...] [-o table|json] [--timeout SECONDS] "
+               "COMMAND ...\n\n"
+               "Operates nodevold, the nodevol node daemon, over its unix socket (or a remote one over mutual TLS).\n\n"
                "Commands:\n";
   for (const auto& c : AllCommands()) {
     if (!group.empty() && c.name.rfind(group + " ", 0) != 0) continue;
@@ -122,6 +147,19 @@ int ReportRpcError(const grpc::Status& status, const Globals& g) {
   bool connect_failed = !socket_exists || message.find("connect") != std::string::npos ||
                         message.find("Connection refused") != std::string::npos;
   std::string hint;
+  if (!g.address.empty()) {
+    if (status.error_code() == grpc::StatusCode::UNAVAILABLE)
+      hint = "is nodevold listening on " + g.address + " (its --tls-listen)? A refused TLS handshake looks the same: " +
+             "nodevold's certificate must chain to --tls-ca and name " +
+             (g.tls_server_name.empty() ? "the host of --address" : "'" + g.tls_server_name + "'") +
+             " (see --tls-server-name), and --tls-cert must chain to nodevold's --tls-ca";
+    else if (status.error_code() == grpc::StatusCode::PERMISSION_DENIED)
+      hint = "this call is only served on nodevold's local unix socket; run nodevolctl on the node";
+    if (!hint.empty()) {
+      std::cerr << "hint: " << hint << '\n';
+      return kExitRpc;
+    }
+  }
   if (status.error_code() == grpc::StatusCode::PERMISSION_DENIED ||
       message.find("Permission denied") != std::string::npos) {
     hint = "run as root: the socket " + g.socket + " is only open to root";

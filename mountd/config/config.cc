@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "base/names.h"
+#include "base/parse.h"
 
 namespace po = boost::program_options;
 
@@ -17,6 +18,44 @@ namespace {
 Status CheckAbsolute(const char* option, const std::string& path) {
   if (path.empty() || path[0] != '/')
     return Status::InvalidArgument("--" + std::string(option) + " must be an absolute path, not \"" + path + "\"");
+  return Status::Ok();
+}
+
+// host:port with a non-empty host ([v6] allowed) and a port of 0-65535.
+Status CheckListenAddress(const char* option, const std::string& address) {
+  size_t colon = address.rfind(':');
+  auto bad = [&] {
+    return Status::InvalidArgument("--" + std::string(option) + " must be host:port (e.g. 0.0.0.0:9809 or [::]:9809), not \"" +
+                                   address + "\"");
+  };
+  if (colon == std::string::npos || colon == 0) return bad();
+  std::string host = address.substr(0, colon);
+  if (host.find(':') != std::string::npos && (host.front() != '[' || host.back() != ']')) return bad();
+  uint64_t port = 0;
+  if (!ParseUint("port", address.substr(colon + 1), 65535, &port).ok()) return bad();
+  return Status::Ok();
+}
+
+// All four TLS options or none; paths absolute. Whether the files hold
+// usable PEM is checked at start (server/tls_credentials.h).
+Status CheckTls(const Config& c) {
+  const std::pair<const char*, const std::string*> opts[] = {
+      {"tls-listen", &c.tls_listen}, {"tls-ca", &c.tls_ca}, {"tls-cert", &c.tls_cert}, {"tls-key", &c.tls_key}};
+  std::string missing;
+  int given = 0;
+  for (const auto& [name, value] : opts) {
+    if (value->empty()) missing += (missing.empty() ? "--" : ", --") + std::string(name);
+    else ++given;
+  }
+  if (given == 0) return Status::Ok();
+  if (given < 4)
+    return Status::InvalidArgument("the TCP listener needs all of --tls-listen, --tls-ca, --tls-cert and --tls-key; missing " +
+                                   missing + " (or remove the others to serve the unix socket only)");
+  NODEVOL_RETURN_IF_ERROR(CheckListenAddress("tls-listen", c.tls_listen));
+  NODEVOL_RETURN_IF_ERROR(CheckAbsolute("tls-ca", c.tls_ca));
+  NODEVOL_RETURN_IF_ERROR(CheckAbsolute("tls-cert", c.tls_cert));
+  NODEVOL_RETURN_IF_ERROR(CheckAbsolute("tls-key", c.tls_key));
+  if (c.tls_refresh_seconds == 0) return Status::InvalidArgument("--tls-refresh-seconds must be at least 1");
   return Status::Ok();
 }
 
@@ -69,7 +108,16 @@ Status ParseConfig(int argc, const char* const* argv, Config* c, ParseOutcome* o
       ("capacity-poll-ms", po::value(&c->capacity_poll_ms)->default_value(c->capacity_poll_ms),
        "how often pool capacity is sampled for WatchCapacity")
       ("shutdown-grace-seconds", po::value(&c->shutdown_grace_seconds)->default_value(c->shutdown_grace_seconds),
-       "how long SIGTERM waits for in-flight operations");
+       "how long SIGTERM waits for in-flight operations")
+      ("tls-listen", po::value(&c->tls_listen),
+       "host:port of the Node API over TCP with mutual TLS, for nodevol-provisioner (default: off); "
+       "serves only the provisioner's methods, never Publish/Unpublish/GetVolumeStats; needs "
+       "--tls-ca, --tls-cert and --tls-key (docs/tls.md)")
+      ("tls-ca", po::value(&c->tls_ca), "CA bundle (PEM) that client certificates must chain to")
+      ("tls-cert", po::value(&c->tls_cert), "this node's certificate chain (PEM) for --tls-listen")
+      ("tls-key", po::value(&c->tls_key), "private key (PEM) of --tls-cert")
+      ("tls-refresh-seconds", po::value(&c->tls_refresh_seconds)->default_value(c->tls_refresh_seconds),
+       "how often the TLS files are re-read, so rotated certificates apply without a restart");
 
   po::variables_map vm;
   try {
@@ -108,6 +156,7 @@ Status ParseConfig(int argc, const char* const* argv, Config* c, ParseOutcome* o
     return Status::InvalidArgument("--log-target must be auto, journal or stderr, not \"" + c->log_target + "\"");
   if (c->heartbeat_seconds == 0) return Status::InvalidArgument("--heartbeat-seconds must be at least 1");
   if (c->capacity_poll_ms < 100) return Status::InvalidArgument("--capacity-poll-ms must be at least 100");
+  NODEVOL_RETURN_IF_ERROR(CheckTls(*c));
   if (c->node_name.empty()) {
     char host[256] = {};
     ::gethostname(host, sizeof host - 1);

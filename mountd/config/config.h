@@ -31,6 +31,13 @@ struct Config {
   unsigned heartbeat_seconds = 10;
   unsigned capacity_poll_ms = 2000;
   unsigned shutdown_grace_seconds = 30;
+  // TCP listener with mutual TLS for nodevol-provisioner (docs/tls.md):
+  // all of tls_listen, tls_ca, tls_cert, tls_key, or none (off).
+  std::string tls_listen;  // host:port
+  std::string tls_ca;      // CA bundle client certificates must chain to
+  std::string tls_cert;    // this node's certificate chain
+  std::string tls_key;     // its private key
+  unsigned tls_refresh_seconds = 60;  // how often the three files are re-read
 };
 
 // Outcome of parsing: run, or print `text` to stdout and exit 0.

@@ -21,6 +21,7 @@
 #include "node/capacity_monitor.h"
 #include "node/node.h"
 #include "server/node_service.h"
+#include "server/tls_credentials.h"
 #include "state/atomic_file.h"
 #include "state/store.h"
 
@@ -50,6 +51,15 @@ int Run(const Config& c) {
                c.socket, c.state_dir, c.pods_root);
   // Everything nodevold creates is private unless it says otherwise.
   ::umask(077);
+
+  // TLS files first: a bad one should stop the start before anything is touched.
+  TlsFiles files{c.tls_ca, c.tls_cert, c.tls_key};
+  TlsFacts facts;
+  if (!c.tls_listen.empty()) {
+    if (Status st = CheckTlsFiles(files, &facts); !st.ok()) return Fail(st);
+    if (facts.expired) spdlog::warn("--tls-cert {} is not valid now (valid until {})", c.tls_cert, facts.not_after);
+    if (facts.key_readable_by_others) spdlog::warn("--tls-key is readable by group or others; chmod 0600 it");
+  }
 
   Status st = EnsureDir(c.pods_root, 0750, /*enforce_mode=*/false);
   std::string pods_root;
@@ -95,12 +105,30 @@ int Run(const Config& c) {
   if (st = PrepareSocket(c.socket); !st.ok()) return Fail(st);
   grpc::ServerBuilder builder;
   builder.AddListeningPort("unix:" + c.socket, grpc::InsecureServerCredentials());
-  // A second listener (TCP with mutual TLS for the provisioner) is added
-  // here with its own credentials; the service is shared.
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server) return Fail(Status::Unavailable("cannot listen on unix socket " + c.socket));
   if (::chmod(c.socket.c_str(), 0600) != 0) return Fail(Status::FromErrno("chmod " + c.socket, errno));
+
+  // The TCP listener for the provisioner is a server of its own: gRPC binds
+  // a service to a server, not to a port, and this one's NodeService
+  // refuses the local-only methods.
+  NodeService remote_service(&node, &capacity, &registry, c.node_name, c.heartbeat_seconds,
+                             NodeService::Listener::kRemote);
+  std::unique_ptr<grpc::Server> remote_server;
+  if (!c.tls_listen.empty()) {
+    grpc::ServerBuilder tcp;
+    int port = 0;
+    tcp.AddListeningPort(c.tls_listen, MutualTlsServerCredentials(files, c.tls_refresh_seconds), &port);
+    tcp.RegisterService(&remote_service);
+    remote_server = tcp.BuildAndStart();
+    if (!remote_server || port == 0)
+      return Fail(Status::Unavailable("--tls-listen " + c.tls_listen + ": cannot listen (address in use or not local?)"));
+    spdlog::info("mutual TLS listener on {} (port {}): client certificates must chain to {} ({} CA certificates); "
+                 "serving {} as {} (until {}), files re-read every {} s; Publish/Unpublish/GetVolumeStats refused",
+                 c.tls_listen, port, c.tls_ca, facts.ca_certificates, c.tls_cert, facts.subject, facts.not_after,
+                 c.tls_refresh_seconds);
+  }
 
   spdlog::info("ready: {} pools, {} drift findings", c.pools.size(), node.Drift().size());
   sd_notifyf(0, "READY=1\nSTATUS=serving on %s", c.socket.c_str());
@@ -125,12 +153,16 @@ int Run(const Config& c) {
 
   sd_notify(0, "STOPPING=1");
   service.Shutdown();
+  remote_service.Shutdown();
   capacity.Stop();
-  if (!service.WaitIdle(std::chrono::steady_clock::now() + std::chrono::seconds(c.shutdown_grace_seconds)))
+  auto grace = std::chrono::steady_clock::now() + std::chrono::seconds(c.shutdown_grace_seconds);
+  if (!service.WaitIdle(grace) || !remote_service.WaitIdle(grace))
     spdlog::warn("operations still running after {} s; stopping anyway", c.shutdown_grace_seconds);
   // Nothing is running now: cancel whatever arrives meanwhile instead of
   // waiting for idle client connections to close.
+  if (remote_server) remote_server->Shutdown(std::chrono::system_clock::now());
   server->Shutdown(std::chrono::system_clock::now());
+  if (remote_server) remote_server->Wait();
   server->Wait();
   http.Stop();
   ::unlink(c.socket.c_str());

@@ -60,9 +60,16 @@ void ToProto(const std::vector<PoolCapacityView>& pools, v1::GetCapacityResponse
 }  // namespace
 
 NodeService::NodeService(Node* node, CapacityMonitor* capacity, metrics::Registry* metrics, std::string node_name,
-                         unsigned default_heartbeat_seconds)
+                         unsigned default_heartbeat_seconds, Listener listener)
     : node_(node), capacity_(capacity), metrics_(metrics), node_name_(std::move(node_name)),
-      heartbeat_seconds_(default_heartbeat_seconds) {}
+      heartbeat_seconds_(default_heartbeat_seconds), listener_(listener) {}
+
+Status NodeService::LocalOnly(const char* method) const {
+  if (listener_ == Listener::kLocal) return Status::Ok();
+  return Status::PermissionDenied(std::string(method) +
+                                  " is only served on nodevold's local unix socket, not over TCP: what is mounted "
+                                  "under kubelet's pods directory is decided on the node");
+}
 
 template <typename Fn>
 grpc::Status NodeService::Run(const char* method, const std::string& volume, const std::string& target, Fn fn) {
@@ -73,9 +80,9 @@ grpc::Status NodeService::Run(const char* method, const std::string& volume, con
   double secs = std::chrono::duration<double>(Clock::now() - start).count();
   if (metrics_) metrics_->ObserveRpc(method, st.code_name(), secs);
   auto level = st.ok() ? spdlog::level::info : spdlog::level::warn;
-  spdlog::log(level, "{} volume={} target={} duration_ms={:.3f} outcome={}{}{}", method,
+  spdlog::log(level, "{} volume={} target={} duration_ms={:.3f} outcome={}{}{}{}", method,
               volume.empty() ? "-" : volume, target.empty() ? "-" : target, secs * 1000, st.code_name(),
-              st.ok() ? "" : " error=", st.message());
+              st.ok() ? "" : " error=", st.message(), listener_ == Listener::kRemote ? " via=tcp" : "");
   return ToGrpc(st);
 }
 
@@ -198,6 +205,7 @@ grpc::Status NodeService::ListVolumes(grpc::ServerContext*, const v1::ListVolume
 grpc::Status NodeService::Publish(grpc::ServerContext*, const v1::PublishRequest* req, v1::PublishResponse* resp) {
   std::string label = req->has_inline_() ? "(inline)" : req->volume();
   return Run("Publish", label, req->target(), [&] {
+    NODEVOL_RETURN_IF_ERROR(LocalOnly("Publish"));
     PublishArgs a;
     a.volume = req->volume();
     if (req->has_inline_()) {
@@ -220,6 +228,7 @@ grpc::Status NodeService::Publish(grpc::ServerContext*, const v1::PublishRequest
 
 grpc::Status NodeService::Unpublish(grpc::ServerContext*, const v1::UnpublishRequest* req, v1::UnpublishResponse* resp) {
   return Run("Unpublish", "", req->target(), [&] {
+    NODEVOL_RETURN_IF_ERROR(LocalOnly("Unpublish"));
     bool was = false;
     NODEVOL_RETURN_IF_ERROR(node_->Unpublish(req->target(), &was));
     capacity_->Poke();
@@ -231,6 +240,7 @@ grpc::Status NodeService::Unpublish(grpc::ServerContext*, const v1::UnpublishReq
 grpc::Status NodeService::GetVolumeStats(grpc::ServerContext*, const v1::GetVolumeStatsRequest* req,
                                          v1::GetVolumeStatsResponse* resp) {
   return Run("GetVolumeStats", "", req->target(), [&] {
+    NODEVOL_RETURN_IF_ERROR(LocalOnly("GetVolumeStats"));
     VolumeStats s;
     NODEVOL_RETURN_IF_ERROR(node_->GetVolumeStats(req->target(), &s));
     resp->set_volume(s.volume);

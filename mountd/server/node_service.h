@@ -2,6 +2,11 @@
 // it converts messages to domain calls and Status to grpc::Status, logs one
 // line per call (method, volume, target, duration, outcome) and feeds the
 // metrics. No domain decision is made here.
+//
+// One instance per listener: the local unix socket serves every method; the
+// TCP (mutual TLS) listener only the provisioner's, and answers Publish,
+// Unpublish and GetVolumeStats with PERMISSION_DENIED, because what gets
+// mounted under kubelet's pods directory is decided on the node itself.
 #pragma once
 
 #include <atomic>
@@ -16,8 +21,10 @@ namespace nodevol {
 
 class NodeService final : public v1::Node::Service {
  public:
+  enum class Listener { kLocal, kRemote };
+
   NodeService(Node* node, CapacityMonitor* capacity, metrics::Registry* metrics, std::string node_name,
-              unsigned default_heartbeat_seconds);
+              unsigned default_heartbeat_seconds, Listener listener = Listener::kLocal);
 
   grpc::Status GetInfo(grpc::ServerContext*, const v1::GetInfoRequest*, v1::GetInfoResponse*) override;
   grpc::Status GetCapacity(grpc::ServerContext*, const v1::GetCapacityRequest*, v1::GetCapacityResponse*) override;
@@ -43,12 +50,15 @@ class NodeService final : public v1::Node::Service {
  private:
   template <typename Fn>
   grpc::Status Run(const char* method, const std::string& volume, const std::string& target, Fn fn);
+  // PERMISSION_DENIED for a local-only method on the remote listener.
+  Status LocalOnly(const char* method) const;
 
   Node* node_;
   CapacityMonitor* capacity_;
   metrics::Registry* metrics_;
   std::string node_name_;
   unsigned heartbeat_seconds_;
+  Listener listener_;
   std::atomic<bool> shutting_down_{false};
   std::atomic<int> in_flight_{0};
 };

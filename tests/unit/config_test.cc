@@ -82,6 +82,43 @@ TEST(Config, MissingNamedConfigFileIsAnError) {
   EXPECT_NE(st.message().find("/nonexistent/nodevold.conf"), std::string::npos);
 }
 
+TEST(Config, TlsListenerNeedsAllFourOptionsOrNone) {
+  const std::vector<std::string> all = {kPool, "--tls-listen=0.0.0.0:9809", "--tls-ca=/etc/nodevol/ca.crt",
+                                        "--tls-cert=/etc/nodevol/node.crt", "--tls-key=/etc/nodevol/node.key"};
+  Config c;
+  ASSERT_TRUE(Parse(all, &c).ok());
+  EXPECT_EQ(c.tls_listen, "0.0.0.0:9809");
+  EXPECT_EQ(c.tls_key, "/etc/nodevol/node.key");
+  EXPECT_EQ(c.tls_refresh_seconds, 60u);
+  Config off;
+  ASSERT_TRUE(Parse({kPool}, &off).ok());
+  EXPECT_TRUE(off.tls_listen.empty()) << "off by default";
+
+  struct Case {
+    std::vector<std::string> args;
+    std::string mention;
+  };
+  for (const Case& k : std::vector<Case>{
+           {{kPool, all[1]}, "missing --tls-ca, --tls-cert, --tls-key"},
+           {{kPool, all[1], all[2], all[3]}, "missing --tls-key"},
+           {{kPool, all[2], all[3], all[4]}, "missing --tls-listen"},
+           {{kPool, "--tls-listen=9809", all[2], all[3], all[4]}, "--tls-listen must be host:port"},
+           {{kPool, "--tls-listen=0.0.0.0:70000", all[2], all[3], all[4]}, "--tls-listen must be host:port"},
+           {{kPool, "--tls-listen=::1:9809", all[2], all[3], all[4]}, "--tls-listen must be host:port"},
+           {{kPool, all[1], "--tls-ca=ca.crt", all[3], all[4]}, "--tls-ca must be an absolute path"},
+           {{kPool, all[1], all[2], all[3], all[4], "--tls-refresh-seconds=0"}, "--tls-refresh-seconds"},
+       }) {
+    Config bad;
+    Status st = Parse(k.args, &bad);
+    EXPECT_EQ(st.code(), Status::Code::kInvalidArgument) << k.mention;
+    EXPECT_NE(st.message().find(k.mention), std::string::npos) << st.message();
+  }
+  Config v6;
+  std::vector<std::string> args = all;
+  args[1] = "--tls-listen=[::]:9809";
+  EXPECT_TRUE(Parse(args, &v6).ok());
+}
+
 TEST(Config, HelpListsEveryOption) {
   Config c;
   ParseOutcome o;
@@ -90,7 +127,8 @@ TEST(Config, HelpListsEveryOption) {
   EXPECT_EQ(o, ParseOutcome::kExit);
   for (const char* opt : {"--config", "--node-name", "--socket", "--state-dir", "--pods-root", "--pool",
                           "--metrics-address", "--log-level", "--log-target", "--heartbeat-seconds",
-                          "--capacity-poll-ms", "--shutdown-grace-seconds"})
+                          "--capacity-poll-ms", "--shutdown-grace-seconds", "--tls-listen", "--tls-ca",
+                          "--tls-cert", "--tls-key", "--tls-refresh-seconds"})
     EXPECT_NE(text.find(opt), std::string::npos) << opt;
 }
 

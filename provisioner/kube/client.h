@@ -1,0 +1,104 @@
+// Client: a Kubernetes REST client over HTTPS (libcurl, OpenSSL), safe to
+// use from many threads at once.
+//
+// Paths are API paths ("/api/v1/namespaces/ns/configmaps/x"); objects are
+// JSON. Every call returns a Result that tells the outcomes callers branch on
+// apart (Conflict vs AlreadyExists, Expired, TooManyRequests...), keeping
+// the server's message. Each request has a connect and a total timeout. A
+// 401 re-reads the token file and retries once. Connections are reused
+// through a pool of curl handles. Tokens and keys are never logged.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+#include "kube/config.h"
+#include "kube/result.h"
+#include "kube/token_source.h"
+
+namespace nodevol::kube {
+
+struct ClientOptions {
+  std::chrono::milliseconds connect_timeout{10000};
+  std::chrono::milliseconds request_timeout{30000};  // whole request, non-streaming
+  std::string user_agent = std::string("nodevol-provisioner/") + NODEVOL_VERSION;
+  std::chrono::seconds token_refresh{60};
+};
+
+struct ListOptions {
+  std::string label_selector;
+  std::string field_selector;
+  int limit = 500;
+  // "" = a consistent read from etcd; "0" = any cached state (watch cache).
+  std::string resource_version;
+};
+
+struct DeletePreconditions {
+  std::string uid;               // required by Delete: never delete a namesake
+  std::string resource_version;  // optional
+};
+
+class Client {
+ public:
+  // Validates the config (server URL) and prepares the client.
+  static Status New(Config config, ClientOptions options, std::unique_ptr<Client>* out);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  Result Get(const std::string& path, nlohmann::json* out);
+  // All pages of a collection (`limit` per page, following metadata.continue;
+  // an expired continue token restarts the list). *out gets {"items": [...],
+  // "metadata": {"resourceVersion": <of the list>}} plus kind/apiVersion.
+  Result List(const std::string& path, const ListOptions& options, nlohmann::json* out);
+  // POST to a collection.
+  Result Create(const std::string& collection_path, const nlohmann::json& object, nlohmann::json* out = nullptr);
+  // PUT; carries the object's metadata.resourceVersion, so a stale one is Conflict.
+  Result Update(const std::string& path, const nlohmann::json& object, nlohmann::json* out = nullptr);
+  // PATCH application/merge-patch+json (null deletes a key). Put
+  // metadata.resourceVersion in the patch to make it conditional.
+  Result MergePatch(const std::string& path, const nlohmann::json& patch, nlohmann::json* out = nullptr);
+  // DELETE with preconditions {uid, resourceVersion}; a mismatch is Conflict.
+  Result Delete(const std::string& path, const DeletePreconditions& preconditions, nlohmann::json* out = nullptr);
+
+  // A streaming GET (watches): `on_data` receives the body of a 2xx answer
+  // as it arrives and may return false to stop. Ends when the server ends
+  // the body (OK), at `total_timeout`, or soon (about a second at most)
+  // after *cancel becomes true (kCancelled).
+  Result Stream(const std::string& path_and_query, std::chrono::seconds total_timeout,
+                const std::function<bool(std::string_view)>& on_data, const std::atomic<bool>* cancel);
+
+  const Config& config() const { return config_; }
+
+  // Percent-encodes a query parameter value.
+  static std::string EscapeQuery(std::string_view value);
+
+  struct Request;  // one HTTP exchange; defined in client.cc
+
+ private:
+  Client(Config config, ClientOptions options);
+  Result Do(const char* method, const std::string& path, std::string_view content_type, const std::string* body,
+            nlohmann::json* out);
+  Result Perform(Request& request);
+  void* Acquire();
+  void Release(void* handle);
+
+  const Config config_;
+  const ClientOptions options_;
+  TokenSource token_;
+  std::string connect_to_;  // CURLOPT_CONNECT_TO entry for tls-server-name
+  std::string url_base_;    // server URL, host replaced by tls-server-name when set
+  std::mutex mu_;
+  std::vector<void*> idle_;  // CURL* handles with live connections
+};
+
+}  // namespace nodevol::kube

@@ -1,0 +1,272 @@
+#include "kube/informer.h"
+
+#include <spdlog/spdlog.h>
+
+namespace nodevol::kube {
+namespace {
+
+std::string ResourceVersionOf(const nlohmann::json& obj) {
+  return obj.value("/metadata/resourceVersion"_json_pointer, std::string());
+}
+
+}  // namespace
+
+Informer::Informer(std::unique_ptr<ListWatcher> source, InformerHandlers handlers, InformerOptions options)
+    : source_(std::move(source)), handlers_(std::move(handlers)), options_(std::move(options)) {}
+
+Informer::~Informer() { Stop(); }
+
+std::string Informer::KeyOf(const nlohmann::json& obj) {
+  std::string ns = obj.value("/metadata/namespace"_json_pointer, std::string());
+  std::string name = obj.value("/metadata/name"_json_pointer, std::string());
+  return ns.empty() ? name : ns + "/" + name;
+}
+
+void Informer::Start() {
+  stop_ = false;
+  dispatcher_ = std::thread([this] { DispatchLoop(); });
+  reflector_ = std::thread([this] { ReflectorLoop(); });
+}
+
+void Informer::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    stop_ = true;
+  }
+  queue_cv_.notify_all();
+  if (reflector_.joinable()) reflector_.join();
+  if (dispatcher_.joinable()) dispatcher_.join();
+}
+
+bool Informer::WaitForSync(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(queue_mu_);
+  queue_cv_.wait_for(lock, timeout, [this] { return synced_.load() || stop_.load(); });
+  return synced_.load();
+}
+
+std::optional<nlohmann::json> Informer::Get(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = cache_.find(key);
+  if (it == cache_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<nlohmann::json> Informer::List() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<nlohmann::json> out;
+  out.reserve(cache_.size());
+  for (const auto& [key, obj] : cache_) out.push_back(obj);
+  return out;
+}
+
+std::string Informer::LastResourceVersion() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return rv_;
+}
+
+bool Informer::SleepFor(std::chrono::milliseconds d) {
+  std::unique_lock<std::mutex> lock(queue_mu_);
+  return !queue_cv_.wait_for(lock, d, [this] { return stop_.load(); });
+}
+
+void Informer::Push(std::vector<Notification> n) {
+  if (n.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    for (auto& x : n) queue_.push_back(std::move(x));
+  }
+  queue_cv_.notify_all();
+}
+
+void Informer::Replace(std::vector<nlohmann::json> items, const std::string& rv) {
+  std::map<std::string, nlohmann::json> fresh;
+  for (auto& item : items) {
+    std::string key = KeyOf(item);
+    fresh[key] = std::move(item);
+  }
+  std::vector<Notification> n;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [key, old_obj] : cache_) {
+      auto it = fresh.find(key);
+      if (it == fresh.end()) {
+        n.push_back({Notification::Kind::kDelete, old_obj, nullptr});
+      } else if (ResourceVersionOf(it->second) != ResourceVersionOf(old_obj)) {
+        n.push_back({Notification::Kind::kUpdate, old_obj, it->second});
+      }
+    }
+    for (const auto& [key, obj] : fresh) {
+      if (cache_.count(key) == 0) n.push_back({Notification::Kind::kAdd, nullptr, obj});
+    }
+    cache_ = std::move(fresh);
+    rv_ = rv;
+  }
+  if (!sync_marker_sent_) {
+    n.push_back({Notification::Kind::kSynced, nullptr, nullptr});
+    sync_marker_sent_ = true;
+  }
+  Push(std::move(n));
+}
+
+bool Informer::HandleEvent(const WatchEvent& e) {
+  std::string rv = e.ResourceVersion();
+  std::vector<Notification> n;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    switch (e.type) {
+      case WatchEvent::Type::kAdded:
+      case WatchEvent::Type::kModified: {
+        std::string key = KeyOf(e.object);
+        auto it = cache_.find(key);
+        if (it == cache_.end()) {
+          n.push_back({Notification::Kind::kAdd, nullptr, e.object});
+          cache_.emplace(key, e.object);
+        } else {
+          n.push_back({Notification::Kind::kUpdate, it->second, e.object});
+          it->second = e.object;
+        }
+        break;
+      }
+      case WatchEvent::Type::kDeleted: {
+        auto it = cache_.find(KeyOf(e.object));
+        if (it != cache_.end()) cache_.erase(it);
+        n.push_back({Notification::Kind::kDelete, e.object, nullptr});
+        break;
+      }
+      case WatchEvent::Type::kBookmark:
+      case WatchEvent::Type::kError:  // handled by the watch, never passed here
+        break;
+    }
+    if (!rv.empty()) rv_ = rv;
+  }
+  Push(std::move(n));
+  return !stop_.load();
+}
+
+void Informer::ReflectorLoop() {
+  Backoff backoff(options_.backoff_initial, options_.backoff_cap);
+  bool need_list = true;
+  // The first list may come from the watch cache; a relist after 410 must
+  // not go back in time, so it reads from etcd (as client-go).
+  std::string list_rv = "0";
+  int expired_in_a_row = 0;
+  const std::string& name = options_.name;
+  while (!stop_.load()) {
+    if (need_list) {
+      std::vector<nlohmann::json> items;
+      std::string rv;
+      Result r = source_->List(list_rv, &items, &rv);
+      if (stop_.load()) break;
+      if (!r.ok()) {
+        auto delay = std::max<std::chrono::milliseconds>(backoff.Next(), r.retry_after());
+        spdlog::warn("informer {}: list failed, retrying in {} ms: {}", name, delay.count(), r.ToString());
+        if (r.code() == Result::Code::kExpired) list_rv = "";
+        SleepFor(delay);
+        continue;
+      }
+      Replace(std::move(items), rv);
+      list_count_++;
+      spdlog::debug("informer {}: listed at resourceVersion {}", name, rv);
+      need_list = false;
+    }
+    std::string from = LastResourceVersion();
+    bool got_event = false;
+    Result r = source_->Watch(
+        from,
+        [&](const WatchEvent& e) {
+          got_event = true;
+          return HandleEvent(e);
+        },
+        &stop_);
+    if (stop_.load()) break;
+    if (got_event) {
+      backoff.Reset();
+      expired_in_a_row = 0;
+    }
+    switch (r.code()) {
+      case Result::Code::kOk:
+        // The server ended the watch at its timeout: resume.
+        break;
+      case Result::Code::kExpired:
+        spdlog::info("informer {}: resourceVersion {} expired, relisting: {}", name, from, r.message());
+        need_list = true;
+        list_rv = "";
+        // A relist that is itself expired at once would loop: back off then.
+        if (++expired_in_a_row > 1) SleepFor(backoff.Next());
+        break;
+      case Result::Code::kNetworkError:
+      case Result::Code::kTooManyRequests:
+      case Result::Code::kServerError:
+      case Result::Code::kCancelled: {
+        auto delay = std::max<std::chrono::milliseconds>(backoff.Next(), r.retry_after());
+        spdlog::warn("informer {}: watch failed, resuming from {} in {} ms: {}", name, from, delay.count(),
+                     r.ToString());
+        SleepFor(delay);
+        break;
+      }
+      default: {
+        // Forbidden, NotFound, a malformed stream: start over with a list.
+        auto delay = backoff.Next();
+        spdlog::warn("informer {}: watch failed, relisting in {} ms: {}", name, delay.count(), r.ToString());
+        need_list = true;
+        SleepFor(delay);
+        break;
+      }
+    }
+  }
+}
+
+void Informer::DispatchLoop() {
+  using Clock = std::chrono::steady_clock;
+  auto next_resync = Clock::now() + options_.resync;
+  for (;;) {
+    Notification n;
+    bool resync = false;
+    {
+      std::unique_lock<std::mutex> lock(queue_mu_);
+      auto ready = [this] { return stop_.load() || !queue_.empty(); };
+      if (options_.resync.count() > 0) {
+        queue_cv_.wait_until(lock, next_resync, ready);
+      } else {
+        queue_cv_.wait(lock, ready);
+      }
+      if (stop_.load()) return;
+      if (!queue_.empty()) {
+        n = std::move(queue_.front());
+        queue_.pop_front();
+      } else if (options_.resync.count() > 0 && Clock::now() >= next_resync) {
+        resync = true;
+      } else {
+        continue;
+      }
+    }
+    if (resync) {
+      next_resync = Clock::now() + options_.resync;
+      if (!synced_.load() || !handlers_.on_update) continue;
+      for (const auto& obj : List()) {
+        if (stop_.load()) return;
+        handlers_.on_update(obj, obj);
+      }
+      continue;
+    }
+    switch (n.kind) {
+      case Notification::Kind::kAdd:
+        if (handlers_.on_add) handlers_.on_add(n.new_obj);
+        break;
+      case Notification::Kind::kUpdate:
+        if (handlers_.on_update) handlers_.on_update(n.old_obj, n.new_obj);
+        break;
+      case Notification::Kind::kDelete:
+        if (handlers_.on_delete) handlers_.on_delete(n.old_obj);
+        break;
+      case Notification::Kind::kSynced: {
+        std::lock_guard<std::mutex> lock(queue_mu_);
+        synced_ = true;
+        queue_cv_.notify_all();
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace nodevol::kube

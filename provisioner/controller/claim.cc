@@ -1,0 +1,84 @@
+#include "controller/claim.h"
+
+#include "controller/names.h"
+#include "kube/quantity.h"
+
+namespace nodevol::provisioner {
+namespace {
+
+std::map<std::string, std::string> StringMap(const nlohmann::json& j) {
+  std::map<std::string, std::string> out;
+  if (!j.is_object()) return out;
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (it.value().is_string()) out[it.key()] = it.value().get<std::string>();
+  return out;
+}
+
+std::string Str(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+}  // namespace
+
+Status ParseClaim(const nlohmann::json& pvc, ClaimView* out) {
+  ClaimView c;
+  const auto& meta = pvc.value("metadata", nlohmann::json::object());
+  const auto& spec = pvc.value("spec", nlohmann::json::object());
+  c.ns = Str(meta, "namespace");
+  c.name = Str(meta, "name");
+  c.uid = Str(meta, "uid");
+  c.resource_version = Str(meta, "resourceVersion");
+  if (c.name.empty() || c.ns.empty() || c.uid.empty())
+    return Status::InvalidArgument("claim without namespace, name or uid");
+  c.annotations = StringMap(meta.value("annotations", nlohmann::json::object()));
+  c.labels = StringMap(meta.value("labels", nlohmann::json::object()));
+  c.deleting = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
+  if (auto it = c.annotations.find(kAnnBetaStorageClass); it != c.annotations.end()) {
+    c.class_name = it->second, c.has_class = true;
+  } else if (spec.contains("storageClassName") && spec["storageClassName"].is_string()) {
+    c.class_name = spec["storageClassName"].get<std::string>(), c.has_class = true;
+  }
+  if (auto it = c.annotations.find(kAnnStorageProvisioner); it != c.annotations.end()) {
+    c.provisioner = it->second;
+  } else if (auto b = c.annotations.find(kAnnBetaStorageProvisioner); b != c.annotations.end()) {
+    c.provisioner = b->second;
+  }
+  if (auto it = c.annotations.find(kAnnSelectedNode); it != c.annotations.end()) c.selected_node = it->second;
+  c.volume_name = Str(spec, "volumeName");
+  c.volume_mode = Str(spec, "volumeMode");
+  if (c.volume_mode.empty()) c.volume_mode = "Filesystem";
+  if (spec.contains("accessModes") && spec["accessModes"].is_array())
+    for (const auto& m : spec["accessModes"])
+      if (m.is_string()) c.access_modes.push_back(m.get<std::string>());
+  std::string request;
+  if (spec.contains("resources") && spec["resources"].contains("requests"))
+    request = Str(spec["resources"]["requests"], "storage");
+  if (request.empty()) return Status::InvalidArgument("claim " + c.Key() + " has no resources.requests.storage");
+  kube::Quantity q;
+  Status st = kube::Quantity::Parse(request, &q);
+  if (!st.ok()) return Status::InvalidArgument("claim " + c.Key() + " requests storage \"" + request + "\": " + st.message());
+  NODEVOL_RETURN_IF_ERROR(q.ToBytes(&c.request_bytes));
+  if (c.request_bytes == 0) return Status::InvalidArgument("claim " + c.Key() + " requests 0 bytes of storage");
+  *out = std::move(c);
+  return Status::Ok();
+}
+
+ClaimAction ShouldProvision(const ClaimView& c, const std::string& provisioner_name, const std::string& binding_mode,
+                            std::string* reason) {
+  auto ignore = [&](std::string why) {
+    *reason = std::move(why);
+    return ClaimAction::kIgnore;
+  };
+  if (c.deleting) return ignore("claim is being deleted");
+  if (!c.volume_name.empty()) return ignore("claim already names volume " + c.volume_name);
+  if (c.provisioner != provisioner_name)
+    return ignore(c.provisioner.empty() ? "the PV controller has not handed the claim to a provisioner"
+                                        : "claim is for provisioner " + c.provisioner);
+  if (!c.has_class || c.class_name.empty()) return ignore("claim has no storage class");
+  if (binding_mode == "WaitForFirstConsumer" && c.selected_node.empty())
+    return ignore("class waits for the first consumer and no node is selected yet");
+  return ClaimAction::kProvision;
+}
+
+}  // namespace nodevol::provisioner

@@ -1,0 +1,94 @@
+#include "controller/claim.h"
+
+#include <gtest/gtest.h>
+
+#include "controller/names.h"
+#include "controller/pv.h"
+
+namespace nodevol::provisioner {
+namespace {
+
+nlohmann::json Pvc() {
+  return nlohmann::json::parse(R"({
+    "metadata": {"namespace": "app", "name": "data", "uid": "1234-abcd", "resourceVersion": "77",
+                 "annotations": {"volume.kubernetes.io/storage-provisioner": "nodevol.io/provisioner"},
+                 "labels": {"tier": "db"}},
+    "spec": {"storageClassName": "fast", "accessModes": ["ReadWriteOnce"],
+             "resources": {"requests": {"storage": "1.5Gi"}}}})");
+}
+
+TEST(Claim, ParsesWhatProvisioningNeeds) {
+  ClaimView c;
+  ASSERT_TRUE(ParseClaim(Pvc(), &c).ok());
+  EXPECT_EQ(c.Key(), "app/data");
+  EXPECT_EQ(c.PvName(), "pvc-1234-abcd");
+  EXPECT_EQ(c.request_bytes, 1536ull << 20);
+  EXPECT_EQ(c.volume_mode, "Filesystem");
+  EXPECT_EQ(c.class_name, "fast");
+  EXPECT_EQ(c.labels.at("tier"), "db");
+}
+
+TEST(Claim, BetaClassAnnotationWins) {
+  auto pvc = Pvc();
+  pvc["metadata"]["annotations"]["volume.beta.kubernetes.io/storage-class"] = "legacy";
+  ClaimView c;
+  ASSERT_TRUE(ParseClaim(pvc, &c).ok());
+  EXPECT_EQ(c.class_name, "legacy");
+}
+
+TEST(Claim, BadRequestsAreErrors) {
+  for (const char* q : {"", "lots", "0", "-1Gi"}) {
+    auto pvc = Pvc();
+    pvc["spec"]["resources"]["requests"]["storage"] = q;
+    ClaimView c;
+    EXPECT_FALSE(ParseClaim(pvc, &c).ok()) << q;
+  }
+}
+
+TEST(Claim, HandOverRules) {
+  ClaimView c;
+  ASSERT_TRUE(ParseClaim(Pvc(), &c).ok());
+  std::string why;
+  EXPECT_EQ(ShouldProvision(c, kProvisionerName, "Immediate", &why), ClaimAction::kProvision);
+  EXPECT_EQ(ShouldProvision(c, kProvisionerName, "WaitForFirstConsumer", &why), ClaimAction::kIgnore);
+  EXPECT_NE(why.find("no node is selected"), std::string::npos);
+  c.selected_node = "n1";
+  EXPECT_EQ(ShouldProvision(c, kProvisionerName, "WaitForFirstConsumer", &why), ClaimAction::kProvision);
+  EXPECT_EQ(ShouldProvision(c, "other.io/x", "Immediate", &why), ClaimAction::kIgnore);
+  c.volume_name = "pv-static";
+  EXPECT_EQ(ShouldProvision(c, kProvisionerName, "Immediate", &why), ClaimAction::kIgnore);
+  c.volume_name.clear();
+  c.deleting = true;
+  EXPECT_EQ(ShouldProvision(c, kProvisionerName, "Immediate", &why), ClaimAction::kIgnore);
+}
+
+TEST(Pv, CarriesEverythingTheBinderChecks) {
+  PvPlan p;
+  ASSERT_TRUE(ParseClaim(Pvc(), &p.claim).ok());
+  p.class_name = "fast";
+  p.node = "n1", p.pool = "fast", p.backend = "lvm", p.fs_type = "xfs";
+  p.bytes = 1536ull << 20;
+  p.mount_options = {"noatime"};
+  auto pv = BuildPersistentVolume(p);
+  EXPECT_EQ(pv["metadata"]["name"], "pvc-1234-abcd");
+  EXPECT_EQ(pv["metadata"]["annotations"][kAnnProvisionedBy], kProvisionerName);
+  EXPECT_EQ(pv["metadata"]["finalizers"][0], kFinalizer);
+  EXPECT_EQ(pv["spec"]["capacity"]["storage"], "1536Mi");
+  EXPECT_EQ(pv["spec"]["claimRef"]["uid"], "1234-abcd");
+  EXPECT_EQ(pv["spec"]["claimRef"]["resourceVersion"], "77");
+  EXPECT_EQ(pv["spec"]["storageClassName"], "fast");
+  EXPECT_EQ(pv["spec"]["flexVolume"]["driver"], kFlexDriver);
+  EXPECT_EQ(pv["spec"]["flexVolume"]["fsType"], "xfs");
+  EXPECT_EQ(pv["spec"]["flexVolume"]["options"]["mountOptions"], "noatime");
+  EXPECT_EQ(pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"][0], "n1");
+  p.reclaim_policy = "Retain";
+  p.backend = "nfs", p.node_label_key = "nodevol.io/node", p.node_label_value = "true";
+  pv = BuildPersistentVolume(p);
+  EXPECT_FALSE(pv["metadata"].contains("finalizers"));
+  EXPECT_FALSE(pv["spec"]["flexVolume"]["options"].contains("mountOptions"));
+  EXPECT_EQ(pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0]["key"],
+            "nodevol.io/node");
+}
+
+}  // namespace
+}  // namespace nodevol::provisioner

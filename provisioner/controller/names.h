@@ -1,0 +1,22 @@
+// The names nodevol-provisioner writes into the cluster, in one place.
+#pragma once
+
+namespace nodevol::provisioner {
+
+inline constexpr const char* kProvisionerName = "nodevol.io/provisioner";
+inline constexpr const char* kFlexDriver = "nodevol.io/volume";
+// PV controller's hand-over annotations (provisioner-contract.md §1).
+inline constexpr const char* kAnnStorageProvisioner = "volume.kubernetes.io/storage-provisioner";
+inline constexpr const char* kAnnBetaStorageProvisioner = "volume.beta.kubernetes.io/storage-provisioner";
+inline constexpr const char* kAnnBetaStorageClass = "volume.beta.kubernetes.io/storage-class";
+inline constexpr const char* kAnnSelectedNode = "volume.kubernetes.io/selected-node";
+inline constexpr const char* kAnnProvisionedBy = "pv.kubernetes.io/provisioned-by";
+inline constexpr const char* kFinalizer = "external-provisioner.volume.kubernetes.io/finalizer";
+// On our PVs: where the backing volume lives, even after the class is gone.
+inline constexpr const char* kAnnNode = "nodevol.io/node";
+inline constexpr const char* kAnnPool = "nodevol.io/pool";
+inline constexpr const char* kAnnBackend = "nodevol.io/backend";
+// On Nodes: free bytes per pool, mirrored from nodevold (`kubectl describe node`).
+inline constexpr const char* kAnnCapacityPrefix = "capacity.nodevol.io/";
+
+}  // namespace nodevol::provisioner

@@ -1,0 +1,53 @@
+#include "controller/pv.h"
+
+#include "controller/names.h"
+#include "kube/quantity.h"
+
+namespace nodevol::provisioner {
+
+nlohmann::json BuildPersistentVolume(const PvPlan& p) {
+  using nlohmann::json;
+  json annotations = {{kAnnProvisionedBy, kProvisionerName},
+                      {kAnnNode, p.node},
+                      {kAnnPool, p.pool},
+                      {kAnnBackend, p.backend}};
+  json options = {{"volume", p.claim.PvName()}};
+  std::string joined;
+  for (const auto& o : p.mount_options) joined += (joined.empty() ? "" : ",") + o;
+  // NFS volumes took the class's mount options at creation (the staging
+  // mount); the others apply them when kubelet publishes.
+  if (!joined.empty() && p.backend != "nfs") options["mountOptions"] = joined;
+  json flex = {{"driver", kFlexDriver}, {"options", options}};
+  if (!p.fs_type.empty()) flex["fsType"] = p.fs_type;
+
+  json term;
+  if (p.backend == "nfs") {
+    term = {{"matchExpressions", json::array({{{"key", p.node_label_key}, {"operator", "In"},
+                                               {"values", json::array({p.node_label_value})}}})}};
+  } else {
+    term = {{"matchExpressions", json::array({{{"key", "kubernetes.io/hostname"}, {"operator", "In"},
+                                               {"values", json::array({p.node})}}})}};
+  }
+  json spec = {
+      {"capacity", {{"storage", kube::FormatBinaryBytes(p.bytes)}}},
+      {"accessModes", p.claim.access_modes},
+      {"volumeMode", p.claim.volume_mode},
+      {"persistentVolumeReclaimPolicy", p.reclaim_policy},
+      {"storageClassName", p.class_name},
+      {"claimRef",
+       {{"kind", "PersistentVolumeClaim"},
+        {"apiVersion", "v1"},
+        {"namespace", p.claim.ns},
+        {"name", p.claim.name},
+        {"uid", p.claim.uid},
+        {"resourceVersion", p.claim.resource_version}}},
+      {"flexVolume", flex},
+      {"nodeAffinity", {{"required", {{"nodeSelectorTerms", json::array({term})}}}}},
+  };
+  if (!p.mount_options.empty()) spec["mountOptions"] = p.mount_options;
+  json meta = {{"name", p.claim.PvName()}, {"annotations", annotations}};
+  if (p.reclaim_policy == "Delete") meta["finalizers"] = json::array({kFinalizer});
+  return {{"apiVersion", "v1"}, {"kind", "PersistentVolume"}, {"metadata", meta}, {"spec", spec}};
+}
+
+}  // namespace nodevol::provisioner

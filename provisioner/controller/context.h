@@ -1,0 +1,42 @@
+// ControllerContext: what the claim and volume controllers share: the API
+// client, the informers' caches, the nodes, events, reservations, options.
+// Plain pointers: main owns everything and stops the controllers first.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "controller/events.h"
+#include "controller/node_view.h"
+#include "controller/names.h"
+#include "kube/client.h"
+#include "kube/informer.h"
+#include "placement/placement.h"
+#include "placement/reservations.h"
+
+namespace nodevol::provisioner {
+
+struct ControllerOptions {
+  std::string provisioner_name = kProvisionerName;
+  PlacementPolicy policy = PlacementPolicy::kMostFree;
+  // Nodes running nodevold carry this label (NFS PVs' node affinity).
+  std::string node_label_key = "nodevol.io/node";
+  std::string node_label_value = "true";
+  // Saving a PV: tries and pause (the reference library: 5, 10 s).
+  int pv_save_tries = 5;
+  std::chrono::milliseconds pv_save_pause{10000};
+};
+
+struct ControllerContext {
+  kube::Client* client = nullptr;
+  kube::Informer* claims = nullptr;
+  kube::Informer* volumes = nullptr;
+  kube::Informer* classes = nullptr;
+  kube::Informer* nodes = nullptr;
+  NodeView* node_view = nullptr;
+  EventRecorder* events = nullptr;
+  Reservations* reservations = nullptr;
+  ControllerOptions options;
+};
+
+}  // namespace nodevol::provisioner

@@ -1,0 +1,93 @@
+#include "controller/events.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+
+#include "kube/client.h"
+
+namespace nodevol::provisioner {
+namespace {
+
+// Bounded, like client-go's LRU of 4096: beyond it repeats start new events.
+constexpr size_t kMaxSeen = 4096;
+
+std::string Str(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+}  // namespace
+
+std::string NowRfc3339() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+void EventRecorder::Record(const nlohmann::json& object, const std::string& type, const std::string& reason,
+                           const std::string& message) {
+  const auto& meta = object.value("metadata", nlohmann::json::object());
+  std::string kind = Str(object, "kind"), name = Str(meta, "name"), uid = Str(meta, "uid");
+  // Cluster-scoped objects (PVs) get their events in "default", as kubectl expects.
+  std::string ns = Str(meta, "namespace");
+  if (ns.empty()) ns = "default";
+  spdlog::log(type == "Warning" ? spdlog::level::warn : spdlog::level::info, "event {} {} {}/{}: {}", reason, kind,
+              ns, name, message);
+  if (!client_) return;
+  std::string now = NowRfc3339();
+  std::string key = uid + "\x1f" + type + "\x1f" + reason + "\x1f" + message;
+  std::string events = "/api/v1/namespaces/" + ns + "/events";
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    auto it = seen_.find(key);
+    if (it != seen_.end()) {
+      Seen s = it->second;
+      s.count++;
+      it->second.count = s.count;
+      lock.unlock();
+      nlohmann::json patch = {{"count", s.count}, {"lastTimestamp", now}};
+      auto r = client_->MergePatch(events + "/" + s.name, patch);
+      if (r.ok()) return;
+      spdlog::debug("event {}/{}: update failed ({}), recording a new one", s.ns, s.name, r.ToString());
+      lock.lock();
+      seen_.erase(key);
+    }
+  }
+  char suffix[24];
+  std::snprintf(suffix, sizeof suffix, ".%llx",
+                static_cast<unsigned long long>(std::chrono::system_clock::now().time_since_epoch().count()));
+  std::string event_name = name + suffix;
+  nlohmann::json involved = {{"kind", kind}, {"apiVersion", Str(object, "apiVersion")}, {"name", name},
+                             {"uid", uid}, {"resourceVersion", Str(meta, "resourceVersion")}};
+  if (!Str(meta, "namespace").empty()) involved["namespace"] = Str(meta, "namespace");
+  nlohmann::json event = {
+      {"apiVersion", "v1"},
+      {"kind", "Event"},
+      {"metadata", {{"name", event_name}, {"namespace", ns}}},
+      {"involvedObject", involved},
+      {"reason", reason},
+      {"message", message.size() > 1024 ? message.substr(0, 1021) + "..." : message},
+      {"type", type},
+      {"source", {{"component", component_}}},
+      {"firstTimestamp", now},
+      {"lastTimestamp", now},
+      {"count", 1},
+      {"reportingComponent", component_},
+  };
+  auto r = client_->Create(events, event);
+  if (!r.ok()) {
+    spdlog::warn("event {} for {}/{} not recorded: {}", reason, ns, name, r.ToString());
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (seen_.size() >= kMaxSeen) seen_.clear();
+  seen_[key] = Seen{ns, event_name, 1};
+}
+
+}  // namespace nodevol::provisioner

@@ -1,0 +1,261 @@
+#include "controller/provision.h"
+
+#include <spdlog/spdlog.h>
+
+#include <thread>
+
+#include "base/size.h"
+#include "controller/claim.h"
+#include "controller/pv.h"
+#include "placement/topology.h"
+#include "storageclass/class_params.h"
+
+namespace nodevol::provisioner {
+namespace {
+
+using Outcome = Workers::Outcome;
+using nlohmann::json;
+
+std::map<std::string, std::string> StringMap(const json& j) {
+  std::map<std::string, std::string> out;
+  if (j.is_object())
+    for (auto it = j.begin(); it != j.end(); ++it)
+      if (it.value().is_string()) out[it.key()] = it.value().get<std::string>();
+  return out;
+}
+
+std::vector<std::string> Strings(const json& j) {
+  std::vector<std::string> out;
+  if (j.is_array())
+    for (const auto& v : j)
+      if (v.is_string()) out.push_back(v.get<std::string>());
+  return out;
+}
+
+// Claim parameters (mountd/backend/claim_params.h) recorded with the volume.
+// Claim labels and annotations only when the class's path pattern uses them:
+// they may change, and a retried CreateVolume must send what the first did.
+void AddClaimParams(const ClaimView& c, const std::string& class_name, const std::string& reclaim,
+                    const std::string& provisioner, std::map<std::string, std::string>* params) {
+  (*params)["nodevol.io/pvc-namespace"] = c.ns;
+  (*params)["nodevol.io/pvc-name"] = c.name;
+  (*params)["nodevol.io/pv-name"] = c.PvName();
+  (*params)["nodevol.io/storage-class"] = class_name;
+  (*params)["nodevol.io/reclaim-policy"] = reclaim;
+  (*params)["nodevol.io/provisioner"] = provisioner;
+  std::string pattern;
+  if (auto it = params->find("pathPattern"); it != params->end()) pattern = it->second;
+  if (auto it = params->find("subDir"); it != params->end()) pattern = it->second;
+  for (const auto& [k, v] : c.annotations)
+    if (pattern.find(".PVC.annotations." + k + "}") != std::string::npos)
+      (*params)["nodevol.io/pvc-annotation." + k] = v;
+  for (const auto& [k, v] : c.labels)
+    if (pattern.find(".PVC.labels." + k + "}") != std::string::npos) (*params)["nodevol.io/pvc-label." + k] = v;
+}
+
+std::string CodeName(Status::Code c) {
+  switch (c) {
+    case Status::Code::kResourceExhausted: return "no room";
+    case Status::Code::kUnavailable: return "unreachable";
+    case Status::Code::kFailedPrecondition: return "not possible";
+    default: return "error";
+  }
+}
+
+class Pass {
+ public:
+  Pass(ControllerContext& ctx, const json& pvc) : ctx_(ctx), pvc_(pvc) {}
+
+  Outcome Run(const std::string& key);
+
+ private:
+  Outcome Fail(const std::string& message, Outcome outcome) {
+    ctx_.events->Record(pvc_, "Warning", "ProvisioningFailed", message);
+    return outcome;
+  }
+  // WaitForFirstConsumer: give the scheduler the choice back.
+  Outcome Reschedule(const std::string& why);
+  Status SavePv(const json& pv);
+
+  ControllerContext& ctx_;
+  const json& pvc_;
+  ClaimView claim_;
+};
+
+Outcome Pass::Reschedule(const std::string& why) {
+  ctx_.events->Record(pvc_, "Warning", "ProvisioningFailed",
+                      "node " + claim_.selected_node + " cannot take the volume (" + why +
+                          "); asking the scheduler to pick another node");
+  json patch = {{"metadata",
+                 {{"resourceVersion", claim_.resource_version}, {"annotations", {{kAnnSelectedNode, nullptr}}}}}};
+  auto r = ctx_.client->MergePatch("/api/v1/namespaces/" + claim_.ns + "/persistentvolumeclaims/" + claim_.name,
+                                   patch);
+  if (r.ok() || r.code() == kube::Result::Code::kNotFound) return Outcome::kDone;
+  // Conflict: the claim changed (maybe a newer choice); its update requeues it.
+  if (r.code() == kube::Result::Code::kConflict) return Outcome::kDone;
+  spdlog::warn("claim {}: removing {} failed: {}", claim_.Key(), kAnnSelectedNode, r.ToString());
+  return Outcome::kRetry;
+}
+
+Status Pass::SavePv(const json& pv) {
+  kube::Result r;
+  for (int i = 0; i < ctx_.options.pv_save_tries; ++i) {
+    if (i) std::this_thread::sleep_for(ctx_.options.pv_save_pause);
+    r = ctx_.client->Create("/api/v1/persistentvolumes", pv);
+    if (r.ok() || r.code() == kube::Result::Code::kAlreadyExists) return Status::Ok();
+    spdlog::warn("claim {}: saving PV {} failed (try {}/{}): {}", claim_.Key(), claim_.PvName(), i + 1,
+                 ctx_.options.pv_save_tries, r.ToString());
+    if (r.code() == kube::Result::Code::kInvalid || r.code() == kube::Result::Code::kForbidden) break;
+  }
+  return Status::Unavailable("PV " + claim_.PvName() + " not saved: " + r.ToString());
+}
+
+Outcome Pass::Run(const std::string& key) {
+  Status st = ParseClaim(pvc_, &claim_);
+  if (!st.ok()) {
+    // Only complain about claims handed to us.
+    auto ann = pvc_["metadata"].value("annotations", json::object());
+    if (ann.value(kAnnStorageProvisioner, "") == ctx_.options.provisioner_name)
+      return Fail(st.message(), Outcome::kGiveUp);
+    return Outcome::kDone;
+  }
+  if (claim_.provisioner != ctx_.options.provisioner_name || !claim_.volume_name.empty()) return Outcome::kDone;
+  auto sc = ctx_.classes->Get(claim_.class_name);
+  if (!sc) return Fail("storage class " + claim_.class_name + " not found", Outcome::kRetry);
+  if (sc->value("provisioner", "") != ctx_.options.provisioner_name) return Outcome::kDone;
+  std::string binding = sc->value("volumeBindingMode", "Immediate");
+  std::string why;
+  if (ShouldProvision(claim_, ctx_.options.provisioner_name, binding, &why) != ClaimAction::kProvision) {
+    spdlog::debug("claim {}: not provisioning: {}", key, why);
+    return Outcome::kDone;
+  }
+  // Deterministic name: a PV from an earlier pass means the work is done.
+  if (ctx_.volumes->Get(claim_.PvName())) return Outcome::kDone;
+  json existing;
+  auto got = ctx_.client->Get("/api/v1/persistentvolumes/" + claim_.PvName(), &existing);
+  if (got.ok()) return Outcome::kDone;
+  if (got.code() != kube::Result::Code::kNotFound) {
+    spdlog::warn("claim {}: checking PV {}: {}", key, claim_.PvName(), got.ToString());
+    return Outcome::kRetry;
+  }
+
+  ClassParams params;
+  st = ParseClassParams(StringMap(sc->value("parameters", json::object())), Strings(sc->value("mountOptions", json())),
+                        &params);
+  if (!st.ok()) return Fail(st.message(), Outcome::kGiveUp);
+  if (claim_.volume_mode == "Block")
+    return Fail("volumeMode Block is not supported by nodevol (FlexVolume publishes filesystems only); "
+                "use volumeMode Filesystem",
+                Outcome::kGiveUp);
+  for (const auto& m : claim_.access_modes)
+    if (m != "ReadWriteOnce" && m != "ReadWriteOncePod" && m != "ReadOnlyMany" && !(params.IsNfs() && m == "ReadWriteMany"))
+      return Fail("access mode " + m + " is not supported by " + (params.backend.empty() ? "this" : params.backend) +
+                      " volumes (node-local volumes are ReadWriteOnce, ReadWriteOncePod or ReadOnlyMany; NFS also "
+                      "ReadWriteMany)",
+                  Outcome::kGiveUp);
+  std::string reclaim = sc->value("reclaimPolicy", "Delete");
+
+  ctx_.events->Record(pvc_, "Normal", "Provisioning",
+                      "External provisioner is provisioning volume for claim \"" + claim_.Key() + "\"");
+
+  // Place and reserve under one lock, so racing claims see each other.
+  PlacementRequest req;
+  req.pool = params.pool;
+  req.backend = params.backend;
+  req.bytes = claim_.request_bytes;
+  bool wffc = binding == "WaitForFirstConsumer";
+  if (wffc) {
+    req.allowed_nodes = {claim_.selected_node};
+    req.restrict_nodes = true;
+  } else if (sc->contains("allowedTopologies")) {
+    req.restrict_nodes = true;
+    for (const auto& node : ctx_.nodes->List()) {
+      auto labels = StringMap(node["metadata"].value("labels", json::object()));
+      if (NodeAllowedByTopologies(labels, (*sc)["allowedTopologies"]))
+        req.allowed_nodes.insert(node["metadata"].value("name", ""));
+    }
+  }
+  std::string node;
+  {
+    std::lock_guard<std::mutex> lock(ctx_.reservations->mu());
+    st = Place(ctx_.node_view->Pools(), req, *ctx_.reservations, ctx_.options.policy, &node);
+    if (st.ok()) ctx_.reservations->Reserve(claim_.uid, node, params.pool, claim_.request_bytes);
+  }
+  if (!st.ok()) {
+    if (wffc) return Reschedule(st.message());
+    return Fail(st.message(), Outcome::kRetry);
+  }
+
+  auto client = ctx_.node_view->Client(node);
+  if (!client) {
+    ctx_.reservations->Done(claim_.uid, false);
+    return wffc ? Reschedule("nodevold on it is not known") : Fail("node " + node + " vanished", Outcome::kRetry);
+  }
+  v1::CreateVolumeRequest create;
+  create.set_name(claim_.PvName());
+  create.set_pool(params.pool);
+  create.set_size_bytes(claim_.request_bytes);
+  create.set_fs_type(params.fs_type);
+  auto vparams = params.volume_params;
+  std::string joined;
+  for (const auto& o : params.mount_options) joined += (joined.empty() ? "" : ",") + o;
+  v1::CreateVolumeResponse created;
+  // The pool's kind decides where mount options go (see pv.h).
+  std::string backend = params.backend;
+  for (const auto& p : ctx_.node_view->Pools())
+    if (p.node == node && p.pool == params.pool) backend = p.backend;
+  if (backend == "nfs" && !joined.empty()) vparams["mountOptions"] = joined;
+  AddClaimParams(claim_, claim_.class_name, reclaim, ctx_.options.provisioner_name, &vparams);
+  for (const auto& [k, v] : vparams) (*create.mutable_parameters())[k] = v;
+  st = client->CreateVolume(create, &created);
+  ctx_.reservations->Done(claim_.uid, st.ok());
+  if (!st.ok()) {
+    if (wffc && (st.code() == Status::Code::kResourceExhausted || st.code() == Status::Code::kUnavailable))
+      return Reschedule(st.message());
+    return Fail("creating volume " + claim_.PvName() + " on node " + node + " (" + CodeName(st.code()) +
+                    "): " + st.message(),
+                st.code() == Status::Code::kInvalidArgument ? Outcome::kGiveUp : Outcome::kRetry);
+  }
+
+  PvPlan plan;
+  plan.claim = claim_;
+  plan.class_name = claim_.class_name;
+  plan.reclaim_policy = reclaim;
+  plan.mount_options = params.mount_options;
+  plan.node = node;
+  plan.pool = params.pool;
+  plan.backend = created.volume().backend();
+  plan.fs_type = created.volume().fs_type();
+  plan.bytes = std::max<uint64_t>(created.volume().size_bytes(), claim_.request_bytes);
+  plan.node_label_key = ctx_.options.node_label_key;
+  plan.node_label_value = ctx_.options.node_label_value;
+  st = SavePv(BuildPersistentVolume(plan));
+  if (!st.ok()) {
+    // Nothing in the cluster points at the volume: remove it, or the orphan
+    // sweep will once it is older than its grace period.
+    v1::DeleteVolumeRequest del;
+    del.set_name(claim_.PvName());
+    v1::DeleteVolumeResponse deleted;
+    Status dst = client->DeleteVolume(del, &deleted);
+    if (!dst.ok())
+      ctx_.events->Record(pvc_, "Warning", "ProvisioningCleanupFailed",
+                          "volume " + claim_.PvName() + " on node " + node + " not deleted: " + dst.message());
+    return Fail(st.message(), Outcome::kRetry);
+  }
+  ctx_.events->Record(pvc_, "Normal", "ProvisioningSucceeded",
+                      "Successfully provisioned volume " + claim_.PvName() + " (" + FormatSize(plan.bytes) + " in " +
+                          plan.backend + " pool " + plan.pool + " on node " + node + ")");
+  spdlog::info("claim {}: provisioned {} on node {}", key, claim_.PvName(), node);
+  return Outcome::kDone;
+}
+
+}  // namespace
+
+Workers::Outcome ProvisionClaim(ControllerContext& ctx, const std::string& key) {
+  auto pvc = ctx.claims->Get(key);
+  if (!pvc) return Outcome::kDone;
+  Pass pass(ctx, *pvc);
+  return pass.Run(key);
+}
+
+}  // namespace nodevol::provisioner

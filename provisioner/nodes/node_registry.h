@@ -1,0 +1,124 @@
+// NodeRegistry: the provisioner's live view of the nodes running nodevold.
+//
+// SetNodes gives the current list (name + host:port), whenever the Node
+// cache changes; nodes are added, dropped, or re-dialled when their address
+// changes. For each node a thread keeps one WatchCapacity stream open: at
+// every (re)connect it asks GetInfo for the pools' backend kinds, then
+// records each capacity message (free/total/allocated bytes per pool). A
+// stream that ends, fails, or stays silent for silence_timeout (nodevold
+// sends a heartbeat every heartbeat_seconds) marks the node unreachable
+// with the error, and the node is re-dialled after a backoff: 1 s doubling
+// to 60 s, plus up to 20 % jitter, back to 1 s once a stream delivered.
+//
+// on_change(node) runs on the registry's threads, possibly several at
+// once, after a node's reachability or any of its pool figures changed
+// (not on heartbeats); it may call Snapshot() or Client() but must not
+// call SetNodes() or Stop(), and should be quick (enqueue work).
+// Everything is thread-safe; Stop() (or the destructor) cancels the
+// streams and joins every thread promptly.
+#pragma once
+
+#include <grpcpp/channel.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "nodes/node_client.h"
+
+namespace nodevol::nodes {
+
+struct NodeEndpoint {
+  std::string name;     // Kubernetes node name, also the TLS server name
+  std::string address;  // host:port of its nodevold --tls-listen
+  bool operator==(const NodeEndpoint&) const = default;
+};
+
+struct PoolCapacity {
+  std::string name;
+  std::string backend;  // "dir", "lvm", "nfs" (from GetInfo)
+  uint64_t free_bytes = 0;
+  uint64_t total_bytes = 0;
+  uint64_t allocated_bytes = 0;
+  uint32_t volume_count = 0;
+  bool operator==(const PoolCapacity&) const = default;
+};
+
+struct NodeState {
+  std::string name;
+  std::string address;
+  bool reachable = false;  // a stream is open and not silent
+  std::string last_error;  // why it is (or last was) unreachable; "" = never failed
+  std::chrono::system_clock::time_point since;  // when `reachable` last changed (or the node was added)
+  std::vector<PoolCapacity> pools;  // last figures seen, sorted by name; kept while unreachable
+};
+
+// Delay before re-dialling after `failures` consecutive failed attempts
+// (0 = the first retry): initial * 2^failures capped at max, times
+// (1 + 0.2 * random01) and capped at max again. random01 in [0, 1).
+std::chrono::milliseconds RedialDelay(int failures, std::chrono::milliseconds initial, std::chrono::milliseconds max,
+                                      double random01);
+
+class NodeRegistry {
+ public:
+  using Dialer = std::function<std::shared_ptr<grpc::Channel>(const NodeEndpoint&)>;
+
+  struct Options {
+    Dialer dial;  // e.g. [&f](const NodeEndpoint& e) { return f.Dial(e.address, e.name); }
+    std::function<void(const std::string& node)> on_change;
+    std::chrono::milliseconds call_timeout{60000};     // NodeClient calls
+    std::chrono::milliseconds connect_timeout{10000};  // GetInfo at (re)connect
+    std::chrono::milliseconds initial_backoff{1000};
+    std::chrono::milliseconds max_backoff{60000};
+    unsigned heartbeat_seconds = 10;                   // asked of nodevold
+    std::chrono::milliseconds silence_timeout{0};      // 0 = 3 heartbeats
+  };
+
+  explicit NodeRegistry(Options options);
+  ~NodeRegistry();
+  NodeRegistry(const NodeRegistry&) = delete;
+  NodeRegistry& operator=(const NodeRegistry&) = delete;
+
+  // Replaces the set of nodes. Names must be unique (later duplicates are
+  // ignored). Returns after dropped nodes' threads have ended.
+  void SetNodes(const std::vector<NodeEndpoint>& nodes);
+
+  // Every node, sorted by name.
+  std::vector<NodeState> Snapshot() const;
+  // One node; false when it is not registered.
+  bool Get(const std::string& node, NodeState* out) const;
+
+  // The client for calls to node (shared with its capacity stream), or
+  // null when the node is not registered. Usable while unreachable: calls
+  // then fail fast with UNAVAILABLE.
+  std::shared_ptr<NodeClient> Client(const std::string& node) const;
+
+  void Stop();
+
+ private:
+  struct Entry;
+
+  void Run(const std::shared_ptr<Entry>& e);
+  // One connection: GetInfo, then the capacity stream until it ends.
+  // Returns why it ended; *delivered says whether any message arrived.
+  Status Session(const std::shared_ptr<Entry>& e, bool* delivered);
+  void SetReachable(const std::shared_ptr<Entry>& e, bool reachable, const std::string& error);
+  void Notify(const std::shared_ptr<Entry>& e);
+  void Watchdog();
+  void Cancel(const std::shared_ptr<Entry>& e, const std::string& reason);
+
+  Options options_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;  // wakes backoff sleeps and the watchdog
+  bool stopped_ = false;
+  std::map<std::string, std::shared_ptr<Entry>> nodes_;
+  std::thread watchdog_;
+};
+
+}  // namespace nodevol::nodes

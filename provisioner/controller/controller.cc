@@ -1,0 +1,144 @@
+#include "controller/controller.h"
+
+#include <spdlog/spdlog.h>
+
+#include "controller/delete.h"
+#include "controller/node_capacity.h"
+#include "controller/provision.h"
+
+namespace nodevol::provisioner {
+namespace {
+
+std::string InternalIp(const nlohmann::json& node) {
+  for (const auto& a : node.value("status", nlohmann::json::object()).value("addresses", nlohmann::json::array()))
+    if (a.value("type", "") == "InternalIP") return a.value("address", "");
+  return "";
+}
+
+std::unique_ptr<kube::Informer> MakeInformer(kube::Client* client, const std::string& path, const std::string& selector,
+                                             const std::string& name, std::chrono::milliseconds resync,
+                                             kube::InformerHandlers handlers) {
+  kube::InformerOptions opts;
+  opts.name = name;
+  opts.resync = resync;
+  return std::make_unique<kube::Informer>(std::make_unique<kube::ClientListWatcher>(client, path, selector),
+                                          std::move(handlers), opts);
+}
+
+}  // namespace
+
+Controller::Controller(kube::Client* client, ControllerConfig config)
+    : client_(client),
+      config_(std::move(config)),
+      tls_(config_.tls),
+      events_(client, config_.options.provisioner_name) {
+  nodes::NodeRegistry::Options ro;
+  ro.dial = [this](const nodes::NodeEndpoint& e) { return tls_.Dial(e.address, e.name); };
+  ro.on_change = [this](const std::string& node) { OnCapacityChanged(node); };
+  registry_ = std::make_unique<nodes::NodeRegistry>(ro);
+  view_ = std::make_unique<RegistryView>(registry_.get());
+
+  auto claim_handlers = kube::InformerHandlers{
+      [this](const nlohmann::json& o) { EnqueueClaim(o); },
+      [this](const nlohmann::json&, const nlohmann::json& o) { EnqueueClaim(o); },
+      [](const nlohmann::json&) {}};
+  auto volume_handlers = kube::InformerHandlers{
+      [this](const nlohmann::json& o) { EnqueueVolume(o); },
+      [this](const nlohmann::json&, const nlohmann::json& o) { EnqueueVolume(o); },
+      [](const nlohmann::json&) {}};
+  // A new or changed class may unblock claims waiting for it.
+  auto class_handlers = kube::InformerHandlers{
+      [this](const nlohmann::json&) { OnCapacityChanged(""); },
+      [this](const nlohmann::json&, const nlohmann::json&) { OnCapacityChanged(""); },
+      [](const nlohmann::json&) {}};
+  auto node_handlers = kube::InformerHandlers{
+      [this](const nlohmann::json&) { OnNodesChanged(); },
+      [this](const nlohmann::json& a, const nlohmann::json& b) {
+        if (InternalIp(a) != InternalIp(b)) OnNodesChanged();
+      },
+      [this](const nlohmann::json&) { OnNodesChanged(); }};
+  claims_ = MakeInformer(client, "/api/v1/persistentvolumeclaims", "", "claims", config_.resync, claim_handlers);
+  volumes_ = MakeInformer(client, "/api/v1/persistentvolumes", "", "volumes", config_.resync, volume_handlers);
+  classes_ = MakeInformer(client, "/apis/storage.k8s.io/v1/storageclasses", "", "classes", {}, class_handlers);
+  nodes_ = MakeInformer(client, "/api/v1/nodes", config_.node_selector, "nodes", {}, node_handlers);
+
+  ctx_.client = client;
+  ctx_.claims = claims_.get();
+  ctx_.volumes = volumes_.get();
+  ctx_.classes = classes_.get();
+  ctx_.nodes = nodes_.get();
+  ctx_.node_view = view_.get();
+  ctx_.events = &events_;
+  ctx_.reservations = &reservations_;
+  ctx_.options = config_.options;
+}
+
+Controller::~Controller() { Stop(); }
+
+bool Controller::Start(std::chrono::milliseconds sync_timeout) {
+  for (auto* i : {classes_.get(), nodes_.get(), volumes_.get(), claims_.get()}) i->Start();
+  for (auto* i : {classes_.get(), nodes_.get(), volumes_.get(), claims_.get()})
+    if (!i->WaitForSync(sync_timeout)) return false;
+  OnNodesChanged();
+  claim_workers_ = std::make_unique<Workers>("claim", &claim_queue_, config_.claim_workers, config_.max_failures,
+                                             [this](const std::string& k) { return ProvisionClaim(ctx_, k); });
+  volume_workers_ =
+      std::make_unique<Workers>("volume", &volume_queue_, config_.volume_workers, config_.max_failures,
+                                [this](const std::string& k) { return DeleteReleasedVolume(ctx_, k); });
+  started_ = true;
+  spdlog::info("controller started: {} claim workers, {} volume workers, nodes labelled {}", config_.claim_workers,
+               config_.volume_workers, config_.node_selector);
+  return true;
+}
+
+void Controller::Stop() {
+  started_ = false;
+  // Informers first (no new work), then the workers finish their keys.
+  for (auto* i : {claims_.get(), volumes_.get(), classes_.get(), nodes_.get()})
+    if (i) i->Stop();
+  claim_workers_.reset();
+  volume_workers_.reset();
+  if (registry_) registry_->Stop();
+}
+
+bool Controller::Ready() const {
+  return started_ && claims_->HasSynced() && volumes_->HasSynced() && classes_->HasSynced() && nodes_->HasSynced();
+}
+
+void Controller::OnNodesChanged() {
+  std::vector<nodes::NodeEndpoint> eps;
+  for (const auto& n : nodes_->List()) {
+    std::string ip = InternalIp(n);
+    if (ip.empty()) continue;
+    std::string host = ip.find(':') != std::string::npos ? "[" + ip + "]" : ip;
+    eps.push_back({n["metadata"].value("name", ""), host + ":" + std::to_string(config_.node_port)});
+  }
+  registry_->SetNodes(eps);
+}
+
+void Controller::OnCapacityChanged(const std::string& node) {
+  if (!node.empty()) {
+    nodes::NodeState state;
+    auto obj = nodes_->Get(node);
+    if (obj && registry_->Get(node, &state)) {
+      auto r = MirrorCapacity(client_, *obj, state);
+      if (!r.ok()) spdlog::warn("node {}: mirroring capacity: {}", node, r.ToString());
+    }
+  }
+  // Room may have appeared: pending claims get another pass.
+  for (const auto& pvc : claims_->List()) EnqueueClaim(pvc);
+}
+
+void Controller::EnqueueClaim(const nlohmann::json& pvc) {
+  const auto& spec = pvc.value("spec", nlohmann::json::object());
+  if (!spec.value("volumeName", "").empty()) return;
+  claim_queue_.Add(kube::Informer::KeyOf(pvc));
+}
+
+void Controller::EnqueueVolume(const nlohmann::json& pv) {
+  auto ann = pv["metadata"].value("annotations", nlohmann::json::object());
+  if (ann.value(kAnnProvisionedBy, "") != config_.options.provisioner_name) return;
+  volume_queue_.Add(pv["metadata"].value("name", ""));
+}
+
+}  // namespace nodevol::provisioner

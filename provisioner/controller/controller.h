@@ -1,0 +1,71 @@
+// Controller: the running provisioner: informers for claims, volumes,
+// classes and nodevol nodes; the node registry dialling each node's
+// nodevold; a claim queue and a volume queue with their workers
+// (ProvisionClaim, DeleteReleasedVolume). Start once this replica leads;
+// Stop joins everything.
+//
+// Claims are queued by "namespace/name" on every change, and all pending
+// claims again whenever a node's capacity or reachability changes (room may
+// have appeared); PVs by name. Node capacity is mirrored onto the Node
+// objects. Nodes are found by the label selector and dialled at their
+// InternalIP and the configured port, with the node name as TLS name.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "controller/context.h"
+#include "controller/registry_view.h"
+#include "kube/informer.h"
+#include "nodes/node_registry.h"
+#include "nodes/tls.h"
+#include "queue/work_queue.h"
+#include "queue/workers.h"
+
+namespace nodevol::provisioner {
+
+struct ControllerConfig {
+  ControllerOptions options;
+  std::string node_selector = "nodevol.io/node=true";
+  int node_port = 9809;
+  nodes::TlsClientFiles tls;
+  int claim_workers = 4;
+  int volume_workers = 4;
+  int max_failures = 15;  // the reference library gives up after 15 until the object changes
+  std::chrono::milliseconds resync{std::chrono::minutes(15)};
+};
+
+class Controller {
+ public:
+  Controller(kube::Client* client, ControllerConfig config);
+  ~Controller();
+
+  // Starts informers, waits for their first lists (false on timeout),
+  // then the registry and the workers.
+  bool Start(std::chrono::milliseconds sync_timeout);
+  void Stop();
+  // True once started and every informer has synced (readiness).
+  bool Ready() const;
+
+ private:
+  void OnNodesChanged();
+  void OnCapacityChanged(const std::string& node);
+  void EnqueueClaim(const nlohmann::json& pvc);
+  void EnqueueVolume(const nlohmann::json& pv);
+
+  kube::Client* client_;
+  ControllerConfig config_;
+  nodes::TlsChannelFactory tls_;
+  EventRecorder events_;
+  Reservations reservations_;
+  std::unique_ptr<nodes::NodeRegistry> registry_;
+  std::unique_ptr<RegistryView> view_;
+  std::unique_ptr<kube::Informer> claims_, volumes_, classes_, nodes_;
+  WorkQueue claim_queue_, volume_queue_;
+  std::unique_ptr<Workers> claim_workers_, volume_workers_;
+  ControllerContext ctx_;
+  std::atomic<bool> started_{false};
+};
+
+}  // namespace nodevol::provisioner

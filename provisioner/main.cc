@@ -1,0 +1,110 @@
+// nodevol-provisioner: watches claims of nodevol StorageClasses and
+// provisions their volumes on nodes whose nodevold has room
+// (provisioner/README.md). Flags: --help.
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <boost/program_options.hpp>
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include "controller/controller.h"
+#include "kube/client.h"
+#include "kube/config.h"
+
+namespace po = boost::program_options;
+using namespace nodevol;
+using namespace nodevol::provisioner;
+
+namespace {
+
+void SplitLabel(const std::string& selector, std::string* key, std::string* value) {
+  auto eq = selector.find('=');
+  *key = selector.substr(0, eq);
+  *value = eq == std::string::npos ? "" : selector.substr(eq + 1);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ControllerConfig cc;
+  std::string kubeconfig, context, placement = "most-free", log_level = "info";
+  po::options_description desc(
+      "Usage: nodevol-provisioner [options]\n\n"
+      "Provisions nodevol volumes for PersistentVolumeClaims of StorageClasses whose\n"
+      "provisioner is nodevol.io/provisioner, on nodes whose nodevold reports room.\n\nOptions");
+  desc.add_options()("help", "show this help")
+      ("kubeconfig", po::value(&kubeconfig), "kubeconfig file(s) (':'-separated); default: $KUBECONFIG, else in-cluster")
+      ("context", po::value(&context), "kubeconfig context (default: current-context)")
+      ("node-selector", po::value(&cc.node_selector)->default_value(cc.node_selector),
+       "label (key=value) of the nodes running nodevold")
+      ("node-port", po::value(&cc.node_port)->default_value(cc.node_port), "nodevold's --tls-listen port on every node")
+      ("tls-ca", po::value(&cc.tls.ca)->required(), "CA bundle nodevold certificates chain to")
+      ("tls-cert", po::value(&cc.tls.cert)->required(), "the provisioner's client certificate")
+      ("tls-key", po::value(&cc.tls.key)->required(), "its private key")
+      ("placement", po::value(&placement)->default_value(placement), "most-free (spread) or binpack (fill)")
+      ("claim-workers", po::value(&cc.claim_workers)->default_value(cc.claim_workers), "claim worker threads")
+      ("volume-workers", po::value(&cc.volume_workers)->default_value(cc.volume_workers), "volume worker threads")
+      ("log-level", po::value(&log_level)->default_value(log_level), "trace, debug, info, warn, error");
+  po::variables_map vm;
+  try {
+    po::store(po::parse_command_line(argc, argv, desc), vm);
+    if (vm.count("help")) {
+      std::cout << desc << "\n";
+      return 0;
+    }
+    po::notify(vm);
+  } catch (const std::exception& e) {
+    std::cerr << "nodevol-provisioner: " << e.what() << " (see --help)\n";
+    return 2;
+  }
+  spdlog::set_level(spdlog::level::from_str(log_level));
+  Status st = ParsePlacementPolicy(placement, &cc.options.policy);
+  if (st.ok()) st = nodes::CheckTlsClientFiles(cc.tls);
+  if (!st.ok()) {
+    std::cerr << "nodevol-provisioner: " << st.message() << "\n";
+    return 2;
+  }
+  SplitLabel(cc.node_selector, &cc.options.node_label_key, &cc.options.node_label_value);
+
+  kube::Config config;
+  if (kubeconfig.empty() && std::getenv("KUBECONFIG")) kubeconfig = std::getenv("KUBECONFIG");
+  if (!kubeconfig.empty()) {
+    std::vector<std::string> files;
+    for (size_t start = 0;;) {
+      size_t colon = kubeconfig.find(':', start);
+      files.push_back(kubeconfig.substr(start, colon - start));
+      if (colon == std::string::npos) break;
+      start = colon + 1;
+    }
+    st = kube::LoadKubeconfig(files, context, &config);
+  } else {
+    st = kube::LoadInCluster(kube::InClusterSource::FromEnvironment(), &config);
+  }
+  std::unique_ptr<kube::Client> client;
+  if (st.ok()) st = kube::Client::New(config, {}, &client);
+  if (!st.ok()) {
+    std::cerr << "nodevol-provisioner: " << st.message() << "\n";
+    return 1;
+  }
+
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+
+  Controller controller(client.get(), cc);
+  if (!controller.Start(std::chrono::minutes(2))) {
+    spdlog::error("caches did not sync within 2 minutes; is the apiserver reachable and RBAC in place?");
+    return 1;
+  }
+  spdlog::info("nodevol-provisioner {} running", NODEVOL_VERSION);
+  int sig = 0;
+  sigwait(&set, &sig);
+  spdlog::info("signal {}: stopping", sig);
+  controller.Stop();
+  return 0;
+}

@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# Under the real control plane and kubelet (run by cluster-up): dynamic
+# provisioning by nodevol-provisioner. nodevold (dir pool) serves its Node
+# API over mutual TLS on the node's address; the provisioner runs out of
+# cluster with the admin kubeconfig, finds the node by its label, dials it
+# and watches capacity. Checked:
+#  - Immediate class: claim Bound to pvc-<uid> with node affinity, the
+#    volume on nodevold carries the claim parameters, a pod writes to it,
+#    capacity is mirrored onto the Node;
+#  - WaitForFirstConsumer: nothing until a pod is scheduled, then Bound on
+#    the selected node and the pod runs;
+#  - reclaim Delete: claim deleted -> volume and PV gone; Retain: both kept;
+#  - bad class parameter: ProvisioningFailed naming it, nothing created;
+#  - no room (Immediate): ProvisioningFailed with the per-node figures;
+#    no room (WaitForFirstConsumer): selected-node removed (reschedule).
+# Needs NODEVOL_PROVISIONER (path) besides what lib.sh needs.
+K8S_TEST=provisioner
+source "$(dirname "$0")/lib.sh"
+: "${NODEVOL_PROVISIONER:?}"
+tls=$K8S_WORK/tls
+make_tls "$tls" "$K8S_NODE"
+node_ip=$(k get node "$K8S_NODE" -o jsonpath='{.status.addresses[?(@.type=="InternalIP")].address}')
+
+step "nodevold: dir pool, TLS on $node_ip:9809"
+nv=$K8S_WORK/nodevold
+mkdir -p "$nv/state" "$nv/pool"
+: >"$nv/nodevold.conf"
+# nsenter --net only: nodevold's mounts stay in the host's mount namespace.
+nsenter --net="/run/netns/$K8S_NETNS" "$NODEVOLD" --config="$nv/nodevold.conf" \
+  --socket="$NODEVOL_K8S_FLEX_SOCKET" --state-dir="$nv/state" --pods-root="$K8S_PODS_ROOT" \
+  --node-name="$K8S_NODE" --pool="name=default,backend=dir,path=$nv/pool" \
+  --tls-listen="$node_ip:9809" --tls-ca="$tls/ca.crt" --tls-cert="$tls/node.crt" --tls-key="$tls/node.key" \
+  --metrics-address=off --log-target=stderr --log-level=debug >"$K8S_WORK/logs/nodevold.log" 2>&1 &
+NODEVOLD_PID=$!
+for _ in $(seq 100); do ctl volume list >/dev/null 2>&1 && break; sleep 0.1; done
+ctl info >/dev/null || fail "nodevold did not start"
+
+step "provisioner (out of cluster, admin kubeconfig)"
+k label node "$K8S_NODE" nodevol.io/node=true >/dev/null
+nsenter --net="/run/netns/$K8S_NETNS" "$NODEVOL_PROVISIONER" --kubeconfig="$K8S_WORK/admin.kubeconfig" \
+  --tls-ca="$tls/ca.crt" --tls-cert="$tls/provisioner.crt" --tls-key="$tls/provisioner.key" \
+  --log-level=debug >"$K8S_WORK/logs/provisioner.log" 2>&1 &
+PROV_PID=$!
+trap 'k delete pods --all --grace-period=1 --timeout=60s >/dev/null 2>&1; kill $PROV_PID 2>/dev/null; wait $PROV_PID 2>/dev/null; kill $NODEVOLD_PID 2>/dev/null; wait $NODEVOLD_PID 2>/dev/null' EXIT
+prov_fail() { echo "---- provisioner log (tail)" >&2; tail -30 "$K8S_WORK/logs/provisioner.log" >&2; fail "$@"; }
+
+k apply -f - >/dev/null <<YAML || fail "apply classes"
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: nv-now}
+provisioner: nodevol.io/provisioner
+parameters: {backend: dir, pool: default, mode: "0770"}
+reclaimPolicy: Delete
+volumeBindingMode: Immediate
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: nv-wait}
+provisioner: nodevol.io/provisioner
+parameters: {pool: default}
+reclaimPolicy: Delete
+volumeBindingMode: WaitForFirstConsumer
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: nv-keep}
+provisioner: nodevol.io/provisioner
+parameters: {pool: default}
+reclaimPolicy: Retain
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: nv-bad}
+provisioner: nodevol.io/provisioner
+parameters: {pool: default, colour: red}
+YAML
+claim() { # NAME CLASS SIZE
+  k apply -f - >/dev/null <<YAML || fail "apply claim $1"
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: $1, labels: {app: e2e}}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: $2
+  resources: {requests: {storage: $3}}
+YAML
+}
+bound() { k wait --for=jsonpath='{.status.phase}'=Bound "pvc/$1" --timeout="${2:-60}s" >/dev/null; }
+
+step "Immediate: claim bound to a provisioned PV"
+claim now nv-now 64Mi
+bound now || prov_fail "claim now not Bound"
+uid=$(k get pvc now -o jsonpath='{.metadata.uid}')
+pv=$(k get pvc now -o jsonpath='{.spec.volumeName}')
+[[ $pv == "pvc-$uid" ]] || fail "PV is '$pv', not pvc-$uid"
+[[ $(k get pv "$pv" -o jsonpath='{.spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].values[0]}') == "$K8S_NODE" ]] \
+  || fail "PV $pv not pinned to $K8S_NODE"
+[[ $(k get pv "$pv" -o jsonpath='{.spec.capacity.storage}') == 64Mi ]] || fail "PV capacity $(k get pv "$pv" -o jsonpath='{.spec.capacity.storage}')"
+[[ $(k get pv "$pv" -o jsonpath='{.metadata.finalizers[0]}') == external-provisioner.volume.kubernetes.io/finalizer ]] \
+  || fail "PV $pv lacks the finalizer"
+vol=$(ctl -o json volume get "$pv") || fail "nodevold has no volume $pv"
+for want in '"nodevol.io/pvc-namespace": "default"' '"nodevol.io/pvc-name": "now"' '"nodevol.io/reclaim-policy": "Delete"' \
+            '"nodevol.io/storage-class": "nv-now"' '"mode": "0770"'; do
+  grep -qF "$want" <<<"$vol" || fail "volume $pv lacks $want: $vol"
+done
+wait_event now ProvisioningSucceeded >/dev/null
+claim_pod use-now now 'echo provisioned > /data/f && sleep 3600' | k apply -f - >/dev/null
+k wait --for=condition=Ready pod/use-now --timeout=120s >/dev/null || fail "pod use-now not Ready"
+path=$(ctl -o json volume get "$pv" | sed -n 's/.*"path": *"\([^"]*\)".*/\1/p')
+[[ $(cat "$path/f") == provisioned ]] || fail "the pod's file is not in the volume"
+ann=
+for _ in $(seq 40); do
+  ann=$(k get node "$K8S_NODE" -o jsonpath='{.metadata.annotations.capacity\.nodevol\.io/default}')
+  [[ -n $ann ]] && break; sleep 0.5
+done
+free=$(ctl -o json capacity default | sed -n 's/.*"free_bytes": *"\([0-9]*\)".*/\1/p' | head -1)
+[[ $ann =~ ^[0-9]+$ ]] && ((ann > 0)) || fail "Node capacity annotation '$ann' (nodevold says $free free)"
+
+step "WaitForFirstConsumer: provisioned once a pod is scheduled"
+claim later nv-wait 32Mi
+sleep 3
+[[ $(k get pvc later -o jsonpath='{.status.phase}') == Pending ]] || fail "WFFC claim bound before any pod"
+claim_pod use-later later 'echo waited > /data/f && sleep 3600' | k apply -f - >/dev/null
+k wait --for=condition=Ready pod/use-later --timeout=180s >/dev/null || prov_fail "pod use-later not Ready"
+[[ $(k get pvc later -o jsonpath='{.metadata.annotations.volume\.kubernetes\.io/selected-node}') == "$K8S_NODE" ]] \
+  || fail "claim later has no selected-node"
+
+step "reclaim Delete: claim deleted -> volume and PV gone"
+k delete pod use-now --wait=true --timeout=60s >/dev/null
+k delete pvc now --wait=true --timeout=60s >/dev/null
+for _ in $(seq 120); do k get pv "$pv" >/dev/null 2>&1 || break; sleep 0.5; done
+! k get pv "$pv" >/dev/null 2>&1 || prov_fail "PV $pv still there: $(k get pv "$pv" -o jsonpath='{.status.phase} {.metadata.finalizers}')"
+! ctl volume get "$pv" >/dev/null 2>&1 || fail "volume $pv still on the node"
+
+step "reclaim Retain: claim deleted -> PV Released, volume kept"
+claim keep nv-keep 16Mi
+bound keep || prov_fail "claim keep not Bound"
+kpv=$(k get pvc keep -o jsonpath='{.spec.volumeName}')
+k delete pvc keep --wait=true --timeout=60s >/dev/null
+k wait --for=jsonpath='{.status.phase}'=Released "pv/$kpv" --timeout=60s >/dev/null || fail "PV $kpv not Released"
+sleep 3
+ctl volume get "$kpv" >/dev/null || fail "Retain: volume $kpv deleted"
+k get pv "$kpv" >/dev/null || fail "Retain: PV $kpv deleted"
+
+step "bad class parameter: one clear event, nothing created"
+claim bad nv-bad 16Mi
+msg=$(wait_event bad ProvisioningFailed colour)
+step "ProvisioningFailed: $msg"
+buid=$(k get pvc bad -o jsonpath='{.metadata.uid}')
+! ctl volume get "pvc-$buid" >/dev/null 2>&1 || fail "a volume was created for a bad class"
+
+step "no room: Immediate says why; WaitForFirstConsumer asks the scheduler again"
+claim huge nv-now 1000Ti
+msg=$(wait_event huge ProvisioningFailed "no node has room")
+step "ProvisioningFailed: $msg"
+[[ $msg == *"$K8S_NODE:"* ]] || fail "the event does not name the node's figures: $msg"
+claim huge-wait nv-wait 1000Ti
+claim_pod use-huge huge-wait 'sleep 3600' | k apply -f - >/dev/null
+msg=$(wait_event huge-wait ProvisioningFailed "pick another node")
+step "ProvisioningFailed: $msg"
+[[ $(k get pod use-huge -o jsonpath='{.status.phase}') == Pending ]] || fail "use-huge not Pending"
+step "PASS"

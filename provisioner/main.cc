@@ -47,6 +47,10 @@ int main(int argc, char** argv) {
       ("placement", po::value(&placement)->default_value(placement), "most-free (spread) or binpack (fill)")
       ("claim-workers", po::value(&cc.claim_workers)->default_value(cc.claim_workers), "claim worker threads")
       ("volume-workers", po::value(&cc.volume_workers)->default_value(cc.volume_workers), "volume worker threads")
+      ("orphan-sweep-seconds", po::value<long>()->default_value(600),
+       "how often to look for volumes whose claim and PV are gone (0 = never)")
+      ("orphan-grace-seconds", po::value<long>()->default_value(600),
+       "how old such a volume must be before it is deleted")
       ("log-level", po::value(&log_level)->default_value(log_level), "trace, debug, info, warn, error");
   po::variables_map vm;
   try {
@@ -61,6 +65,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   spdlog::set_level(spdlog::level::from_str(log_level));
+  cc.sweep_interval = std::chrono::seconds(vm["orphan-sweep-seconds"].as<long>());
+  cc.orphan_grace = std::chrono::seconds(vm["orphan-grace-seconds"].as<long>());
   Status st = ParsePlacementPolicy(placement, &cc.options.policy);
   if (st.ok()) st = nodes::CheckTlsClientFiles(cc.tls);
   if (!st.ok()) {

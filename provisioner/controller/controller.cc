@@ -4,6 +4,7 @@
 
 #include "controller/delete.h"
 #include "controller/node_capacity.h"
+#include "controller/orphans.h"
 #include "controller/provision.h"
 
 namespace nodevol::provisioner {
@@ -85,6 +86,7 @@ bool Controller::Start(std::chrono::milliseconds sync_timeout) {
   volume_workers_ =
       std::make_unique<Workers>("volume", &volume_queue_, config_.volume_workers, config_.max_failures,
                                 [this](const std::string& k) { return DeleteReleasedVolume(ctx_, k); });
+  if (config_.sweep_interval.count() > 0) sweeper_ = std::thread([this] { SweepLoop(); });
   started_ = true;
   spdlog::info("controller started: {} claim workers, {} volume workers, nodes labelled {}", config_.claim_workers,
                config_.volume_workers, config_.node_selector);
@@ -93,12 +95,28 @@ bool Controller::Start(std::chrono::milliseconds sync_timeout) {
 
 void Controller::Stop() {
   started_ = false;
+  {
+    std::lock_guard<std::mutex> lock(sweep_mu_);
+    stopping_ = true;
+  }
+  sweep_cv_.notify_all();
+  if (sweeper_.joinable()) sweeper_.join();
   // Informers first (no new work), then the workers finish their keys.
   for (auto* i : {claims_.get(), volumes_.get(), classes_.get(), nodes_.get()})
     if (i) i->Stop();
   claim_workers_.reset();
   volume_workers_.reset();
   if (registry_) registry_->Stop();
+}
+
+void Controller::SweepLoop() {
+  std::unique_lock<std::mutex> lock(sweep_mu_);
+  while (!sweep_cv_.wait_for(lock, config_.sweep_interval, [this] { return stopping_; })) {
+    lock.unlock();
+    auto gone = SweepOrphans(ctx_, config_.orphan_grace);
+    if (!gone.empty()) spdlog::warn("orphan sweep deleted {} volume(s)", gone.size());
+    lock.lock();
+  }
 }
 
 bool Controller::Ready() const {

@@ -12,6 +12,9 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <memory>
 #include <string>
 
@@ -34,6 +37,10 @@ struct ControllerConfig {
   int volume_workers = 4;
   int max_failures = 15;  // the reference library gives up after 15 until the object changes
   std::chrono::milliseconds resync{std::chrono::minutes(15)};
+  // Orphan sweep (controller/orphans.h): how often, and how old a volume
+  // must be before it can be an orphan. 0 interval = no sweep.
+  std::chrono::seconds sweep_interval{600};
+  std::chrono::seconds orphan_grace{600};
 };
 
 class Controller {
@@ -53,6 +60,7 @@ class Controller {
   void OnCapacityChanged(const std::string& node);
   void EnqueueClaim(const nlohmann::json& pvc);
   void EnqueueVolume(const nlohmann::json& pv);
+  void SweepLoop();
 
   kube::Client* client_;
   ControllerConfig config_;
@@ -64,6 +72,10 @@ class Controller {
   std::unique_ptr<kube::Informer> claims_, volumes_, classes_, nodes_;
   WorkQueue claim_queue_, volume_queue_;
   std::unique_ptr<Workers> claim_workers_, volume_workers_;
+  std::thread sweeper_;
+  std::mutex sweep_mu_;
+  std::condition_variable sweep_cv_;
+  bool stopping_ = false;
   ControllerContext ctx_;
   std::atomic<bool> started_{false};
 };

@@ -12,7 +12,9 @@
 #  - reclaim Delete: claim deleted -> volume and PV gone; Retain: both kept;
 #  - bad class parameter: ProvisioningFailed naming it, nothing created;
 #  - no room (Immediate): ProvisioningFailed with the per-node figures;
-#    no room (WaitForFirstConsumer): selected-node removed (reschedule).
+#    no room (WaitForFirstConsumer): selected-node removed (reschedule);
+#  - orphan sweep: a volume it made (reclaim Delete) whose claim and PV are
+#    gone is deleted; a Retain one, another provisioner's and bound ones stay.
 # Needs NODEVOL_PROVISIONER (path) besides what lib.sh needs.
 K8S_TEST=provisioner
 source "$(dirname "$0")/lib.sh"
@@ -39,6 +41,7 @@ step "provisioner (out of cluster, admin kubeconfig)"
 k label node "$K8S_NODE" nodevol.io/node=true >/dev/null
 nsenter --net="/run/netns/$K8S_NETNS" "$NODEVOL_PROVISIONER" --kubeconfig="$K8S_WORK/admin.kubeconfig" \
   --tls-ca="$tls/ca.crt" --tls-cert="$tls/provisioner.crt" --tls-key="$tls/provisioner.key" \
+  --orphan-sweep-seconds=3 --orphan-grace-seconds=0 \
   --log-level=debug >"$K8S_WORK/logs/provisioner.log" 2>&1 &
 PROV_PID=$!
 trap 'k delete pods --all --grace-period=1 --timeout=60s >/dev/null 2>&1; kill $PROV_PID 2>/dev/null; wait $PROV_PID 2>/dev/null; kill $NODEVOLD_PID 2>/dev/null; wait $NODEVOLD_PID 2>/dev/null' EXIT
@@ -159,4 +162,18 @@ claim_pod use-huge huge-wait 'sleep 3600' | k apply -f - >/dev/null
 msg=$(wait_event huge-wait ProvisioningFailed "pick another node")
 step "ProvisioningFailed: $msg"
 [[ $(k get pod use-huge -o jsonpath='{.status.phase}') == Pending ]] || fail "use-huge not Pending"
+step "orphan sweep: our Delete volume without claim or PV goes; Retain and foreign ones stay"
+orphan() { # NAME RECLAIM [PROVISIONER]
+  ctl volume create "$1" --pool default --size 1Mi --param "nodevol.io/provisioner=${3:-nodevol.io/provisioner}" \
+    --param "nodevol.io/reclaim-policy=$2" --param nodevol.io/pvc-namespace=default \
+    --param nodevol.io/pvc-name=gone >/dev/null || fail "volume create $1"
+}
+orphan pvc-00000000-0000-0000-0000-00000000dead Delete
+orphan pvc-00000000-0000-0000-0000-00000000beef Retain
+orphan pvc-00000000-0000-0000-0000-00000000f00d Delete other.io/provisioner
+for _ in $(seq 40); do ctl volume get pvc-00000000-0000-0000-0000-00000000dead >/dev/null 2>&1 || break; sleep 0.5; done
+! ctl volume get pvc-00000000-0000-0000-0000-00000000dead >/dev/null 2>&1 || prov_fail "orphan not swept"
+ctl volume get pvc-00000000-0000-0000-0000-00000000beef >/dev/null || fail "Retain orphan deleted"
+ctl volume get pvc-00000000-0000-0000-0000-00000000f00d >/dev/null || fail "another provisioner's volume deleted"
+ctl volume get "$(k get pvc later -o jsonpath='{.spec.volumeName}')" >/dev/null || fail "the sweep deleted a bound volume"
 step "PASS"

@@ -1,0 +1,229 @@
+#!/usr/bin/env bash
+# Offline check of deploy/ (ctest label deploy): `kubectl kustomize` renders
+# deploy/base and deploy/examples, and the rendered objects keep what the
+# deployment depends on:
+#  - base: namespace nodevol-system; the ClusterRole and Role bound to the
+#    ServiceAccount the Deployment runs as, no wildcard and nothing beyond
+#    claims, PVs, classes, nodes, events and leases; Deployment of 2
+#    replicas, the image tagged with the project version, the Secret
+#    nodevol-provisioner-tls mounted read-only where --tls-ca/--tls-cert/
+#    --tls-key point, non-root, read-only root fs, no privilege escalation,
+#    ALL capabilities dropped, seccomp RuntimeDefault, resources, anti-
+#    affinity on the pods' own labels; with NODEVOL_PROVISIONER, every flag
+#    in its args is one the binary accepts (--help);
+#  - examples: every object a StorageClass of nodevol.io/provisioner with a
+#    pool; lvm, nfs and dir each in Immediate and WaitForFirstConsumer.
+# kubectl: ~/.cache/nodevol/k8s/<pinned version>/bin (tests/k8s/build-k8s),
+# or KUBECTL_BIN. Exit 77 (skipped) when kubectl or python3-yaml is missing.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+source "$root/tests/k8s/versions.env"
+kubectl=${KUBECTL_BIN:-${NODEVOL_K8S_CACHE:-$HOME/.cache/nodevol/k8s}/${K8S_VERSION:-$K8S_VERSION_PINNED}/bin/kubectl}
+skip() { echo "SKIP: $*" >&2; exit 77; }
+[[ -x $kubectl ]] || skip "$kubectl missing: run tests/k8s/build-k8s"
+/usr/bin/python3 -c 'import yaml' 2>/dev/null || skip "python3-yaml missing: apt-get install python3-yaml"
+
+# The project version (CMakeLists.txt project()) is the image tag.
+version=${NODEVOL_VERSION:-$(sed -n 's/^project(nodevol VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")}
+deploy=${DEPLOY_DIR:-$root/deploy}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+"$kubectl" kustomize "$deploy/base" >"$work/base.yaml" || { echo "FAIL: kubectl kustomize deploy/base" >&2; exit 1; }
+"$kubectl" kustomize "$deploy/examples" >"$work/examples.yaml" || { echo "FAIL: kubectl kustomize deploy/examples" >&2; exit 1; }
+help=
+if [[ -n ${NODEVOL_PROVISIONER:-} ]]; then
+  help=$("$NODEVOL_PROVISIONER" --help) || { echo "FAIL: $NODEVOL_PROVISIONER --help" >&2; exit 1; }
+fi
+printf '%s' "$help" >"$work/help.txt"
+
+# Flags the Deployment passes that main.cc is still gaining (leader
+# election, being wired now): reported, not failed, while --help lacks them.
+pending="--leader-elect --lease-namespace --lease-name"
+
+/usr/bin/python3 - "$work/base.yaml" "$work/examples.yaml" "$work/help.txt" "$version" "$pending" <<'PY'
+import re, sys, yaml
+
+base_file, examples_file, help_file, version, pending = sys.argv[1:6]
+pending = set(pending.split())
+failures = []
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+    return cond
+
+def load(path):
+    with open(path) as f:
+        docs = [d for d in yaml.safe_load_all(f) if d is not None]
+    for d in docs:
+        if not isinstance(d, dict) or "kind" not in d or "apiVersion" not in d:
+            sys.exit(f"FAIL: {path}: an object without kind/apiVersion: {d!r}"[:300])
+    return docs
+
+base = load(base_file)
+examples = load(examples_file)
+NS = "nodevol-system"
+
+def one(kind, name=None):
+    found = [d for d in base if d["kind"] == kind and (name is None or d["metadata"]["name"] == name)]
+    check(len(found) == 1, f"base: expected one {kind} {name or ''}, found {len(found)}")
+    return found[0] if found else {}
+
+# --- namespace and identity
+check(one("Namespace", NS) != {}, f"base: no Namespace {NS}")
+for d in base:
+    if d["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding"):
+        check(d["metadata"].get("namespace") == NS, f"base: {d['kind']} {d['metadata']['name']} not in {NS}")
+sa = one("ServiceAccount")
+sa_name = sa.get("metadata", {}).get("name")
+
+# --- RBAC: bound to the ServiceAccount, narrow
+allowed = {
+    ("", "persistentvolumeclaims"), ("", "persistentvolumes"), ("storage.k8s.io", "storageclasses"),
+    ("", "nodes"), ("", "events"), ("coordination.k8s.io", "leases"),
+}
+verbs_of = {}
+for kind, bkind in (("ClusterRole", "ClusterRoleBinding"), ("Role", "RoleBinding")):
+    role = one(kind)
+    binding = one(bkind)
+    check(binding.get("roleRef", {}).get("name") == role.get("metadata", {}).get("name")
+          and binding.get("roleRef", {}).get("kind") == kind, f"base: {bkind} does not refer to the {kind}")
+    check({"kind": "ServiceAccount", "name": sa_name, "namespace": NS} in binding.get("subjects", []),
+          f"base: {bkind} does not bind ServiceAccount {NS}/{sa_name}")
+    for rule in role.get("rules", []):
+        for g in rule.get("apiGroups", []):
+            for r in rule.get("resources", []):
+                check((g, r) in allowed, f"base: {kind} grants {g or 'core'}/{r}, which the provisioner does not use")
+                for v in rule.get("verbs", []):
+                    check(v != "*" and r != "*" and g != "*", f"base: {kind} has a wildcard")
+                    verbs_of.setdefault((kind, r), set()).add(v)
+# What the code needs (clusterrole.yaml names the code paths): the role
+# must still grant it.
+need = {
+    ("ClusterRole", "persistentvolumeclaims"): {"get", "list", "watch", "patch"},
+    ("ClusterRole", "persistentvolumes"): {"get", "list", "watch", "create", "delete", "patch"},
+    ("ClusterRole", "storageclasses"): {"list", "watch"},
+    ("ClusterRole", "nodes"): {"list", "watch", "patch"},
+    ("ClusterRole", "events"): {"create", "patch"},
+    ("Role", "leases"): {"get", "create", "update"},
+}
+for key, verbs in need.items():
+    have = verbs_of.get(key, set())
+    check(verbs <= have, f"base: {key[0]} lacks {sorted(verbs - have)} on {key[1]}")
+    check(have <= verbs, f"base: {key[0]} grants {sorted(have - verbs)} on {key[1]}, which the code does not use")
+
+# --- Deployment
+dep = one("Deployment")
+spec = dep.get("spec", {})
+pod = spec.get("template", {}).get("spec", {})
+labels = spec.get("template", {}).get("metadata", {}).get("labels", {})
+check(spec.get("replicas") == 2, f"Deployment: replicas {spec.get('replicas')}, want 2")
+sel = spec.get("selector", {}).get("matchLabels", {})
+check(sel and all(labels.get(k) == v for k, v in sel.items()), "Deployment: selector does not match the pod labels")
+check(pod.get("serviceAccountName") == sa_name, f"Deployment: serviceAccountName {pod.get('serviceAccountName')}")
+check(pod.get("automountServiceAccountToken", sa.get("automountServiceAccountToken", True)) is True,
+      "Deployment: the ServiceAccount token is not mounted (in-cluster config needs it)")
+ctrs = pod.get("containers", [])
+check(len(ctrs) == 1, f"Deployment: {len(ctrs)} containers, want 1")
+c = ctrs[0] if ctrs else {}
+image = c.get("image", "")
+check(re.fullmatch(r"registry\.local/nodevol/provisioner:" + re.escape(version), image) is not None,
+      f"Deployment: image {image!r}, want registry.local/nodevol/provisioner:{version}")
+
+# The Secret: mounted read-only, and the TLS flags point at its files.
+vols = {v["name"]: v for v in pod.get("volumes", [])}
+tls_vols = [n for n, v in vols.items() if v.get("secret", {}).get("secretName") == "nodevol-provisioner-tls"]
+check(len(tls_vols) == 1, "Deployment: no volume from Secret nodevol-provisioner-tls")
+mounts = [m for m in c.get("volumeMounts", []) if tls_vols and m["name"] == tls_vols[0]]
+check(len(mounts) == 1, "Deployment: the TLS Secret is not mounted")
+if mounts:
+    m = mounts[0]
+    check(m.get("readOnly") is True, "Deployment: the TLS Secret is not mounted readOnly")
+    check("subPath" not in m, "Deployment: the TLS Secret mounted with subPath (rotation would not reach it)")
+    mode = vols[tls_vols[0]]["secret"].get("defaultMode", 0o644)
+    check(mode & 0o007 == 0, f"Deployment: Secret files are world-readable (mode {mode:o})")
+    items = vols[tls_vols[0]]["secret"].get("items")
+    args = c.get("args", [])
+    for flag, key in (("--tls-ca", "ca.crt"), ("--tls-cert", "tls.crt"), ("--tls-key", "tls.key")):
+        want = m["mountPath"].rstrip("/") + "/" + key
+        check(f"{flag}={want}" in args, f"Deployment: args lack {flag}={want}")
+        if items is not None:
+            check(any(i["key"] == key and i["path"] == key for i in items), f"Deployment: Secret items lack {key}")
+check(not any(a.startswith("--kubeconfig") for a in c.get("args", [])), "Deployment: --kubeconfig (want in-cluster)")
+check(not any(e.get("name") == "KUBECONFIG" for e in c.get("env", [])), "Deployment: KUBECONFIG set (want in-cluster)")
+
+# Every flag must be one nodevol-provisioner accepts.
+with open(help_file) as f:
+    help_text = f.read()
+if help_text:
+    accepted = set(re.findall(r"--[a-z][a-z0-9-]*", help_text))
+    for a in c.get("args", []):
+        flag = a.split("=", 1)[0]
+        if flag in accepted:
+            continue
+        if flag in pending:
+            print(f"NOTE: Deployment passes {flag}, which nodevol-provisioner does not accept yet (being added)")
+            continue
+        check(False, f"Deployment: nodevol-provisioner --help has no {flag}")
+
+# Security context: container settings, or the pod's where Kubernetes
+# inherits them (runAsNonRoot, seccompProfile).
+psc = pod.get("securityContext", {})
+csc = c.get("securityContext", {})
+def eff(key):
+    return csc.get(key, psc.get(key))
+check(eff("runAsNonRoot") is True, "securityContext: runAsNonRoot not true")
+uid = eff("runAsUser")
+check(isinstance(uid, int) and uid > 0, f"securityContext: runAsUser {uid!r}, want a non-zero uid (image-independent)")
+check(csc.get("readOnlyRootFilesystem") is True, "securityContext: readOnlyRootFilesystem not true")
+check(csc.get("allowPrivilegeEscalation") is False, "securityContext: allowPrivilegeEscalation not false")
+check(csc.get("privileged", False) is False, "securityContext: privileged")
+check(csc.get("capabilities", {}).get("drop") == ["ALL"], "securityContext: capabilities do not drop ALL")
+check(not csc.get("capabilities", {}).get("add"), "securityContext: capabilities added")
+check((eff("seccompProfile") or {}).get("type") == "RuntimeDefault", "securityContext: seccomp not RuntimeDefault")
+check(not pod.get("hostNetwork") and not pod.get("hostPID"), "Deployment: host namespaces")
+res = c.get("resources", {})
+check(res.get("requests", {}).get("cpu") and res.get("requests", {}).get("memory"), "resources: no cpu/memory requests")
+check(res.get("limits", {}).get("memory"), "resources: no memory limit")
+
+# Replicas spread over nodes by their own labels.
+anti = pod.get("affinity", {}).get("podAntiAffinity", {})
+terms = [t.get("podAffinityTerm", t) for t in anti.get("preferredDuringSchedulingIgnoredDuringExecution", [])]
+terms += anti.get("requiredDuringSchedulingIgnoredDuringExecution", [])
+check(any(t.get("topologyKey") == "kubernetes.io/hostname"
+          and t.get("labelSelector", {}).get("matchLabels")
+          and all(labels.get(k) == v for k, v in t["labelSelector"]["matchLabels"].items()) for t in terms),
+      "Deployment: no pod anti-affinity on kubernetes.io/hostname selecting its own pods")
+
+# Probes only on a port the program serves (none yet: /healthz, /readyz coming on 9810).
+for p in ("livenessProbe", "readinessProbe"):
+    if p in c:
+        port = c[p].get("httpGet", {}).get("port")
+        check(not help_text or "health" in help_text,
+              f"Deployment: {p} on {port}, but nodevol-provisioner --help names no health endpoint")
+
+# --- examples: StorageClasses
+modes = {}
+for d in examples:
+    name = d["metadata"]["name"]
+    if not check(d["kind"] == "StorageClass" and d["apiVersion"] == "storage.k8s.io/v1",
+                 f"examples: {d['kind']} {name} is not a storage.k8s.io/v1 StorageClass"):
+        continue
+    check(d.get("provisioner") == "nodevol.io/provisioner", f"examples: class {name} provisioner {d.get('provisioner')!r}")
+    params = d.get("parameters", {})
+    check(params.get("pool"), f"examples: class {name} has no pool parameter")
+    check(all(isinstance(v, str) for v in params.values()), f"examples: class {name} has non-string parameters")
+    check(params.get("backend") in ("lvm", "nfs", "dir"), f"examples: class {name} backend {params.get('backend')!r}")
+    modes.setdefault(params.get("backend"), set()).add(d.get("volumeBindingMode", "Immediate"))
+for backend in ("lvm", "nfs", "dir"):
+    check(modes.get(backend) == {"Immediate", "WaitForFirstConsumer"},
+          f"examples: {backend} classes have binding modes {sorted(modes.get(backend, []))}")
+
+if failures:
+    for f in failures:
+        print("FAIL:", f, file=sys.stderr)
+    sys.exit(1)
+print(f"ok: base ({len(base)} objects) and examples ({len(examples)} StorageClasses)")
+PY

@@ -195,13 +195,20 @@ Status NodeRegistry::Session(const std::shared_ptr<Entry>& e, bool* delivered) {
 
   // Pools' backend kinds come from GetInfo (capacity messages carry none);
   // asked at every connect since a restarted nodevold may have new pools.
-  grpc::ClientContext info_ctx;
-  info_ctx.set_wait_for_ready(true);  // wait for the connection, up to connect_timeout
-  info_ctx.set_deadline(std::chrono::system_clock::now() + options_.connect_timeout);
-  if (!begin(&info_ctx, false)) return Status::Cancelled("stopping");
+  // Wait up to connect_timeout for a connection; if there is none by then,
+  // ask once more without waiting so the error is gRPC's reason (refused,
+  // TLS handshake, certificate naming another node), not a bare deadline.
   v1::GetInfoResponse info;
-  grpc::Status gs = stub->GetInfo(&info_ctx, v1::GetInfoRequest(), &info);
-  if (std::string reason = end(); !reason.empty()) return Status::Cancelled(where + ": " + reason);
+  grpc::Status gs;
+  for (bool wait : {true, false}) {
+    grpc::ClientContext info_ctx;
+    info_ctx.set_wait_for_ready(wait);
+    info_ctx.set_deadline(std::chrono::system_clock::now() + options_.connect_timeout);
+    if (!begin(&info_ctx, false)) return Status::Cancelled("stopping");
+    gs = stub->GetInfo(&info_ctx, v1::GetInfoRequest(), &info);
+    if (std::string reason = end(); !reason.empty()) return Status::Cancelled(where + ": " + reason);
+    if (gs.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) break;
+  }
   if (!gs.ok()) return FromGrpc(gs, where + ": GetInfo");
   std::map<std::string, std::string> backend;
   for (const v1::PoolInfo& p : info.pools()) backend[p.name()] = p.backend();

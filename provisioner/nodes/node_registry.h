@@ -73,7 +73,7 @@ class NodeRegistry {
     Dialer dial;  // e.g. [&f](const NodeEndpoint& e) { return f.Dial(e.address, e.name); }
     std::function<void(const std::string& node)> on_change;
     std::chrono::milliseconds call_timeout{60000};     // NodeClient calls
-    std::chrono::milliseconds connect_timeout{10000};  // GetInfo at (re)connect
+    std::chrono::milliseconds connect_timeout{10000};  // GetInfo at (re)dial, waiting for the connection
     std::chrono::milliseconds initial_backoff{1000};
     std::chrono::milliseconds max_backoff{60000};
     unsigned heartbeat_seconds = 10;                   // asked of nodevold

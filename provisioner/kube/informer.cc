@@ -11,6 +11,10 @@ std::string ResourceVersionOf(const nlohmann::json& obj) {
 
 }  // namespace
 
+void DropManagedFields(nlohmann::json& obj) {
+  if (auto md = obj.find("metadata"); md != obj.end() && md->is_object()) md->erase("managedFields");
+}
+
 Informer::Informer(std::unique_ptr<ListWatcher> source, InformerHandlers handlers, InformerOptions options)
     : source_(std::move(source)), handlers_(std::move(handlers)), options_(std::move(options)) {}
 
@@ -81,6 +85,7 @@ void Informer::Push(std::vector<Notification> n) {
 void Informer::Replace(std::vector<nlohmann::json> items, const std::string& rv) {
   std::map<std::string, nlohmann::json> fresh;
   for (auto& item : items) {
+    if (options_.transform) options_.transform(item);
     std::string key = KeyOf(item);
     fresh[key] = std::move(item);
   }
@@ -108,7 +113,8 @@ void Informer::Replace(std::vector<nlohmann::json> items, const std::string& rv)
   Push(std::move(n));
 }
 
-bool Informer::HandleEvent(const WatchEvent& e) {
+bool Informer::HandleEvent(WatchEvent e) {
+  if (options_.transform && e.type != WatchEvent::Type::kBookmark) options_.transform(e.object);
   std::string rv = e.ResourceVersion();
   std::vector<Notification> n;
   {

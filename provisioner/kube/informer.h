@@ -47,7 +47,14 @@ struct InformerOptions {
   std::chrono::milliseconds resync{0};  // 0: no periodic resync
   std::chrono::milliseconds backoff_initial{800};
   std::chrono::milliseconds backoff_cap{30000};
+  // Applied to every object before it is cached or handed out, e.g. to drop
+  // metadata.managedFields (a large share of an object's bytes) when many
+  // objects are cached. Called on the reflector thread.
+  std::function<void(nlohmann::json& obj)> transform;
 };
+
+// A transform for InformerOptions: removes metadata.managedFields.
+void DropManagedFields(nlohmann::json& obj);
 
 class Informer {
  public:
@@ -84,7 +91,7 @@ class Informer {
   void DispatchLoop();
   // Installs a fresh list and queues the differences as notifications.
   void Replace(std::vector<nlohmann::json> items, const std::string& rv);
-  bool HandleEvent(const WatchEvent& e);
+  bool HandleEvent(WatchEvent e);
   void Push(std::vector<Notification> n);
   // Sleeps `d` unless stopped first; false when stopped.
   bool SleepFor(std::chrono::milliseconds d);

@@ -271,9 +271,10 @@ TEST(Informer, StopInterruptsIdleWatch) {
   Recorder rec;
   Informer inf(std::move(fake), rec.Handlers(), FastOptions());
   inf.Start();
+  ASSERT_TRUE(inf.WaitForSync(10s));
   ASSERT_TRUE(Eventually([&] { return f->idle(); }));
   inf.Stop();  // returns: the test would hang otherwise
-  EXPECT_TRUE(inf.HasSynced());
+  EXPECT_EQ(f->watch_rvs(), (std::vector<std::string>{"1"}));
 }
 
 TEST(Informer, ResyncRedeliversCachedObjects) {
@@ -291,6 +292,33 @@ TEST(Informer, ResyncRedeliversCachedObjects) {
   EXPECT_EQ(calls[0], "add ns/a@1");
   EXPECT_EQ(calls[1], "update ns/a@1->1");
   EXPECT_EQ(calls[2], "update ns/a@1->1");
+}
+
+TEST(Informer, TransformAppliesToListedAndWatchedObjects) {
+  auto fake = std::make_unique<FakeListWatcher>();
+  FakeListWatcher* f = fake.get();
+  json a = Obj("a", "1");
+  a["metadata"]["managedFields"] = json::array({{{"manager", "kubectl"}}});
+  json b = Obj("b", "2");
+  b["metadata"]["managedFields"] = json::array({{{"manager", "kcm"}}});
+  f->AddList({Result::Ok(), {a}, "1"});
+  f->AddWatch({{Ev(T::kAdded, b)}, Result::Ok()});
+  Recorder rec;
+  InformerOptions o = FastOptions();
+  o.transform = DropManagedFields;
+  std::atomic<int> with_fields{0};
+  InformerHandlers h = rec.Handlers();
+  h.on_add = [&](const json& obj) {
+    if (obj["metadata"].contains("managedFields")) ++with_fields;
+    rec.Record("add " + Informer::KeyOf(obj));
+  };
+  Informer inf(std::move(fake), h, o);
+  inf.Start();
+  ASSERT_TRUE(Eventually([&] { return rec.Calls().size() == 2; }));
+  inf.Stop();
+  EXPECT_EQ(with_fields.load(), 0);
+  EXPECT_FALSE((*inf.Get("ns/a"))["metadata"].contains("managedFields"));
+  EXPECT_FALSE((*inf.Get("ns/b"))["metadata"].contains("managedFields"));
 }
 
 }  // namespace

@@ -95,6 +95,21 @@ TEST(KubeClientIt, WrongCaIsANetworkError) {
   EXPECT_EQ(r.code(), Code::kNetworkError) << r.ToString();
 }
 
+TEST(KubeClientIt, TlsServerNameIsVerified) {
+  // The apiserver's certificate names "kubernetes" but not "wrong.example";
+  // both connect to the configured address.
+  Config c = g_config;
+  c.tls_server_name = "kubernetes";
+  std::unique_ptr<Client> client;
+  ASSERT_TRUE(Client::New(c, ClientOptions{}, &client).ok());
+  Result r = client->Get("/version", nullptr);
+  EXPECT_TRUE(r.ok()) << r.ToString();
+  c.tls_server_name = "wrong.example";
+  ASSERT_TRUE(Client::New(c, ClientOptions{}, &client).ok());
+  r = client->Get("/version", nullptr);
+  EXPECT_EQ(r.code(), Code::kNetworkError) << r.ToString();
+}
+
 TEST(KubeClientIt, CreateGetUpdateConflictAlreadyExists) {
   json created;
   Result r = g_client->Create(CmPath(), ConfigMap("cgu", "1"), &created);

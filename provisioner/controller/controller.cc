@@ -6,6 +6,7 @@
 #include "controller/node_capacity.h"
 #include "controller/orphans.h"
 #include "controller/provision.h"
+#include "controller/resize.h"
 
 namespace nodevol::provisioner {
 namespace {
@@ -82,7 +83,7 @@ bool Controller::Start(std::chrono::milliseconds sync_timeout) {
     if (!i->WaitForSync(sync_timeout)) return false;
   OnNodesChanged();
   claim_workers_ = std::make_unique<Workers>("claim", &claim_queue_, config_.claim_workers, config_.max_failures,
-                                             [this](const std::string& k) { return ProvisionClaim(ctx_, k); });
+                                             [this](const std::string& k) { return ProcessClaim(k); });
   volume_workers_ =
       std::make_unique<Workers>("volume", &volume_queue_, config_.volume_workers, config_.max_failures,
                                 [this](const std::string& k) { return DeleteReleasedVolume(ctx_, k); });
@@ -107,6 +108,13 @@ void Controller::Stop() {
   claim_workers_.reset();
   volume_workers_.reset();
   if (registry_) registry_->Stop();
+}
+
+Workers::Outcome Controller::ProcessClaim(const std::string& key) {
+  auto pvc = claims_->Get(key);
+  if (!pvc) return Workers::Outcome::kDone;
+  if (!(*pvc)["spec"].value("volumeName", "").empty()) return ResizeClaim(ctx_, key);
+  return ProvisionClaim(ctx_, key);
 }
 
 void Controller::SweepLoop() {
@@ -144,12 +152,12 @@ void Controller::OnCapacityChanged(const std::string& node) {
     }
   }
   // Room may have appeared: pending claims get another pass.
-  for (const auto& pvc : claims_->List()) EnqueueClaim(pvc);
+  for (const auto& pvc : claims_->List())
+    if (pvc.value("spec", nlohmann::json::object()).value("volumeName", "").empty()) EnqueueClaim(pvc);
 }
 
 void Controller::EnqueueClaim(const nlohmann::json& pvc) {
-  const auto& spec = pvc.value("spec", nlohmann::json::object());
-  if (!spec.value("volumeName", "").empty()) return;
+  // Bound claims too: a grown request is a resize (controller/resize.h).
   claim_queue_.Add(kube::Informer::KeyOf(pvc));
 }
 

@@ -1,7 +1,7 @@
 // Controller: the running provisioner: informers for claims, volumes,
 // classes and nodevol nodes; the node registry dialling each node's
 // nodevold; a claim queue and a volume queue with their workers
-// (ProvisionClaim, DeleteReleasedVolume). Start once this replica leads;
+// (ProvisionClaim or ResizeClaim, DeleteReleasedVolume). Start once this replica leads;
 // Stop joins everything.
 //
 // Claims are queued by "namespace/name" on every change, and all pending
@@ -61,6 +61,8 @@ class Controller {
   void EnqueueClaim(const nlohmann::json& pvc);
   void EnqueueVolume(const nlohmann::json& pv);
   void SweepLoop();
+  // Unbound: provision; bound: resize if the request grew.
+  Workers::Outcome ProcessClaim(const std::string& key);
 
   kube::Client* client_;
   ControllerConfig config_;

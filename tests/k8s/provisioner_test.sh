@@ -9,6 +9,9 @@
 #    capacity is mirrored onto the Node;
 #  - WaitForFirstConsumer: nothing until a pod is scheduled, then Bound on
 #    the selected node and the pod runs;
+#  - expansion: a bound claim grown while its pod runs -> volume grown on
+#    the node, PV capacity updated, kubelet's expandfs records it in the
+#    claim's status;
 #  - reclaim Delete: claim deleted -> volume and PV gone; Retain: both kept;
 #  - bad class parameter: ProvisioningFailed naming it, nothing created;
 #  - no room (Immediate): ProvisioningFailed with the per-node figures;
@@ -62,6 +65,7 @@ metadata: {name: nv-wait}
 provisioner: nodevol.io/provisioner
 parameters: {pool: default}
 reclaimPolicy: Delete
+allowVolumeExpansion: true
 volumeBindingMode: WaitForFirstConsumer
 ---
 apiVersion: storage.k8s.io/v1
@@ -127,6 +131,18 @@ claim_pod use-later later 'echo waited > /data/f && sleep 3600' | k apply -f - >
 k wait --for=condition=Ready pod/use-later --timeout=180s >/dev/null || prov_fail "pod use-later not Ready"
 [[ $(k get pvc later -o jsonpath='{.metadata.annotations.volume\.kubernetes\.io/selected-node}') == "$K8S_NODE" ]] \
   || fail "claim later has no selected-node"
+
+step "expansion: claim grown while its pod runs"
+k patch pvc later --type=merge -p '{"spec":{"resources":{"requests":{"storage":"48Mi"}}}}' >/dev/null || fail "patch claim later"
+lpv=$(k get pvc later -o jsonpath='{.spec.volumeName}')
+for _ in $(seq 60); do [[ $(k get pv "$lpv" -o jsonpath='{.spec.capacity.storage}') == 48Mi ]] && break; sleep 0.5; done
+[[ $(k get pv "$lpv" -o jsonpath='{.spec.capacity.storage}') == 48Mi ]] || prov_fail "PV $lpv capacity not grown"
+ctl -o json volume get "$lpv" | grep -q '"size_bytes": "50331648"' || fail "nodevold's volume $lpv not 48Mi"
+# kubelet's expandfs (through nodevol-flex) then records it in the claim's status.
+for _ in $(seq 180); do [[ $(k get pvc later -o jsonpath='{.status.capacity.storage}') == 48Mi ]] && break; sleep 0.5; done
+[[ $(k get pvc later -o jsonpath='{.status.capacity.storage}') == 48Mi ]] \
+  || fail "claim status capacity $(k get pvc later -o jsonpath='{.status.capacity.storage}'), kubelet did not finish the resize"
+wait_event later VolumeResizeSuccessful >/dev/null
 
 step "reclaim Delete: claim deleted -> volume and PV gone"
 k delete pod use-now --wait=true --timeout=60s >/dev/null

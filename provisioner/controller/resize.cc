@@ -1,0 +1,91 @@
+#include "controller/resize.h"
+
+#include <spdlog/spdlog.h>
+
+#include "base/size.h"
+#include "controller/claim.h"
+#include "kube/quantity.h"
+
+namespace nodevol::provisioner {
+
+using Outcome = Workers::Outcome;
+using nlohmann::json;
+
+Workers::Outcome ResizeClaim(ControllerContext& ctx, const std::string& key) {
+  auto pvc = ctx.claims->Get(key);
+  if (!pvc) return Outcome::kDone;
+  ClaimView claim;
+  if (!ParseClaim(*pvc, &claim).ok() || claim.volume_name.empty()) return Outcome::kDone;
+  auto pv = ctx.volumes->Get(claim.volume_name);
+  if (!pv) return Outcome::kDone;
+  const json& meta = (*pv)["metadata"];
+  auto ann = meta.value("annotations", json::object());
+  if (ann.value(kAnnProvisionedBy, "") != ctx.options.provisioner_name) return Outcome::kDone;
+  // Only the claim this PV was made for (a rebound PV keeps its claimRef uid).
+  if ((*pv)["spec"].value("claimRef", json::object()).value("uid", "") != claim.uid) return Outcome::kDone;
+  kube::Quantity cap;
+  uint64_t pv_bytes = 0;
+  std::string cap_text = (*pv)["spec"].value("capacity", json::object()).value("storage", "");
+  if (!kube::Quantity::Parse(cap_text, &cap).ok() || !cap.ToBytes(&pv_bytes).ok()) return Outcome::kDone;
+  if (claim.request_bytes <= pv_bytes) return Outcome::kDone;
+
+  std::string node = ann.value(kAnnNode, "");
+  std::shared_ptr<nodes::NodeClient> client;
+  if (ann.value(kAnnBackend, "") == "nfs") {
+    for (const auto& p : ctx.node_view->Pools())
+      if (p.pool == ann.value(kAnnPool, "") && p.reachable && (client = ctx.node_view->Client(p.node))) break;
+  } else {
+    client = ctx.node_view->Client(node);
+  }
+  std::string want = FormatSize(claim.request_bytes);
+  if (!client) {
+    ctx.events->Record(*pvc, "Warning", "VolumeResizeFailed",
+                       "node " + node + " is not reachable; resizing to " + want + " once its nodevold answers");
+    return Outcome::kRetry;
+  }
+  ctx.events->Record(*pvc, "Normal", "Resizing", "External resizer is resizing volume " + claim.volume_name);
+  v1::ExpandVolumeRequest req;
+  req.set_name(claim.volume_name);
+  req.set_size_bytes(claim.request_bytes);
+  v1::ExpandVolumeResponse resp;
+  Status st = client->ExpandVolume(req, &resp);
+  if (!st.ok()) {
+    ctx.events->Record(*pvc, "Warning", "VolumeResizeFailed", "resize to " + want + ": " + st.message());
+    return st.code() == Status::Code::kInvalidArgument ? Outcome::kGiveUp : Outcome::kRetry;
+  }
+  uint64_t now_bytes = std::max<uint64_t>(resp.volume().size_bytes(), claim.request_bytes);
+  std::string path = "/api/v1/persistentvolumes/" + claim.volume_name;
+  std::string rv = meta.value("resourceVersion", "");
+  kube::Result r;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    json patch = {{"metadata", {{"resourceVersion", rv}}},
+                  {"spec", {{"capacity", {{"storage", kube::FormatBinaryBytes(now_bytes)}}}}}};
+    r = ctx.client->MergePatch(path, patch);
+    if (r.code() != kube::Result::Code::kConflict) break;
+    // The PV changed under us; kube-controller-manager's own expand
+    // controller may have raised the capacity already (it does so for
+    // FlexVolume drivers in its plugin dir, leaving the real work to
+    // kubelet's expandfs).
+    json fresh;
+    if (!ctx.client->Get(path, &fresh).ok()) break;
+    uint64_t fresh_bytes = 0;
+    kube::Quantity q;
+    if (kube::Quantity::Parse(fresh["spec"].value("capacity", json::object()).value("storage", ""), &q).ok() &&
+        q.ToBytes(&fresh_bytes).ok() && fresh_bytes >= now_bytes) {
+      r = kube::Result::Ok();
+      break;
+    }
+    rv = fresh["metadata"].value("resourceVersion", "");
+  }
+  if (!r.ok()) {
+    spdlog::warn("claim {}: volume grown but PV {} capacity not updated: {}", key, claim.volume_name, r.ToString());
+    return Outcome::kRetry;  // Conflict included: the next pass sees the fresh PV
+  }
+  ctx.events->Record(*pvc, "Normal", "VolumeResizeSuccessful",
+                     "volume " + claim.volume_name + " is now " + FormatSize(now_bytes) +
+                         "; the filesystem grows online, kubelet records the new capacity");
+  spdlog::info("claim {}: {} resized to {}", key, claim.volume_name, FormatSize(now_bytes));
+  return Outcome::kDone;
+}
+
+}  // namespace nodevol::provisioner

@@ -265,6 +265,31 @@ TEST_F(NodeRegistryTest, NodevoldWhoseCertificateNamesAnotherNodeIsUnreachable) 
       << "gRPC's reason, not a bare deadline: " << s.last_error;
 }
 
+// The provisioner's own files are watched too: a client certificate that
+// nodevold refuses, replaced on disk by a good one, gets in without a
+// restart of the registry (as when the Secret is rotated).
+TEST_F(NodeRegistryTest, ReplacedClientCertificateAppliesWithoutRestart) {
+  std::string certs = root_ + "/certs";
+  TestCa other = MakeCa(certs, "other");
+  TestCert stranger = MakeCert(other, certs, "provisioner-of-other-ca", {}, CertUse::kClient);
+  fs::copy_file(stranger.cert, certs + "/live-client.crt");
+  fs::copy_file(stranger.key, certs + "/live-client.key");
+  nodes::TlsClientFiles files{ca_.cert, certs + "/live-client.crt", certs + "/live-client.key", 1};
+  nodes::TlsChannelFactory tls(files);
+  registry_ = MakeRegistry(tls, 2s);
+  registry_->SetNodes({{"node-a", nodes_[0].address()}});
+  ASSERT_TRUE(WaitFor([&] { return !State("node-a").last_error.empty(); }));
+  EXPECT_FALSE(State("node-a").reachable) << "nodevold refuses a certificate of another CA";
+
+  auto replace = [&](const std::string& from, const std::string& to) {
+    fs::copy_file(from, to + ".new", fs::copy_options::overwrite_existing);
+    fs::rename(to + ".new", to);
+  };
+  replace(client_.key, certs + "/live-client.key");
+  replace(client_.cert, certs + "/live-client.crt");
+  ASSERT_TRUE(WaitFor([&] { return State("node-a").reachable; }, 60s)) << State("node-a").last_error;
+}
+
 TEST_F(NodeRegistryTest, ClientFilesAreCheckedUpFront) {
   nodes::TlsClientFiles f = ClientFiles();
   f.key = root_ + "/absent.key";

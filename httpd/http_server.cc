@@ -1,0 +1,222 @@
+#include "httpd/http_server.h"
+
+#include <charconv>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <spdlog/spdlog.h>
+
+namespace nodevol::httpd {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+// A scrape takes milliseconds; a client silent for this long is gone or
+// hostile, and dropping it frees its socket.
+constexpr auto kIoTimeout = std::chrono::seconds(30);
+
+Status ParseAddress(const std::string& what, const std::string& address, tcp::endpoint* ep) {
+  auto invalid = [&] {
+    return Status::InvalidArgument("invalid " + what + " address \"" + address +
+                                   "\": want IPv4:port or [IPv6]:port");
+  };
+  std::string_view host, port;
+  bool bracketed = !address.empty() && address.front() == '[';
+  if (bracketed) {
+    size_t close = address.find("]:");
+    if (close == std::string::npos) return invalid();
+    host = std::string_view(address).substr(1, close - 1);
+    port = std::string_view(address).substr(close + 2);
+  } else {
+    size_t colon = address.rfind(':');
+    if (colon == std::string::npos) return invalid();
+    host = std::string_view(address).substr(0, colon);
+    port = std::string_view(address).substr(colon + 1);
+  }
+  unsigned port_num = 0;
+  auto [end, perr] = std::from_chars(port.data(), port.data() + port.size(), port_num);
+  if (port.empty() || perr != std::errc() || end != port.data() + port.size() || port_num > 65535)
+    return invalid();
+  boost::system::error_code ec;
+  asio::ip::address ip = asio::ip::make_address(std::string(host), ec);
+  // Brackets if and only if IPv6, so "::1:80" cannot be read two ways.
+  if (ec || ip.is_v6() != bracketed) return invalid();
+  *ep = tcp::endpoint(ip, static_cast<unsigned short>(port_num));
+  return Status::Ok();
+}
+
+http::response<http::string_body> Respond(const http::request<http::string_body>& req,
+                                          const Handlers& handlers, const std::string& what) {
+  http::response<http::string_body> res;
+  res.version(req.version());
+  res.keep_alive(req.keep_alive());
+  Response out;
+  std::string_view target(req.target().data(), req.target().size());
+  target = target.substr(0, target.find('?'));  // scrapers may add parameters
+
+  if (req.method() != http::verb::get && req.method() != http::verb::head) {
+    out.status = 405;
+    res.set(http::field::allow, "GET, HEAD");
+    out.body = "method not allowed\n";
+  } else if (auto it = handlers.find(target); it == handlers.end()) {
+    out.status = 404;
+    out.body = "not found\n";
+  } else {
+    try {
+      out = it->second();
+    } catch (const std::exception& e) {
+      // E.g. bad_alloc while rendering: this request fails, the server stays.
+      spdlog::error("{}: handler for {} failed: {}", what, it->first, e.what());
+      out = Response{500, "internal error\n", kTextContentType};
+    }
+  }
+  res.result(static_cast<unsigned>(out.status));
+  res.set(http::field::content_type, out.content_type);
+  // HEAD announces the length a GET would have but sends no body.
+  res.content_length(out.body.size());
+  if (req.method() != http::verb::head) res.body() = std::move(out.body);
+  return res;
+}
+
+// One client connection; requests on it are served in order (keep-alive).
+// Owned by the handlers in flight, so it dies with its last operation or
+// with the io_context on Stop().
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, const Handlers* handlers, const std::string* what)
+      : stream_(std::move(socket)), handlers_(handlers), what_(what) {}
+
+  void Read() {
+    req_ = {};
+    stream_.expires_after(kIoTimeout);
+    http::async_read(stream_, buffer_, req_,
+                     [self = shared_from_this()](beast::error_code ec, size_t) {
+                       self->OnRead(ec);
+                     });
+  }
+
+ private:
+  void OnRead(beast::error_code ec) {
+    if (ec) return Close();  // EOF, timeout or a malformed request: just drop it
+    res_ = Respond(req_, *handlers_, *what_);
+    stream_.expires_after(kIoTimeout);
+    http::async_write(stream_, res_, [self = shared_from_this()](beast::error_code wec, size_t) {
+      if (wec || self->res_.need_eof()) return self->Close();
+      self->Read();
+    });
+  }
+
+  void Close() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.close();
+  }
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  http::request<http::string_body> req_;
+  http::response<http::string_body> res_;
+  const Handlers* handlers_;
+  const std::string* what_;
+};
+
+}  // namespace
+
+struct HttpServer::Impl {
+  Handlers handlers;
+  std::string what;
+  std::mutex mu;  // serializes Start/Stop
+  // Reset on Stop(); acceptor before io_context, since it uses its services.
+  std::unique_ptr<asio::io_context> ioc;
+  std::unique_ptr<tcp::acceptor> acceptor;
+  std::unique_ptr<asio::steady_timer> retry;
+  std::thread thread;
+  int port = 0;
+
+  void Accept() {
+    acceptor->async_accept([this](beast::error_code ec, tcp::socket socket) {
+      if (ec == asio::error::operation_aborted) return;
+      if (!ec) {
+        std::make_shared<Session>(std::move(socket), &handlers, &what)->Read();
+        return Accept();
+      }
+      // E.g. EMFILE: retrying at once would spin, so back off a little.
+      spdlog::warn("{}: accept failed: {}", what, ec.message());
+      retry->expires_after(std::chrono::milliseconds(100));
+      retry->async_wait([this](beast::error_code ec) {
+        if (!ec) Accept();
+      });
+    });
+  }
+};
+
+HttpServer::HttpServer(Handlers handlers, std::string what) : impl_(std::make_unique<Impl>()) {
+  impl_->handlers = std::move(handlers);
+  impl_->what = std::move(what);
+}
+
+HttpServer::~HttpServer() { Stop(); }
+
+Status HttpServer::Start(const std::string& address) {
+  std::lock_guard lock(impl_->mu);
+  if (impl_->ioc) return Status::FailedPrecondition(impl_->what + " server already started");
+  tcp::endpoint ep;
+  NODEVOL_RETURN_IF_ERROR(ParseAddress(impl_->what, address, &ep));
+
+  auto ioc = std::make_unique<asio::io_context>(1);
+  auto acceptor = std::make_unique<tcp::acceptor>(*ioc);
+  beast::error_code ec;
+  // reuse_address only lets a restarted daemon bind over TIME_WAIT sockets;
+  // a live listener on the port still makes bind() fail.
+  acceptor->open(ep.protocol(), ec);
+  if (!ec) acceptor->set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor->bind(ep, ec);
+  if (!ec) acceptor->listen(asio::socket_base::max_listen_connections, ec);
+  if (!ec) impl_->port = acceptor->local_endpoint(ec).port();
+  if (ec) {
+    return Status::Unavailable("cannot listen on " + impl_->what + " address \"" + address +
+                               "\": " + ec.message());
+  }
+
+  impl_->ioc = std::move(ioc);
+  impl_->acceptor = std::move(acceptor);
+  impl_->retry = std::make_unique<asio::steady_timer>(*impl_->ioc);
+  impl_->Accept();
+  impl_->thread = std::thread([ioc = impl_->ioc.get(), what = impl_->what] {
+    // A handler throwing (say bad_alloc while rendering) must not take the
+    // daemon down; log it and keep serving.
+    for (;;) {
+      try {
+        ioc->run();
+        return;
+      } catch (const std::exception& e) {
+        spdlog::error("{}: server handler failed: {}", what, e.what());
+      }
+    }
+  });
+  return Status::Ok();
+}
+
+int HttpServer::port() const { return impl_->port; }
+
+void HttpServer::Stop() {
+  std::lock_guard lock(impl_->mu);
+  if (!impl_->ioc) return;
+  // stop() makes run() return even with reads pending on idle clients; their
+  // sockets are closed when the io_context destroys the pending handlers.
+  impl_->ioc->stop();
+  impl_->thread.join();
+  impl_->retry.reset();
+  impl_->acceptor.reset();
+  impl_->ioc.reset();
+}
+
+}  // namespace nodevol::httpd

@@ -1,0 +1,58 @@
+// HttpServer: serves a fixed table of GET paths on one TCP address, on its
+// own thread, with Boost.Beast. Each path maps to a function returning the
+// status, body and content type; the query string is ignored. Only GET and
+// HEAD are accepted (405 with "Allow: GET, HEAD" otherwise); a path not in
+// the table gets 404; a handler that throws gets 500. HEAD announces the
+// length a GET would have and sends no body. Meant for metrics and health
+// probes: no TLS, no authentication.
+//
+// Handlers run on the server's single thread, one at a time, and must be
+// safe to call concurrently with the rest of the program.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+
+namespace nodevol::httpd {
+
+// Prometheus text exposition format 0.0.4.
+inline constexpr char kPrometheusContentType[] = "text/plain; version=0.0.4; charset=utf-8";
+inline constexpr char kTextContentType[] = "text/plain; charset=utf-8";
+
+struct Response {
+  int status = 200;
+  std::string body;
+  std::string content_type = kTextContentType;
+};
+
+using Handler = std::function<Response()>;
+using Handlers = std::map<std::string, Handler, std::less<>>;  // exact path ("/metrics") -> handler
+
+class HttpServer {
+ public:
+  // `what` names the address in errors and logs ("metrics" gives
+  // "invalid metrics address ...", "metrics: accept failed ...").
+  HttpServer(Handlers handlers, std::string what);
+  ~HttpServer();  // Stops.
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds "host:port" (IPv4, or [IPv6]:port; port 0 picks a free one) and
+  // starts serving. INVALID_ARGUMENT for a malformed address, UNAVAILABLE when
+  // the bind fails (e.g. address in use), with the address named.
+  Status Start(const std::string& address);
+  // Port actually bound (useful with port 0).
+  int port() const;
+  // Stops accepting and joins the thread. Idempotent; Start may follow.
+  void Stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace nodevol::httpd

@@ -13,6 +13,8 @@
 #include "controller/controller.h"
 #include "kube/client.h"
 #include "kube/config.h"
+#include "leader/leader_elector.h"
+#include "leader/lease_store_kube.h"
 
 namespace po = boost::program_options;
 using namespace nodevol;
@@ -31,6 +33,8 @@ void SplitLabel(const std::string& selector, std::string* key, std::string* valu
 int main(int argc, char** argv) {
   ControllerConfig cc;
   std::string kubeconfig, context, placement = "most-free", log_level = "info";
+  std::string lease_namespace, lease_name, identity;
+  bool leader_elect = true;
   po::options_description desc(
       "Usage: nodevol-provisioner [options]\n\n"
       "Provisions nodevol volumes for PersistentVolumeClaims of StorageClasses whose\n"
@@ -51,6 +55,11 @@ int main(int argc, char** argv) {
        "how often to look for volumes whose claim and PV are gone (0 = never)")
       ("orphan-grace-seconds", po::value<long>()->default_value(600),
        "how old such a volume must be before it is deleted")
+      ("leader-elect", po::value(&leader_elect)->default_value(true),
+       "run only while holding the Lease (more than one replica); false: run at once")
+      ("lease-namespace", po::value(&lease_namespace), "namespace of the Lease (default: the pod's or kubeconfig's)")
+      ("lease-name", po::value(&lease_name), "name of the Lease (default: nodevol.io-provisioner)")
+      ("identity", po::value(&identity), "this replica's name in the Lease (default: <host name>_<random>)")
       ("log-level", po::value(&log_level)->default_value(log_level), "trace, debug, info, warn, error");
   po::variables_map vm;
   try {
@@ -103,14 +112,85 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 
   Controller controller(client.get(), cc);
-  if (!controller.Start(std::chrono::minutes(2))) {
-    spdlog::error("caches did not sync within 2 minutes; is the apiserver reachable and RBAC in place?");
-    return 1;
+  std::atomic<int> exit_code{0};
+  std::atomic<bool> stopping{false};
+  auto start = [&] {
+    if (!controller.Start(std::chrono::minutes(2))) {
+      spdlog::error("caches did not sync within 2 minutes; is the apiserver reachable and RBAC in place?");
+      exit_code = 1;
+      kill(getpid(), SIGTERM);
+      return;
+    }
+    spdlog::info("nodevol-provisioner {} running", NODEVOL_VERSION);
+  };
+
+  // Leader election (client-go's defaults: lease 15 s, renew deadline 10 s,
+  // retry 2 s) on its own client whose requests end well within the
+  // renew deadline.
+  std::unique_ptr<kube::Client> lease_client;
+  std::unique_ptr<leader::KubeLeaseStore> store;
+  std::unique_ptr<leader::LeaderElector> elector;
+  std::thread election;
+  if (leader_elect) {
+    kube::ClientOptions lo;
+    lo.connect_timeout = std::chrono::seconds(3);
+    lo.request_timeout = std::chrono::seconds(5);
+    st = kube::Client::New(config, lo, &lease_client);
+    if (identity.empty()) {
+      char host[256] = {};
+      gethostname(host, sizeof host - 1);
+      unsigned r = 0;
+      FILE* f = fopen("/dev/urandom", "rb");
+      if (f) {
+        if (fread(&r, sizeof r, 1, f) != 1) r = static_cast<unsigned>(getpid());
+        fclose(f);
+      }
+      char suffix[16];
+      snprintf(suffix, sizeof suffix, "_%08x", r);
+      identity = std::string(host) + suffix;
+    }
+    if (lease_namespace.empty()) lease_namespace = config.ns;
+    if (lease_name.empty()) lease_name = leader::LeaseNameFor(cc.options.provisioner_name);
+    store = std::make_unique<leader::KubeLeaseStore>(lease_client.get(), lease_namespace, lease_name);
+    leader::LeaderElectorConfig ec;
+    ec.identity = identity;
+    ec.release_on_cancel = true;
+    leader::LeaderCallbacks cb;
+    cb.on_started_leading = [&] {
+      spdlog::info("leading as {} (lease {})", identity, store->Describe());
+      std::thread(start).detach();
+    };
+    // As client-go's users do: a replica that lost the lease exits and is
+    // restarted, so no two replicas ever act at once.
+    cb.on_stopped_leading = [&] {
+      if (stopping) {
+        spdlog::info("released the lease {}", store->Describe());
+        return;
+      }
+      spdlog::error("lost the lease {}; exiting", store->Describe());
+      exit_code = 1;
+      kill(getpid(), SIGTERM);
+    };
+    cb.on_new_leader = [&](const std::string& who) {
+      if (who != identity) spdlog::info("leader is now {}", who.empty() ? "(none)" : who);
+    };
+    if (st.ok()) st = leader::LeaderElector::New(store.get(), Clock::Real(), ec, cb, &elector);
+    if (!st.ok()) {
+      std::cerr << "nodevol-provisioner: " << st.message() << "\n";
+      return 1;
+    }
+    election = std::thread([&] { elector->Run(); });
+  } else {
+    start();
   }
-  spdlog::info("nodevol-provisioner {} running", NODEVOL_VERSION);
   int sig = 0;
   sigwait(&set, &sig);
   spdlog::info("signal {}: stopping", sig);
+  stopping = true;
   controller.Stop();
-  return 0;
+  if (elector) {
+    elector->Stop();
+    election.join();
+  }
+  return exit_code.load();
 }

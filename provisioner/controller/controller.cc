@@ -78,9 +78,16 @@ Controller::Controller(kube::Client* client, ControllerConfig config)
 Controller::~Controller() { Stop(); }
 
 bool Controller::Start(std::chrono::milliseconds sync_timeout) {
+  std::lock_guard<std::mutex> life(lifecycle_mu_);
+  auto stopping = [this] {
+    std::lock_guard<std::mutex> lock(sweep_mu_);
+    return stopping_;
+  };
+  if (stopping()) return false;
   for (auto* i : {classes_.get(), nodes_.get(), volumes_.get(), claims_.get()}) i->Start();
   for (auto* i : {classes_.get(), nodes_.get(), volumes_.get(), claims_.get()})
     if (!i->WaitForSync(sync_timeout)) return false;
+  if (stopping()) return false;
   OnNodesChanged();
   claim_workers_ = std::make_unique<Workers>("claim", &claim_queue_, config_.claim_workers, config_.max_failures,
                                              [this](const std::string& k) { return ProcessClaim(k); });
@@ -101,10 +108,15 @@ void Controller::Stop() {
     stopping_ = true;
   }
   sweep_cv_.notify_all();
-  if (sweeper_.joinable()) sweeper_.join();
-  // Informers first (no new work), then the workers finish their keys.
+  // Informers first (no new work; a Start waiting for them to sync gives
+  // up), then the workers finish their keys.
   for (auto* i : {claims_.get(), volumes_.get(), classes_.get(), nodes_.get()})
     if (i) i->Stop();
+  std::lock_guard<std::mutex> life(lifecycle_mu_);
+  // Again: a Start that raced the first round may have started them.
+  for (auto* i : {claims_.get(), volumes_.get(), classes_.get(), nodes_.get()})
+    if (i) i->Stop();
+  if (sweeper_.joinable()) sweeper_.join();
   claim_workers_.reset();
   volume_workers_.reset();
   if (registry_) registry_->Stop();

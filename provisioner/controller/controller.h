@@ -48,8 +48,9 @@ class Controller {
   Controller(kube::Client* client, ControllerConfig config);
   ~Controller();
 
-  // Starts informers, waits for their first lists (false on timeout),
-  // then the registry and the workers.
+  // Starts informers, waits for their first lists (false on timeout or
+  // Stop), then the registry and the workers. Once only; thread-safe
+  // against Stop, after which it refuses.
   bool Start(std::chrono::milliseconds sync_timeout);
   void Stop();
   // True once started and every informer has synced (readiness).
@@ -78,6 +79,7 @@ class Controller {
   std::mutex sweep_mu_;
   std::condition_variable sweep_cv_;
   bool stopping_ = false;
+  std::mutex lifecycle_mu_;  // Start and Stop never overlap
   ControllerContext ctx_;
   std::atomic<bool> started_{false};
 };

@@ -15,8 +15,24 @@ fail() {
 }
 ctl() { "$NODEVOLCTL" --socket "$NODEVOL_K8S_FLEX_SOCKET" "$@"; }
 
+# On exit: pods are deleted first (kubelet's unmounts still reach
+# nodevold), then every process in CLEANUP_PIDS, last started first. Tests
+# append the pids of what they start. No command here may fail the exit
+# status (set -e applies inside traps too).
+CLEANUP_PIDS=()
+cleanup() {
+  k delete pods --all --grace-period=1 --timeout=60s >/dev/null 2>&1 || true
+  local i
+  for ((i = ${#CLEANUP_PIDS[@]} - 1; i >= 0; i--)); do
+    kill "${CLEANUP_PIDS[i]}" 2>/dev/null || true
+    wait "${CLEANUP_PIDS[i]}" 2>/dev/null || true
+  done
+}
+trap cleanup EXIT
+
 # nodevold_start: a sandboxed nodevold with dir pool "default" where
-# kubelet's nodevol-flex looks; stopped (after all pods are deleted) on exit.
+# kubelet's nodevol-flex looks; stopped (after all pods are deleted) on exit
+# (cleanup).
 nodevold_start() {
   local nv=$K8S_WORK/nodevold
   mkdir -p "$nv/state" "$nv/pool"
@@ -25,7 +41,7 @@ nodevold_start() {
     --pods-root="$K8S_PODS_ROOT" --node-name="$K8S_NODE" --pool="name=default,backend=dir,path=$nv/pool" \
     --metrics-address=off --log-target=stderr --log-level=debug >"$K8S_WORK/logs/nodevold.log" 2>&1 &
   NODEVOLD_PID=$!
-  trap 'k delete pods --all --grace-period=1 --timeout=60s >/dev/null 2>&1; kill $NODEVOLD_PID 2>/dev/null; wait $NODEVOLD_PID 2>/dev/null' EXIT
+  CLEANUP_PIDS+=("$NODEVOLD_PID")
   for _ in $(seq 100); do ctl volume list >/dev/null 2>&1 && return 0; sleep 0.1; done
   fail "nodevold did not start"
 }

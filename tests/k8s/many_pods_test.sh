@@ -10,7 +10,7 @@ n=${K8S_MANY_PODS:-30}
 nodevold_start
 
 step "$n volumes, PVs and claims"
-yaml=$(mktemp); trap 'rm -f "$yaml"' RETURN
+yaml=$K8S_WORK/many.yaml
 for i in $(seq "$n"); do
   ctl volume create "m$i" --pool default --size 10Mi >/dev/null || fail "volume create m$i"
   cat >>"$yaml" <<YAML

@@ -34,6 +34,7 @@ t0=$SECONDS
   --pool="name=default,backend=dir,path=$K8S_WORK/nodevold/pool" \
   --metrics-address=off --log-target=stderr --log-level=debug >>"$K8S_WORK/logs/nodevold.log" 2>&1 &
 NODEVOLD_PID=$!
+CLEANUP_PIDS+=("$NODEVOLD_PID")
 # kubelet retries a failed mount with exponential backoff up to about 2 min.
 k wait --for=condition=Ready pod/p1 --timeout=200s >/dev/null || fail "p1 not Ready after nodevold came back"
 step "p1 Ready $((SECONDS - t0)) s after nodevold started"

@@ -17,7 +17,9 @@
 #  - no room (Immediate): ProvisioningFailed with the per-node figures;
 #    no room (WaitForFirstConsumer): selected-node removed (reschedule);
 #  - orphan sweep: a volume it made (reclaim Delete) whose claim and PV are
-#    gone is deleted; a Retain one, another provisioner's and bound ones stay.
+#    gone is deleted; a Retain one, another provisioner's and bound ones stay;
+#  - leader election: a second replica stands by; the leader killed -9,
+#    it takes the Lease over and provisions.
 # Needs NODEVOL_PROVISIONER (path) besides what lib.sh needs.
 K8S_TEST=provisioner
 source "$(dirname "$0")/lib.sh"
@@ -37,6 +39,7 @@ nsenter --net="/run/netns/$K8S_NETNS" "$NODEVOLD" --config="$nv/nodevold.conf" \
   --tls-listen="$node_ip:9809" --tls-ca="$tls/ca.crt" --tls-cert="$tls/node.crt" --tls-key="$tls/node.key" \
   --metrics-address=off --log-target=stderr --log-level=debug >"$K8S_WORK/logs/nodevold.log" 2>&1 &
 NODEVOLD_PID=$!
+CLEANUP_PIDS+=("$NODEVOLD_PID")
 for _ in $(seq 100); do ctl volume list >/dev/null 2>&1 && break; sleep 0.1; done
 ctl info >/dev/null || fail "nodevold did not start"
 
@@ -47,7 +50,7 @@ nsenter --net="/run/netns/$K8S_NETNS" "$NODEVOL_PROVISIONER" --kubeconfig="$K8S_
   --orphan-sweep-seconds=3 --orphan-grace-seconds=0 \
   --log-level=debug >"$K8S_WORK/logs/provisioner.log" 2>&1 &
 PROV_PID=$!
-trap 'k delete pods --all --grace-period=1 --timeout=60s >/dev/null 2>&1; kill $PROV_PID 2>/dev/null; wait $PROV_PID 2>/dev/null; kill $NODEVOLD_PID 2>/dev/null; wait $NODEVOLD_PID 2>/dev/null' EXIT
+CLEANUP_PIDS+=("$PROV_PID")
 prov_fail() { echo "---- provisioner log (tail)" >&2; tail -30 "$K8S_WORK/logs/provisioner.log" >&2; fail "$@"; }
 
 k apply -f - >/dev/null <<YAML || fail "apply classes"
@@ -192,4 +195,26 @@ for _ in $(seq 40); do ctl volume get pvc-00000000-0000-0000-0000-00000000dead >
 ctl volume get pvc-00000000-0000-0000-0000-00000000beef >/dev/null || fail "Retain orphan deleted"
 ctl volume get pvc-00000000-0000-0000-0000-00000000f00d >/dev/null || fail "another provisioner's volume deleted"
 ctl volume get "$(k get pvc later -o jsonpath='{.spec.volumeName}')" >/dev/null || fail "the sweep deleted a bound volume"
+
+step "leader election: a second replica waits; the leader killed -9, it takes over"
+grep -q "leading as" "$K8S_WORK/logs/provisioner.log" || prov_fail "the provisioner never led"
+holder=$(k get lease nodevol.io-provisioner -o jsonpath='{.spec.holderIdentity}') || fail "no Lease nodevol.io-provisioner"
+start_replica() { # LOG
+  nsenter --net="/run/netns/$K8S_NETNS" "$NODEVOL_PROVISIONER" --kubeconfig="$K8S_WORK/admin.kubeconfig" \
+    --tls-ca="$tls/ca.crt" --tls-cert="$tls/provisioner.crt" --tls-key="$tls/provisioner.key" \
+    --log-level=debug >"$K8S_WORK/logs/$1" 2>&1 &
+}
+start_replica provisioner-b.log
+B_PID=$!
+CLEANUP_PIDS+=("$B_PID")
+sleep 5
+! grep -q "leading as" "$K8S_WORK/logs/provisioner-b.log" || fail "two leaders: replica b leads while $holder holds the lease"
+kill -9 "$PROV_PID"
+t0=$SECONDS
+claim failover nv-now 8Mi
+# The lease (15 s) must run out by b's own clock before it takes over.
+bound failover 90 || { tail -20 "$K8S_WORK/logs/provisioner-b.log" >&2; fail "claim not provisioned after the leader died"; }
+step "claim bound $((SECONDS - t0)) s after the leader was killed"
+grep -q "leading as" "$K8S_WORK/logs/provisioner-b.log" || fail "replica b did not lead"
+[[ $(k get lease nodevol.io-provisioner -o jsonpath='{.spec.holderIdentity}') != "$holder" ]] || fail "lease still held by $holder"
 step "PASS"

@@ -30,7 +30,7 @@ step "nodevold with a dir pool"
   --metrics-address=off --log-target=stderr --log-level=debug >"$K8S_WORK/logs/nodevold.log" 2>&1 &
 nvpid=$!
 # Pods go before nodevold does, so that kubelet's unmount calls reach it.
-trap 'k delete pods --all --grace-period=1 --timeout=60s >/dev/null 2>&1; kill $nvpid 2>/dev/null; wait $nvpid 2>/dev/null' EXIT
+trap 'k delete pods --all --grace-period=1 --timeout=60s >/dev/null 2>&1 || true; kill $nvpid 2>/dev/null || true; wait $nvpid 2>/dev/null || true' EXIT
 ctl() { "$NODEVOLCTL" --socket "$NODEVOL_K8S_FLEX_SOCKET" "$@"; }
 for _ in $(seq 100); do ctl volume list >/dev/null 2>&1 && break; sleep 0.1; done
 ctl volume create v1 --pool default --size 10Mi >/dev/null || fail "volume create"

@@ -1,0 +1,179 @@
+#include "metrics/metrics.h"
+
+#include <array>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "metrics/exposition.h"
+
+namespace nodevol::provisioner {
+namespace {
+
+using exposition::HistogramData;
+
+// Prometheus' DefBuckets, as the library's histograms use.
+constexpr std::array<double, 11> kBounds = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+
+struct Outcomes {
+  uint64_t succeeded = 0;
+  uint64_t failed = 0;
+  HistogramData duration;  // successful attempts only
+};
+
+std::string StringAt(const nlohmann::json& j, std::initializer_list<const char*> path) {
+  const nlohmann::json* at = &j;
+  for (const char* key : path) {
+    if (!at->is_object()) return "";
+    auto it = at->find(key);
+    if (it == at->end()) return "";
+    at = &*it;
+  }
+  return at->is_string() ? at->get<std::string>() : "";
+}
+
+}  // namespace
+
+struct ProvisionerMetrics::Impl {
+  mutable std::mutex mu;
+  std::map<std::pair<std::string, std::string>, Outcomes, std::less<>> provisions;  // (class, source)
+  std::map<std::string, Outcomes, std::less<>> deletes;                             // class
+  uint64_t reachable = 0, unreachable = 0;
+  std::map<std::tuple<std::string, std::string, std::string>, uint64_t> pool_free;  // (node, pool, backend)
+  bool leader = false;
+  std::map<std::string, uint64_t, std::less<>> queues;
+
+  Outcomes& Provision(std::string_view class_name, std::string_view source) {
+    auto key = std::make_pair(std::string(class_name), std::string(source));
+    return provisions[key];
+  }
+  Outcomes& Delete(std::string_view class_name) {
+    auto it = deletes.find(class_name);
+    if (it == deletes.end()) it = deletes.emplace(std::string(class_name), Outcomes{}).first;
+    return it->second;
+  }
+};
+
+ProvisionerMetrics::ProvisionerMetrics() : impl_(std::make_unique<Impl>()) {}
+ProvisionerMetrics::~ProvisionerMetrics() = default;
+
+void ProvisionerMetrics::ProvisionSucceeded(std::string_view class_name, std::string_view source, double seconds) {
+  std::lock_guard lock(impl_->mu);
+  Outcomes& o = impl_->Provision(class_name, source);
+  ++o.succeeded;
+  exposition::Observe(kBounds, seconds, &o.duration);
+}
+
+void ProvisionerMetrics::ProvisionFailed(std::string_view class_name, std::string_view source) {
+  std::lock_guard lock(impl_->mu);
+  ++impl_->Provision(class_name, source).failed;
+}
+
+void ProvisionerMetrics::DeleteSucceeded(std::string_view class_name, double seconds) {
+  std::lock_guard lock(impl_->mu);
+  Outcomes& o = impl_->Delete(class_name);
+  ++o.succeeded;
+  exposition::Observe(kBounds, seconds, &o.duration);
+}
+
+void ProvisionerMetrics::DeleteFailed(std::string_view class_name) {
+  std::lock_guard lock(impl_->mu);
+  ++impl_->Delete(class_name).failed;
+}
+
+void ProvisionerMetrics::SetNodes(const std::vector<nodes::NodeState>& nodes) {
+  uint64_t reachable = 0, unreachable = 0;
+  std::map<std::tuple<std::string, std::string, std::string>, uint64_t> pool_free;
+  for (const auto& n : nodes) {
+    ++(n.reachable ? reachable : unreachable);
+    // An unreachable node's figures are its last report, possibly long
+    // stale; no series beats a wrong one.
+    if (!n.reachable) continue;
+    for (const auto& p : n.pools) pool_free[{n.name, p.name, p.backend}] = p.free_bytes;
+  }
+  std::lock_guard lock(impl_->mu);
+  impl_->reachable = reachable;
+  impl_->unreachable = unreachable;
+  impl_->pool_free = std::move(pool_free);
+}
+
+void ProvisionerMetrics::SetLeader(bool leader) {
+  std::lock_guard lock(impl_->mu);
+  impl_->leader = leader;
+}
+
+void ProvisionerMetrics::SetQueueDepth(std::string_view queue, uint64_t depth) {
+  std::lock_guard lock(impl_->mu);
+  auto it = impl_->queues.find(queue);
+  if (it == impl_->queues.end()) it = impl_->queues.emplace(std::string(queue), 0).first;
+  it->second = depth;
+}
+
+std::string ProvisionerMetrics::Render() const {
+  using exposition::AppendFamily;
+  using exposition::AppendHistogram;
+  using exposition::AppendSample;
+  std::string out;
+  out.reserve(4096);
+  std::lock_guard lock(impl_->mu);
+
+  constexpr std::string_view kProvTotal = "controller_persistentvolumeclaim_provision_total";
+  constexpr std::string_view kProvFailed = "controller_persistentvolumeclaim_provision_failed_total";
+  constexpr std::string_view kProvDuration = "controller_persistentvolumeclaim_provision_duration_seconds";
+  AppendFamily(out, kProvTotal, "counter",
+               "Total number of persistent volumes provisioned successfully. Broken down by storage class name and "
+               "source of the claim.");
+  for (const auto& [key, o] : impl_->provisions)
+    AppendSample(out, kProvTotal, {{"class", key.first}, {"source", key.second}}, o.succeeded);
+  AppendFamily(out, kProvFailed, "counter",
+               "Total number of persistent volume provision failed attempts. Broken down by storage class name and "
+               "source of the claim.");
+  for (const auto& [key, o] : impl_->provisions)
+    AppendSample(out, kProvFailed, {{"class", key.first}, {"source", key.second}}, o.failed);
+  AppendFamily(out, kProvDuration, "histogram",
+               "Latency in seconds to provision persistent volumes. Failed provisioning attempts are ignored. Broken "
+               "down by storage class name and source of the claim.");
+  for (const auto& [key, o] : impl_->provisions)
+    AppendHistogram(out, kProvDuration, {{"class", key.first}, {"source", key.second}}, kBounds, o.duration);
+
+  constexpr std::string_view kDelTotal = "controller_persistentvolume_delete_total";
+  constexpr std::string_view kDelFailed = "controller_persistentvolume_delete_failed_total";
+  constexpr std::string_view kDelDuration = "controller_persistentvolume_delete_duration_seconds";
+  AppendFamily(out, kDelTotal, "counter",
+               "Total number of persistent volumes deleted successfully. Broken down by storage class name.");
+  for (const auto& [cls, o] : impl_->deletes)
+    AppendSample(out, kDelTotal, {{"class", cls}}, o.succeeded);
+  AppendFamily(out, kDelFailed, "counter",
+               "Total number of persistent volume delete failed attempts. Broken down by storage class name.");
+  for (const auto& [cls, o] : impl_->deletes)
+    AppendSample(out, kDelFailed, {{"class", cls}}, o.failed);
+  AppendFamily(out, kDelDuration, "histogram",
+               "Latency in seconds to delete persistent volumes. Failed deletion attempts are ignored. Broken down by "
+               "storage class name.");
+  for (const auto& [cls, o] : impl_->deletes)
+    AppendHistogram(out, kDelDuration, {{"class", cls}}, kBounds, o.duration);
+
+  AppendFamily(out, "nodevol_provisioner_nodes", "gauge",
+               "Nodes running nodevold known to the provisioner, by whether their capacity stream is up.");
+  AppendSample(out, "nodevol_provisioner_nodes", {{"state", "reachable"}}, impl_->reachable);
+  AppendSample(out, "nodevol_provisioner_nodes", {{"state", "unreachable"}}, impl_->unreachable);
+  AppendFamily(out, "nodevol_provisioner_pool_free_bytes", "gauge",
+               "Free bytes of each pool of each reachable node, as its nodevold last reported.");
+  for (const auto& [key, free] : impl_->pool_free)
+    AppendSample(out, "nodevol_provisioner_pool_free_bytes",
+                 {{"node", std::get<0>(key)}, {"pool", std::get<1>(key)}, {"backend", std::get<2>(key)}}, free);
+  AppendFamily(out, "nodevol_provisioner_leader", "gauge", "1 while this replica holds the leader lease, else 0.");
+  AppendSample(out, "nodevol_provisioner_leader", {}, uint64_t{impl_->leader ? 1u : 0u});
+  AppendFamily(out, "nodevol_provisioner_queue_depth", "gauge", "Keys waiting in each work queue.");
+  for (const auto& [queue, depth] : impl_->queues)
+    AppendSample(out, "nodevol_provisioner_queue_depth", {{"queue", queue}}, depth);
+  return out;
+}
+
+ClaimMetricLabels MetricLabelsOfClaim(const nlohmann::json& pvc) {
+  return {StringAt(pvc, {"spec", "storageClassName"}), StringAt(pvc, {"spec", "dataSource", "kind"})};
+}
+
+std::string MetricClassOfVolume(const nlohmann::json& pv) { return StringAt(pv, {"spec", "storageClassName"}); }
+
+}  // namespace nodevol::provisioner

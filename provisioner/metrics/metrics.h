@@ -1,0 +1,77 @@
+// ProvisionerMetrics: what nodevol-provisioner exposes to Prometheus (text
+// format 0.0.4), named as sig-storage-lib-external-provisioner names them
+// (subsystem "controller") so its dashboards and alerts work unchanged:
+//
+//   controller_persistentvolumeclaim_provision_total{class,source}          counter
+//   controller_persistentvolumeclaim_provision_failed_total{class,source}   counter
+//   controller_persistentvolumeclaim_provision_duration_seconds{class,source} histogram
+//   controller_persistentvolume_delete_total{class}                         counter
+//   controller_persistentvolume_delete_failed_total{class}                  counter
+//   controller_persistentvolume_delete_duration_seconds{class}              histogram
+//
+// `class` is the claim's (or PV's) spec.storageClassName, `source` the kind
+// of the claim's spec.dataSource ("" without one). As in the library,
+// durations are of successful attempts only, with Prometheus' default
+// buckets (5 ms .. 10 s). Plus the node registry's gauges:
+//
+//   nodevol_provisioner_nodes{state="reachable"|"unreachable"}
+//   nodevol_provisioner_pool_free_bytes{node,pool,backend}   reachable nodes only
+//   nodevol_provisioner_leader                               1 while this replica leads
+//   nodevol_provisioner_queue_depth{queue}                   keys waiting ("claim", "volume")
+//
+// Thread-safe. A class (and source) appears in all three of its families
+// at its first attempt, succeeded or failed, so rate() sees the first
+// increment of the other; the gauges hold what the last Set* call gave.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nodes/node_registry.h"
+
+namespace nodevol::provisioner {
+
+class ProvisionerMetrics {
+ public:
+  ProvisionerMetrics();
+  ~ProvisionerMetrics();
+  ProvisionerMetrics(const ProvisionerMetrics&) = delete;
+  ProvisionerMetrics& operator=(const ProvisionerMetrics&) = delete;
+
+  // One provisioning attempt of a claim that was ours to provision.
+  void ProvisionSucceeded(std::string_view class_name, std::string_view source, double seconds);
+  void ProvisionFailed(std::string_view class_name, std::string_view source);
+  // One deletion attempt of a released PV that was ours to delete.
+  void DeleteSucceeded(std::string_view class_name, double seconds);
+  void DeleteFailed(std::string_view class_name);
+
+  // Replaces the node gauges with this snapshot (NodeRegistry::Snapshot()):
+  // nodes gone from it vanish from the exposition.
+  void SetNodes(const std::vector<nodes::NodeState>& nodes);
+  void SetLeader(bool leader);
+  void SetQueueDepth(std::string_view queue, uint64_t depth);
+
+  // The whole exposition, every family with # HELP and # TYPE.
+  std::string Render() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The labels the library uses for a claim: spec.storageClassName and
+// spec.dataSource.kind, "" where absent. Any JSON is accepted.
+struct ClaimMetricLabels {
+  std::string class_name;
+  std::string source;
+};
+ClaimMetricLabels MetricLabelsOfClaim(const nlohmann::json& pvc);
+// spec.storageClassName of a PV, "" where absent.
+std::string MetricClassOfVolume(const nlohmann::json& pv);
+
+}  // namespace nodevol::provisioner

@@ -1,23 +1,15 @@
 #include "controller/claim.h"
 
 #include "controller/names.h"
+#include "kube/fields.h"
 #include "kube/quantity.h"
 
 namespace nodevol::provisioner {
+
+using kube::Str;
+using kube::StringMap;
+
 namespace {
-
-std::map<std::string, std::string> StringMap(const nlohmann::json& j) {
-  std::map<std::string, std::string> out;
-  if (!j.is_object()) return out;
-  for (auto it = j.begin(); it != j.end(); ++it)
-    if (it.value().is_string()) out[it.key()] = it.value().get<std::string>();
-  return out;
-}
-
-std::string Str(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
-}
 
 }  // namespace
 

@@ -2,16 +2,16 @@
 
 #include <spdlog/spdlog.h>
 
+#include "kube/fields.h"
+
 namespace nodevol::provisioner {
+
+using kube::Str;
+
 namespace {
 
 using Outcome = Workers::Outcome;
 using nlohmann::json;
-
-std::string Str(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
-}
 
 }  // namespace
 

@@ -7,17 +7,16 @@
 #include <ctime>
 
 #include "kube/client.h"
+#include "kube/fields.h"
 
 namespace nodevol::provisioner {
+
+using kube::Str;
+
 namespace {
 
 // Bounded, like client-go's LRU of 4096: beyond it repeats start new events.
 constexpr size_t kMaxSeen = 4096;
-
-std::string Str(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
-}
 
 }  // namespace
 

@@ -7,30 +7,19 @@
 #include "base/size.h"
 #include "controller/claim.h"
 #include "controller/pv.h"
+#include "kube/fields.h"
 #include "placement/topology.h"
 #include "storageclass/class_params.h"
 
 namespace nodevol::provisioner {
+
+using kube::StringMap;
+using kube::Strings;
+
 namespace {
 
 using Outcome = Workers::Outcome;
 using nlohmann::json;
-
-std::map<std::string, std::string> StringMap(const json& j) {
-  std::map<std::string, std::string> out;
-  if (j.is_object())
-    for (auto it = j.begin(); it != j.end(); ++it)
-      if (it.value().is_string()) out[it.key()] = it.value().get<std::string>();
-  return out;
-}
-
-std::vector<std::string> Strings(const json& j) {
-  std::vector<std::string> out;
-  if (j.is_array())
-    for (const auto& v : j)
-      if (v.is_string()) out.push_back(v.get<std::string>());
-  return out;
-}
 
 // Claim parameters (mountd/backend/claim_params.h) recorded with the volume.
 // Claim labels and annotations only when the class's path pattern uses them:

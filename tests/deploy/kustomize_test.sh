@@ -10,7 +10,7 @@
 #    --tls-key point, non-root, read-only root fs, no privilege escalation,
 #    ALL capabilities dropped, seccomp RuntimeDefault, resources, anti-
 #    affinity on the pods' own labels; with NODEVOL_PROVISIONER, every flag
-#    in its args is one the binary accepts (--help);
+#    in its args is one the binary accepts (--help) and parses;
 #  - examples: every object a StorageClass of nodevol.io/provisioner with a
 #    pool; lvm, nfs and dir each in Immediate and WaitForFirstConsumer.
 # kubectl: ~/.cache/nodevol/k8s/<pinned version>/bin (tests/k8s/build-k8s),
@@ -167,6 +167,11 @@ if help_text:
             print(f"NOTE: Deployment passes {flag}, which nodevol-provisioner does not accept yet (being added)")
             continue
         check(False, f"Deployment: nodevol-provisioner --help has no {flag}")
+    # The accepted ones, for the shell to try on the binary.
+    with open(help_file + ".args", "w") as f:
+        for a in c.get("args", []):
+            if a.split("=", 1)[0] in accepted:
+                f.write(a + "\n")
 
 # Security context: container settings, or the pod's where Kubernetes
 # inherits them (runAsNonRoot, seccompProfile).
@@ -227,3 +232,14 @@ if failures:
     sys.exit(1)
 print(f"ok: base ({len(base)} objects) and examples ({len(examples)} StorageClasses)")
 PY
+
+# The values must parse too (a bool flag given without its value swallows
+# the next argument): the binary parses every argument before --help.
+if [[ -n $help ]]; then
+  mapfile -t args <"$work/help.txt.args"
+  if ! out=$("$NODEVOL_PROVISIONER" "${args[@]}" --help 2>&1 >/dev/null); then
+    echo "FAIL: nodevol-provisioner refuses the Deployment's args: $out" >&2
+    exit 1
+  fi
+  echo "ok: nodevol-provisioner parses the Deployment's ${#args[@]} args"
+fi

@@ -1,0 +1,253 @@
+#!/usr/bin/env bash
+# Under the real control plane and kubelet (run by cluster-up): deploy/base's
+# RBAC is enough for nodevol-provisioner, proven on the real apiserver.
+#  - deploy/base is applied with the Deployment at 0 replicas (no image
+#    yet) and passes the apiserver's validation as is (server dry run); the
+#    README's Secret command works;
+#  - a kubeconfig carrying only the ServiceAccount's token (kubectl create
+#    token); nodevol-provisioner runs out of cluster with it and with the
+#    Deployment's own args (TLS paths and namespace filled in; flags this
+#    build does not accept yet are left out and named);
+#  - with only those permissions: Immediate provisioning (PV created,
+#    ProvisioningSucceeded), WaitForFirstConsumer with no room (selected-node
+#    removed: claim patch), a repeated event (event patch: count >= 2),
+#    capacity annotations on the Node (node patch), resize (PV patch),
+#    reclaim Delete (PV delete, finalizer patch), the orphan sweep, the
+#    leader Lease when this build elects; and the log has no "Forbidden";
+#  - deploy/examples applied: claims of nodevol-dir and nodevol-dir-wait
+#    bound; nodevol-lvm's and nodevol-nfs's parameters accepted (the failure
+#    is the missing pool, not a parameter).
+# DEPLOY_DIR (default: the repository's deploy/) points at another copy,
+# e.g. one with a verb removed, to see this test fail.
+K8S_TEST=deploy_rbac
+source "$(dirname "$0")/lib.sh"
+: "${NODEVOL_PROVISIONER:?}"
+deploy=${DEPLOY_DIR:-$(cd "$(dirname "$0")/../../deploy" && pwd)}
+NS=nodevol-system SA=nodevol-provisioner
+kbin=${NODEVOL_K8S_CACHE:-$HOME/.cache/nodevol/k8s}/${K8S_VERSION:-$K8S_VERSION_PINNED}/bin/kubectl
+tls=$K8S_WORK/tls
+make_tls "$tls" "$K8S_NODE"
+node_ip=$(k get node "$K8S_NODE" -o jsonpath='{.status.addresses[?(@.type=="InternalIP")].address}')
+
+step "deploy/base: applied with the Deployment at 0 replicas, accepted as is (server dry run)"
+overlay=$K8S_WORK/deploy-overlay
+mkdir -p "$overlay"
+# kustomize takes a base by relative path only.
+cat >"$overlay/kustomization.yaml" <<YAML
+resources: [$(realpath --relative-to="$overlay" "$deploy/base")]
+replicas: [{name: nodevol-provisioner, count: 0}]
+YAML
+k apply -k "$overlay" >/dev/null || fail "apply deploy/base"
+[[ $(k -n $NS get deploy nodevol-provisioner -o jsonpath='{.spec.replicas}') == 0 ]] || fail "Deployment not at 0 replicas"
+# The unmodified base, replicas 2, through the apiserver's validation (strict
+# field validation) and admission, without running pods: no image yet.
+k apply -k "$deploy/base" --dry-run=server >/dev/null || fail "the apiserver refuses deploy/base as is"
+# The Secret as deploy/README.md makes it.
+k -n $NS create secret generic nodevol-provisioner-tls --from-file=ca.crt="$tls/ca.crt" \
+  --from-file=tls.crt="$tls/provisioner.crt" --from-file=tls.key="$tls/provisioner.key" >/dev/null \
+  || fail "creating the Secret as deploy/README.md says"
+
+step "kubeconfig with the ServiceAccount's token only"
+token=$(k -n $NS create token $SA --duration=1h) || fail "kubectl create token"
+ca=$(sed -n 's/.*certificate-authority: *"\([^"]*\)".*/\1/p' "$K8S_WORK/admin.kubeconfig" | head -1)
+[[ -r $ca ]] || fail "no cluster CA in admin.kubeconfig"
+sakc=$K8S_WORK/sa.kubeconfig
+(
+  umask 077
+  cat >"$sakc" <<YAML
+apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster: {server: "https://127.0.0.1:6443", certificate-authority: "$ca"}
+users:
+- name: $SA
+  user: {token: "$token"}
+contexts:
+- name: local
+  context: {cluster: local, user: $SA, namespace: $NS}
+current-context: local
+YAML
+)
+unset token
+ksa() { nsenter --net="/run/netns/$K8S_NETNS" "$kbin" --kubeconfig "$sakc" "$@"; }
+who=$(ksa auth whoami -o jsonpath='{.status.userInfo.username}') || fail "the token is refused"
+[[ $who == "system:serviceaccount:$NS:$SA" ]] || fail "kubeconfig authenticates as '$who'"
+[[ $(ksa auth can-i list secrets --all-namespaces) == no ]] || fail "the ServiceAccount may list secrets"
+[[ $(ksa auth can-i create persistentvolumes) == yes ]] || fail "the ServiceAccount may not create PVs"
+
+step "nodevold: dir pool \"default\", TLS on $node_ip:9809"
+nv=$K8S_WORK/nodevold
+mkdir -p "$nv/state" "$nv/pool"
+: >"$nv/nodevold.conf"
+nsenter --net="/run/netns/$K8S_NETNS" "$NODEVOLD" --config="$nv/nodevold.conf" \
+  --socket="$NODEVOL_K8S_FLEX_SOCKET" --state-dir="$nv/state" --pods-root="$K8S_PODS_ROOT" \
+  --node-name="$K8S_NODE" --pool="name=default,backend=dir,path=$nv/pool" \
+  --tls-listen="$node_ip:9809" --tls-ca="$tls/ca.crt" --tls-cert="$tls/node.crt" --tls-key="$tls/node.key" \
+  --metrics-address=off --log-target=stderr --log-level=debug >"$K8S_WORK/logs/nodevold.log" 2>&1 &
+NODEVOLD_PID=$!
+for _ in $(seq 100); do ctl volume list >/dev/null 2>&1 && break; sleep 0.1; done
+ctl info >/dev/null || fail "nodevold did not start"
+
+step "nodevol-provisioner: the Deployment's args, the ServiceAccount's kubeconfig"
+help=$("$NODEVOL_PROVISIONER" --help)
+args=(--kubeconfig="$sakc" --orphan-sweep-seconds=3 --orphan-grace-seconds=0)
+elects=0
+while IFS= read -r a; do
+  flag=${a%%=*}
+  if ! grep -qe "--${flag#--}\b" <<<"$help"; then
+    step "left out: $a (this nodevol-provisioner does not accept $flag yet)"
+    continue
+  fi
+  case $flag in
+    --tls-ca) a=$flag=$tls/ca.crt ;;
+    --tls-cert) a=$flag=$tls/provisioner.crt ;;
+    --tls-key) a=$flag=$tls/provisioner.key ;;
+    --log-level) a=$flag=debug ;;  # event patch failures are logged at debug
+    --leader-elect) elects=1 ;;
+  esac
+  args+=("${a//\$(POD_NAMESPACE)/$NS}")
+done < <(k -n $NS get deploy nodevol-provisioner -o jsonpath='{range .spec.template.spec.containers[0].args[*]}{@}{"\n"}{end}')
+step "nodevol-provisioner ${args[*]:1}"
+k label node "$K8S_NODE" nodevol.io/node=true >/dev/null
+plog=$K8S_WORK/logs/provisioner.log
+nsenter --net="/run/netns/$K8S_NETNS" "$NODEVOL_PROVISIONER" "${args[@]}" >"$plog" 2>&1 &
+PROV_PID=$!
+cleanup() {
+  k delete pods --all --grace-period=1 --timeout=60s >/dev/null 2>&1 || true
+  kill $PROV_PID 2>/dev/null || true; wait $PROV_PID 2>/dev/null || true
+  kill $NODEVOLD_PID 2>/dev/null || true; wait $NODEVOLD_PID 2>/dev/null || true
+}
+trap cleanup EXIT
+prov_fail() { echo "---- provisioner log (tail)" >&2; tail -30 "$plog" >&2; fail "$@"; }
+forbidden() { grep -i forbidden "$plog" | head -5; }
+
+k apply -f - >/dev/null <<YAML || fail "apply classes"
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: nv-now}
+provisioner: nodevol.io/provisioner
+parameters: {backend: dir, pool: default}
+reclaimPolicy: Delete
+allowVolumeExpansion: true
+volumeBindingMode: Immediate
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: nv-wait}
+provisioner: nodevol.io/provisioner
+parameters: {pool: default}
+volumeBindingMode: WaitForFirstConsumer
+YAML
+claim() { # NAME CLASS SIZE
+  k apply -f - >/dev/null <<YAML || fail "apply claim $1"
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: $1}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: $2
+  resources: {requests: {storage: $3}}
+YAML
+}
+bound() { k wait --for=jsonpath='{.status.phase}'=Bound "pvc/$1" --timeout="${2:-60}s" >/dev/null; }
+
+step "Immediate: PV created, ProvisioningSucceeded recorded"
+claim now nv-now 64Mi
+bound now || prov_fail "claim now not Bound"
+pv=$(k get pvc now -o jsonpath='{.spec.volumeName}')
+[[ $pv == "pvc-$(k get pvc now -o jsonpath='{.metadata.uid}')" ]] || prov_fail "claim now bound to '$pv'"
+ctl volume get "$pv" >/dev/null || fail "nodevold has no volume $pv"
+wait_event now ProvisioningSucceeded >/dev/null
+
+step "Node capacity annotation (node patch)"
+ann=
+for _ in $(seq 40); do
+  ann=$(k get node "$K8S_NODE" -o jsonpath='{.metadata.annotations.capacity\.nodevol\.io/default}')
+  [[ -n $ann ]] && break; sleep 0.5
+done
+[[ $ann =~ ^[0-9]+$ ]] && ((ann > 0)) || prov_fail "Node capacity annotation '$ann'"
+
+step "resize: the claim grows, the PV follows (PV patch)"
+k patch pvc now --type=merge -p '{"spec":{"resources":{"requests":{"storage":"128Mi"}}}}' >/dev/null \
+  || fail "growing claim now"
+k wait --for=jsonpath='{.spec.capacity.storage}'=128Mi "pv/$pv" --timeout=60s >/dev/null \
+  || prov_fail "PV $pv capacity $(k get pv "$pv" -o jsonpath='{.spec.capacity.storage}'), want 128Mi"
+wait_event now VolumeResizeSuccessful >/dev/null
+
+step "reclaim Delete: PV deleted, finalizer dropped, volume gone"
+k delete pvc now --wait=true --timeout=60s >/dev/null
+for _ in $(seq 120); do k get pv "$pv" >/dev/null 2>&1 || break; sleep 0.5; done
+! k get pv "$pv" >/dev/null 2>&1 || prov_fail "PV $pv still there: $(k get pv "$pv" -o jsonpath='{.status.phase} {.metadata.finalizers}')"
+! ctl volume get "$pv" >/dev/null 2>&1 || fail "volume $pv still on the node"
+
+step "WaitForFirstConsumer, no room: selected-node removed (claim patch)"
+claim huge-wait nv-wait 1000Ti
+claim_pod use-huge huge-wait 'sleep 3600' | k apply -f - >/dev/null
+wait_event huge-wait ProvisioningFailed "pick another node" >/dev/null
+k delete pod use-huge --grace-period=1 --wait=true --timeout=60s >/dev/null
+k delete pvc huge-wait --wait=false >/dev/null
+
+step "orphan sweep: our volume without claim or PV goes (PV and claim get)"
+orphan=pvc-00000000-0000-0000-0000-00000000dead
+ctl volume create $orphan --pool default --size 1Mi --param nodevol.io/provisioner=nodevol.io/provisioner \
+  --param nodevol.io/reclaim-policy=Delete --param nodevol.io/pvc-namespace=default \
+  --param nodevol.io/pvc-name=gone >/dev/null || fail "volume create $orphan"
+for _ in $(seq 40); do ctl volume get $orphan >/dev/null 2>&1 || break; sleep 0.5; done
+! ctl volume get $orphan >/dev/null 2>&1 || prov_fail "orphan not swept"
+
+if ((elects)); then
+  step "leader election: the Lease in $NS (Role nodevol-provisioner-leader)"
+  holder=
+  for _ in $(seq 40); do
+    holder=$(k -n $NS get lease nodevol.io-provisioner -o jsonpath='{.spec.holderIdentity}' 2>/dev/null) || true
+    [[ -n $holder ]] && break; sleep 0.5
+  done
+  [[ -n $holder ]] || prov_fail "no Lease $NS/nodevol.io-provisioner with a holder"
+else
+  step "leader election: not in this build (no --leader-elect); the Lease Role is not exercised"
+fi
+
+step "deploy/examples: dir classes provision; lvm and nfs parameters accepted"
+k apply -k "$deploy/examples" >/dev/null || fail "apply deploy/examples"
+claim ex-dir nodevol-dir 16Mi
+bound ex-dir || prov_fail "claim of nodevol-dir not Bound"
+ex_pv=$(k get pvc ex-dir -o jsonpath='{.spec.volumeName}')
+[[ $(k get pv "$ex_pv" -o jsonpath='{.spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].values[0]}') == "$K8S_NODE" ]] \
+  || fail "PV $ex_pv not pinned to $K8S_NODE"
+claim ex-dir-wait nodevol-dir-wait 16Mi
+claim_pod use-ex ex-dir-wait 'echo ok > /data/f && sleep 3600' | k apply -f - >/dev/null
+k wait --for=condition=Ready pod/use-ex --timeout=180s >/dev/null || prov_fail "pod use-ex not Ready"
+bound ex-dir-wait 10 || prov_fail "claim of nodevol-dir-wait not Bound"
+for c in lvm nfs; do
+  claim ex-$c nodevol-$c 16Mi
+  msg=$(wait_event ex-$c ProvisioningFailed)
+  [[ $msg == *"node runs nodevold with pool"* && $msg != *"StorageClass parameter"* ]] \
+    || prov_fail "class nodevol-$c: '$msg', want the missing pool, not a parameter error"
+done
+
+step "a repeated event is counted, not duplicated (event patch)"
+# The missing pool's message does not change between passes (unlike free
+# space figures), and capacity updates bring the claim back often.
+count=0
+for _ in $(seq 120); do
+  count=$(k get events --field-selector involvedObject.name=ex-lvm,reason=ProvisioningFailed \
+    -o jsonpath='{range .items[*]}{.count}{"\n"}{end}' | sort -n | tail -1)
+  ((${count:-0} >= 2)) && break; sleep 0.5
+done
+((${count:-0} >= 2)) || prov_fail "the repeated ProvisioningFailed of claim ex-lvm has count '${count}', want >= 2"
+
+kill -0 $PROV_PID 2>/dev/null || prov_fail "the provisioner exited"
+step "SIGTERM: clean exit (and the Lease released when electing)"
+kill $PROV_PID
+status=0
+wait $PROV_PID || status=$?
+((status == 0)) || prov_fail "the provisioner exited $status on SIGTERM"
+if ((elects)); then
+  holder=$(k -n $NS get lease nodevol.io-provisioner -o jsonpath='{.spec.holderIdentity}')
+  [[ -z $holder ]] || prov_fail "the Lease is still held by '$holder' after a clean stop"
+fi
+
+step "no Forbidden in the provisioner's log"
+[[ -z $(forbidden) ]] || prov_fail "the provisioner was refused: $(forbidden)"
+step "PASS"

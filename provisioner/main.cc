@@ -15,6 +15,8 @@
 #include "kube/config.h"
 #include "leader/leader_elector.h"
 #include "leader/lease_store_kube.h"
+#include "metrics/metrics.h"
+#include "metrics/status_server.h"
 
 namespace po = boost::program_options;
 using namespace nodevol;
@@ -35,6 +37,7 @@ int main(int argc, char** argv) {
   std::string kubeconfig, context, placement = "most-free", log_level = "info";
   std::string lease_namespace, lease_name, identity;
   bool leader_elect = true;
+  std::string metrics_address = "0.0.0.0:9810";
   po::options_description desc(
       "Usage: nodevol-provisioner [options]\n\n"
       "Provisions nodevol volumes for PersistentVolumeClaims of StorageClasses whose\n"
@@ -60,6 +63,8 @@ int main(int argc, char** argv) {
       ("lease-namespace", po::value(&lease_namespace), "namespace of the Lease (default: the pod's or kubeconfig's)")
       ("lease-name", po::value(&lease_name), "name of the Lease (default: nodevol.io-provisioner)")
       ("identity", po::value(&identity), "this replica's name in the Lease (default: <host name>_<random>)")
+      ("metrics-address", po::value(&metrics_address)->default_value(metrics_address),
+       "HTTP /metrics, /healthz and /readyz on host:port or [v6]:port, or off")
       ("log-level", po::value(&log_level)->default_value(log_level), "trace, debug, info, warn, error");
   po::variables_map vm;
   try {
@@ -111,6 +116,8 @@ int main(int argc, char** argv) {
   sigaddset(&set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 
+  ProvisionerMetrics metrics;
+  cc.metrics = &metrics;
   Controller controller(client.get(), cc);
   std::atomic<int> exit_code{0};
   std::atomic<bool> stopping{false};
@@ -123,6 +130,33 @@ int main(int argc, char** argv) {
     }
     spdlog::info("nodevol-provisioner {} running", NODEVOL_VERSION);
   };
+
+  // Served before the caches sync (liveness holds meanwhile) and declared
+  // after the controller, so it stops before the controller goes.
+  std::atomic<bool> leading{false};
+  StatusServer::Options so;
+  so.metrics = &metrics;
+  so.refresh = [&] {
+    metrics.SetNodes(controller.NodeStates());
+    metrics.SetQueueDepth("claim", controller.ClaimQueueDepth());
+    metrics.SetQueueDepth("volume", controller.VolumeQueueDepth());
+    metrics.SetLeader(leader_elect ? leading.load() : controller.Ready());
+  };
+  // A standby replica is ready: only the leader runs the controller.
+  so.ready = [&](std::string* why) {
+    if (stopping) return *why = "stopping", false;
+    if (leader_elect && !leading) return true;
+    if (!controller.Ready()) return *why = "caches not synced yet", false;
+    return true;
+  };
+  StatusServer status(std::move(so));
+  if (metrics_address != "off") {
+    if (Status hs = status.Start(metrics_address); !hs.ok()) {
+      std::cerr << "nodevol-provisioner: --metrics-address: " << hs.message() << "\n";
+      return 2;
+    }
+    spdlog::info("metrics and probes on {} port {} (/metrics, /healthz, /readyz)", metrics_address, status.port());
+  }
 
   // Leader election (client-go's defaults: lease 15 s, renew deadline 10 s,
   // retry 2 s) on its own client whose requests end well within the
@@ -157,12 +191,14 @@ int main(int argc, char** argv) {
     ec.release_on_cancel = true;
     leader::LeaderCallbacks cb;
     cb.on_started_leading = [&] {
+      leading = true;
       spdlog::info("leading as {} (lease {})", identity, store->Describe());
       std::thread(start).detach();
     };
     // As client-go's users do: a replica that lost the lease exits and is
     // restarted, so no two replicas ever act at once.
     cb.on_stopped_leading = [&] {
+      leading = false;
       if (stopping) {
         spdlog::info("released the lease {}", store->Describe());
         return;
@@ -186,7 +222,7 @@ int main(int argc, char** argv) {
   int sig = 0;
   sigwait(&set, &sig);
   spdlog::info("signal {}: stopping", sig);
-  stopping = true;
+  stopping = true;  // /readyz says so while the controller stops
   controller.Stop();
   if (elector) {
     elector->Stop();

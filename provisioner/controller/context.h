@@ -11,6 +11,7 @@
 #include "controller/names.h"
 #include "kube/client.h"
 #include "kube/informer.h"
+#include "metrics/metrics.h"
 #include "placement/placement.h"
 #include "placement/reservations.h"
 
@@ -36,6 +37,7 @@ struct ControllerContext {
   NodeView* node_view = nullptr;
   EventRecorder* events = nullptr;
   Reservations* reservations = nullptr;
+  ProvisionerMetrics* metrics = nullptr;  // optional
   ControllerOptions options;
 };
 

@@ -73,6 +73,7 @@ Controller::Controller(kube::Client* client, ControllerConfig config)
   ctx_.events = &events_;
   ctx_.reservations = &reservations_;
   ctx_.options = config_.options;
+  ctx_.metrics = config_.metrics;
 }
 
 Controller::~Controller() { Stop(); }

@@ -41,6 +41,7 @@ struct ControllerConfig {
   // must be before it can be an orphan. 0 interval = no sweep.
   std::chrono::seconds sweep_interval{600};
   std::chrono::seconds orphan_grace{600};
+  ProvisionerMetrics* metrics = nullptr;  // optional; outlives the controller
 };
 
 class Controller {
@@ -55,6 +56,13 @@ class Controller {
   void Stop();
   // True once started and every informer has synced (readiness).
   bool Ready() const;
+  // For scrape-time gauges: the node registry's view (empty before Start)
+  // and the keys waiting in each queue.
+  std::vector<nodes::NodeState> NodeStates() const {
+    return registry_ ? registry_->Snapshot() : std::vector<nodes::NodeState>{};
+  }
+  size_t ClaimQueueDepth() { return claim_queue_.Len(); }
+  size_t VolumeQueueDepth() { return volume_queue_.Len(); }
 
  private:
   void OnNodesChanged();

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+
 #include "kube/fields.h"
 
 namespace nodevol::provisioner {
@@ -41,6 +43,20 @@ Workers::Outcome DeleteReleasedVolume(ControllerContext& ctx, const std::string&
     if (!r.ok() && r.code() != kube::Result::Code::kNotFound) return Outcome::kRetry;
   }
 
+  // From here on this pass is a deletion attempt (the reference library's
+  // updateDeleteStats): every return below counts once.
+  const auto start = std::chrono::steady_clock::now();
+  const std::string cls = MetricClassOfVolume(pv);
+  auto failed = [&] {
+    if (ctx.metrics) ctx.metrics->DeleteFailed(cls);
+    return Outcome::kRetry;
+  };
+  auto done = [&] {
+    if (ctx.metrics)
+      ctx.metrics->DeleteSucceeded(cls,
+                                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    return Outcome::kDone;
+  };
   std::string node = Str(ann, kAnnNode), pool = Str(ann, kAnnPool), backend = Str(ann, kAnnBackend);
   std::shared_ptr<nodes::NodeClient> client;
   if (backend == "nfs") {
@@ -54,7 +70,7 @@ Workers::Outcome DeleteReleasedVolume(ControllerContext& ctx, const std::string&
     ctx.events->Record(pv, "Warning", "VolumeFailedDelete",
                        "node " + node + " (pool " + pool + ") is not reachable; the volume is deleted once its "
                        "nodevold answers again");
-    return Outcome::kRetry;
+    return failed();
   }
   v1::DeleteVolumeRequest req;
   req.set_name(pv_name);
@@ -62,7 +78,7 @@ Workers::Outcome DeleteReleasedVolume(ControllerContext& ctx, const std::string&
   Status st = client->DeleteVolume(req, &resp);
   if (!st.ok()) {
     ctx.events->Record(pv, "Warning", "VolumeFailedDelete", st.message());
-    return Outcome::kRetry;
+    return failed();
   }
   spdlog::info("volume {}: deleted on node {} ({})", pv_name, client->node(), resp.existed() ? "existed" : "was gone");
 
@@ -70,24 +86,24 @@ Workers::Outcome DeleteReleasedVolume(ControllerContext& ctx, const std::string&
   auto r = ctx.client->Delete(path, {Str(meta, "uid"), ""});
   if (!r.ok() && r.code() != kube::Result::Code::kNotFound) {
     spdlog::warn("volume {}: deleting the PV: {}", pv_name, r.ToString());
-    return Outcome::kRetry;
+    return failed();
   }
   // The finalizer held the PV object; release it now that the data is gone.
   json fresh;
   r = ctx.client->Get(path, &fresh);
-  if (r.code() == kube::Result::Code::kNotFound) return Outcome::kDone;
-  if (!r.ok()) return Outcome::kRetry;
-  if (fresh["metadata"].value("uid", "") != Str(meta, "uid")) return Outcome::kDone;
+  if (r.code() == kube::Result::Code::kNotFound) return done();
+  if (!r.ok()) return failed();
+  if (fresh["metadata"].value("uid", "") != Str(meta, "uid")) return done();
   json keep = json::array();
   bool had = false;
   for (const auto& f : fresh["metadata"].value("finalizers", json::array()))
     if (f == kFinalizer) had = true; else keep.push_back(f);
-  if (!had) return Outcome::kDone;
+  if (!had) return done();
   json patch = {{"metadata", {{"finalizers", keep}, {"resourceVersion", fresh["metadata"].value("resourceVersion", "")}}}};
   r = ctx.client->MergePatch(path, patch);
-  if (r.ok() || r.code() == kube::Result::Code::kNotFound) return Outcome::kDone;
+  if (r.ok() || r.code() == kube::Result::Code::kNotFound) return done();
   spdlog::warn("volume {}: removing finalizer: {}", pv_name, r.ToString());
-  return Outcome::kRetry;
+  return failed();
 }
 
 }  // namespace nodevol::provisioner

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <thread>
 
 #include "base/size.h"
@@ -60,7 +61,21 @@ class Pass {
  private:
   Outcome Fail(const std::string& message, Outcome outcome) {
     ctx_.events->Record(pvc_, "Warning", "ProvisioningFailed", message);
+    CountFailed();
     return outcome;
+  }
+  // The reference library's updateProvisionStats: every attempt that ends
+  // in ProvisioningFailed or ProvisioningSucceeded.
+  void CountFailed() {
+    if (!ctx_.metrics) return;
+    auto l = MetricLabelsOfClaim(pvc_);
+    ctx_.metrics->ProvisionFailed(l.class_name, l.source);
+  }
+  void CountSucceeded() {
+    if (!ctx_.metrics) return;
+    auto l = MetricLabelsOfClaim(pvc_);
+    ctx_.metrics->ProvisionSucceeded(l.class_name, l.source,
+                                     std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
   }
   // WaitForFirstConsumer: give the scheduler the choice back.
   Outcome Reschedule(const std::string& why);
@@ -69,12 +84,14 @@ class Pass {
   ControllerContext& ctx_;
   const json& pvc_;
   ClaimView claim_;
+  const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
 Outcome Pass::Reschedule(const std::string& why) {
   ctx_.events->Record(pvc_, "Warning", "ProvisioningFailed",
                       "node " + claim_.selected_node + " cannot take the volume (" + why +
                           "); asking the scheduler to pick another node");
+  CountFailed();
   json patch = {{"metadata",
                  {{"resourceVersion", claim_.resource_version}, {"annotations", {{kAnnSelectedNode, nullptr}}}}}};
   auto r = ctx_.client->MergePatch("/api/v1/namespaces/" + claim_.ns + "/persistentvolumeclaims/" + claim_.name,
@@ -235,6 +252,7 @@ Outcome Pass::Run(const std::string& key) {
                       "Successfully provisioned volume " + claim_.PvName() + " (" + FormatSize(plan.bytes) + " in " +
                           plan.backend + " pool " + plan.pool + " on node " + node + ")");
   spdlog::info("claim {}: provisioned {} on node {}", key, claim_.PvName(), node);
+  CountSucceeded();
   return Outcome::kDone;
 }
 

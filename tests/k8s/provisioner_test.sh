@@ -18,7 +18,9 @@
 #    no room (WaitForFirstConsumer): selected-node removed (reschedule);
 #  - orphan sweep: a volume it made (reclaim Delete) whose claim and PV are
 #    gone is deleted; a Retain one, another provisioner's and bound ones stay;
-#  - leader election: a second replica stands by; the leader killed -9,
+#  - /healthz, /readyz, /metrics (the reference library's counters, the
+#    registry and leader gauges);
+#  - leader election: a second replica stands by (ready, not leading); the leader killed -9,
 #    it takes the Lease over and provisions.
 # Needs NODEVOL_PROVISIONER (path) besides what lib.sh needs.
 K8S_TEST=provisioner
@@ -196,19 +198,33 @@ ctl volume get pvc-00000000-0000-0000-0000-00000000beef >/dev/null || fail "Reta
 ctl volume get pvc-00000000-0000-0000-0000-00000000f00d >/dev/null || fail "another provisioner's volume deleted"
 ctl volume get "$(k get pvc later -o jsonpath='{.spec.volumeName}')" >/dev/null || fail "the sweep deleted a bound volume"
 
+step "metrics and probes"
+scrape() { ip netns exec "$K8S_NETNS" curl -sf "http://127.0.0.1:${2:-9810}/$1"; }
+scrape healthz >/dev/null || fail "/healthz does not answer"
+scrape readyz >/dev/null || fail "/readyz not ready"
+m=$(scrape metrics) || fail "/metrics does not answer"
+grep -qE '^controller_persistentvolumeclaim_provision_total\{class="nv-now"[^}]*\} [1-9]' <<<"$m" \
+  || fail "no successful provisions counted for nv-now: $(grep provision_total <<<"$m")"
+grep -qE '^controller_persistentvolume_delete_total\{class="nv-now"\} [1-9]' <<<"$m" \
+  || fail "no deletions counted: $(grep delete_total <<<"$m")"
+grep -qE '^nodevol_provisioner_nodes\{state="reachable"\} 1' <<<"$m" || fail "registry gauge: $(grep provisioner_nodes <<<"$m")"
+grep -qE '^nodevol_provisioner_leader 1' <<<"$m" || fail "leader gauge"
+
 step "leader election: a second replica waits; the leader killed -9, it takes over"
 grep -q "leading as" "$K8S_WORK/logs/provisioner.log" || prov_fail "the provisioner never led"
 holder=$(k get lease nodevol.io-provisioner -o jsonpath='{.spec.holderIdentity}') || fail "no Lease nodevol.io-provisioner"
 start_replica() { # LOG
   nsenter --net="/run/netns/$K8S_NETNS" "$NODEVOL_PROVISIONER" --kubeconfig="$K8S_WORK/admin.kubeconfig" \
     --tls-ca="$tls/ca.crt" --tls-cert="$tls/provisioner.crt" --tls-key="$tls/provisioner.key" \
-    --log-level=debug >"$K8S_WORK/logs/$1" 2>&1 &
+    --metrics-address=127.0.0.1:9811 --log-level=debug >"$K8S_WORK/logs/$1" 2>&1 &
 }
 start_replica provisioner-b.log
 B_PID=$!
 CLEANUP_PIDS+=("$B_PID")
 sleep 5
 ! grep -q "leading as" "$K8S_WORK/logs/provisioner-b.log" || fail "two leaders: replica b leads while $holder holds the lease"
+scrape readyz 9811 >/dev/null || fail "a standby replica must be ready"
+scrape metrics 9811 | grep -qE '^nodevol_provisioner_leader 0' || fail "standby's leader gauge is not 0"
 kill -9 "$PROV_PID"
 t0=$SECONDS
 claim failover nv-now 8Mi

@@ -9,7 +9,8 @@
 #    nodevol-provisioner-tls mounted read-only where --tls-ca/--tls-cert/
 #    --tls-key point, non-root, read-only root fs, no privilege escalation,
 #    ALL capabilities dropped, seccomp RuntimeDefault, resources, anti-
-#    affinity on the pods' own labels; with NODEVOL_PROVISIONER, every flag
+#    affinity on the pods' own labels, probes on /healthz and /readyz at the
+#    --metrics-address port; with NODEVOL_PROVISIONER, every flag
 #    in its args is one the binary accepts (--help) and parses;
 #  - examples: every object a StorageClass of nodevol.io/provisioner with a
 #    pool; lvm, nfs and dir each in Immediate and WaitForFirstConsumer.
@@ -202,12 +203,23 @@ check(any(t.get("topologyKey") == "kubernetes.io/hostname"
           and all(labels.get(k) == v for k, v in t["labelSelector"]["matchLabels"].items()) for t in terms),
       "Deployment: no pod anti-affinity on kubernetes.io/hostname selecting its own pods")
 
-# Probes only on a port the program serves (none yet: /healthz, /readyz coming on 9810).
-for p in ("livenessProbe", "readinessProbe"):
-    if p in c:
-        port = c[p].get("httpGet", {}).get("port")
-        check(not help_text or "health" in help_text,
-              f"Deployment: {p} on {port}, but nodevol-provisioner --help names no health endpoint")
+# Probes on the paths and the port nodevol-provisioner serves them
+# (--metrics-address, default 0.0.0.0:9810; provisioner/metrics/status_server.h).
+serve = "0.0.0.0:9810"
+for a in c.get("args", []):
+    if a.startswith("--metrics-address="):
+        serve = a.split("=", 1)[1]
+check(serve != "off", "Deployment: --metrics-address=off, but the probes need /healthz and /readyz")
+ports = {p.get("name"): p.get("containerPort") for p in c.get("ports", [])}
+for p, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+    get = c.get(p, {}).get("httpGet")
+    if not check(get is not None, f"Deployment: no {p} httpGet"):
+        continue
+    check(get.get("path") == path, f"Deployment: {p} path {get.get('path')!r}, want {path}")
+    port = ports.get(get.get("port"), get.get("port"))
+    check(str(port) == serve.rsplit(":", 1)[-1], f"Deployment: {p} on port {port!r}, the program serves {serve}")
+    check(serve.rsplit(":", 1)[0] not in ("127.0.0.1", "[::1]", "localhost"),
+          f"Deployment: --metrics-address {serve} is loopback; kubelet's probes cannot reach it")
 
 # --- examples: StorageClasses
 modes = {}

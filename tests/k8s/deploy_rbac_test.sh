@@ -13,7 +13,8 @@
 #    removed: claim patch), a repeated event (event patch: count >= 2),
 #    capacity annotations on the Node (node patch), resize (PV patch),
 #    reclaim Delete (PV delete, finalizer patch), the orphan sweep, the
-#    leader Lease when this build elects; and the log has no "Forbidden";
+#    leader Lease (released on SIGTERM); and the log has no "Forbidden";
+#  - the Deployment's liveness and readiness probes answer 200;
 #  - deploy/examples applied: claims of nodevol-dir and nodevol-dir-wait
 #    bound; nodevol-lvm's and nodevol-nfs's parameters accepted (the failure
 #    is the missing pool, not a parameter).
@@ -207,6 +208,18 @@ if ((elects)); then
 else
   step "leader election: not in this build (no --leader-elect); the Lease Role is not exercised"
 fi
+
+step "probes: the Deployment's liveness and readiness endpoints answer 200"
+c0='{.spec.template.spec.containers[0]'
+for p in livenessProbe readinessProbe; do
+  path=$(k -n $NS get deploy nodevol-provisioner -o jsonpath="$c0.$p.httpGet.path}")
+  port=$(k -n $NS get deploy nodevol-provisioner -o jsonpath="$c0.$p.httpGet.port}")
+  [[ $port =~ ^[0-9]+$ ]] ||
+    port=$(k -n $NS get deploy nodevol-provisioner -o jsonpath="$c0.ports[?(@.name==\"$port\")].containerPort}")
+  [[ -n $path && -n $port ]] || fail "the Deployment has no $p httpGet"
+  body=$(nsenter --net="/run/netns/$K8S_NETNS" curl -sS -f -m 5 "http://$node_ip:$port$path" 2>&1) \
+    || prov_fail "$p http://$node_ip:$port$path: $body"
+done
 
 step "deploy/examples: dir classes provision; lvm and nfs parameters accepted"
 k apply -k "$deploy/examples" >/dev/null || fail "apply deploy/examples"

@@ -39,15 +39,10 @@ if [[ -n ${NODEVOL_PROVISIONER:-} ]]; then
 fi
 printf '%s' "$help" >"$work/help.txt"
 
-# Flags the Deployment passes that main.cc is still gaining (leader
-# election, being wired now): reported, not failed, while --help lacks them.
-pending="--leader-elect --lease-namespace --lease-name"
-
-/usr/bin/python3 - "$work/base.yaml" "$work/examples.yaml" "$work/help.txt" "$version" "$pending" <<'PY'
+/usr/bin/python3 - "$work/base.yaml" "$work/examples.yaml" "$work/help.txt" "$version" <<'PY'
 import re, sys, yaml
 
-base_file, examples_file, help_file, version, pending = sys.argv[1:6]
-pending = set(pending.split())
+base_file, examples_file, help_file, version = sys.argv[1:5]
 failures = []
 
 def check(cond, what):
@@ -162,17 +157,11 @@ if help_text:
     accepted = set(re.findall(r"--[a-z][a-z0-9-]*", help_text))
     for a in c.get("args", []):
         flag = a.split("=", 1)[0]
-        if flag in accepted:
-            continue
-        if flag in pending:
-            print(f"NOTE: Deployment passes {flag}, which nodevol-provisioner does not accept yet (being added)")
-            continue
-        check(False, f"Deployment: nodevol-provisioner --help has no {flag}")
-    # The accepted ones, for the shell to try on the binary.
+        check(flag in accepted, f"Deployment: nodevol-provisioner --help has no {flag}")
+    # For the shell to try on the binary.
     with open(help_file + ".args", "w") as f:
         for a in c.get("args", []):
-            if a.split("=", 1)[0] in accepted:
-                f.write(a + "\n")
+            f.write(a + "\n")
 
 # Security context: container settings, or the pod's where Kubernetes
 # inherits them (runAsNonRoot, seccompProfile).

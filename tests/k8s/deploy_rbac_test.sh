@@ -6,8 +6,7 @@
 #    README's Secret command works;
 #  - a kubeconfig carrying only the ServiceAccount's token (kubectl create
 #    token); nodevol-provisioner runs out of cluster with it and with the
-#    Deployment's own args (TLS paths and namespace filled in; flags this
-#    build does not accept yet are left out and named);
+#    Deployment's own args (TLS paths filled in, debug log);
 #  - with only those permissions: Immediate provisioning (PV created,
 #    ProvisioningSucceeded), WaitForFirstConsumer with no room (selected-node
 #    removed: claim patch), a repeated event (event patch: count >= 2),
@@ -91,23 +90,18 @@ for _ in $(seq 100); do ctl volume list >/dev/null 2>&1 && break; sleep 0.1; don
 ctl info >/dev/null || fail "nodevold did not start"
 
 step "nodevol-provisioner: the Deployment's args, the ServiceAccount's kubeconfig"
-help=$("$NODEVOL_PROVISIONER" --help)
 args=(--kubeconfig="$sakc" --orphan-sweep-seconds=3 --orphan-grace-seconds=0)
-elects=0
+elects=1  # --leader-elect defaults to true
 while IFS= read -r a; do
   flag=${a%%=*}
-  if ! grep -qe "--${flag#--}\b" <<<"$help"; then
-    step "left out: $a (this nodevol-provisioner does not accept $flag yet)"
-    continue
-  fi
   case $flag in
     --tls-ca) a=$flag=$tls/ca.crt ;;
     --tls-cert) a=$flag=$tls/provisioner.crt ;;
     --tls-key) a=$flag=$tls/provisioner.key ;;
     --log-level) a=$flag=debug ;;  # event patch failures are logged at debug
-    --leader-elect) elects=1 ;;
+    --leader-elect) [[ ${a#*=} =~ ^(false|0|no|off)$ ]] && elects=0 ;;
   esac
-  args+=("${a//\$(POD_NAMESPACE)/$NS}")
+  args+=("$a")
 done < <(k -n $NS get deploy nodevol-provisioner -o jsonpath='{range .spec.template.spec.containers[0].args[*]}{@}{"\n"}{end}')
 step "nodevol-provisioner ${args[*]:1}"
 k label node "$K8S_NODE" nodevol.io/node=true >/dev/null

@@ -1,0 +1,248 @@
+# Pretend nodes for the provisioner's multi-node tests (sourced after
+# lib.sh, under tests/k8s/cluster-up). A pretend node is a Node object with
+# no kubelet behind it: an InternalIP added inside the cluster's network
+# namespace, a nodevold of its own on that address (own state dir, socket,
+# pods root, and a dir pool on a tmpfs of its own size, so every node
+# reports a different free space), a certificate naming the node from one
+# test CA, and a Lease in kube-node-lease renewed in the background so the
+# node lifecycle controller never marks it unreachable (nodes report
+# health through the Lease: node-monitor-grace-period, 50 s, counts from
+# the last renewal). The scheduler places pods on it; they never run,
+# which is all WaitForFirstConsumer needs (selected-node, then a bound PV).
+#
+# The real kubelet node is cordoned: only pretend nodes take pods here.
+# Needs NODEVOL_PROVISIONER besides what lib.sh needs.
+: "${NODEVOL_PROVISIONER:?}"
+PN_TLS=$K8S_WORK/tls
+PN_DIR=$K8S_WORK/pretend
+PN_NAMES=()
+declare -A PN_IP PN_PID
+in_ns() { nsenter --net="/run/netns/$K8S_NETNS" "$@"; }
+
+# pn_fail MESSAGE: fail, with the provisioner logs' and pretend nodevolds' tails.
+pn_fail() {
+  local f
+  for f in "$K8S_WORK"/logs/prov*.log "$PN_DIR"/*/nodevold.log; do
+    [[ -f $f ]] || continue
+    echo "---- $f (tail)" >&2
+    tail -15 "$f" >&2
+  done
+  fail "$@"
+}
+
+# Pods bound to pretend nodes never get a kubelet's confirmation: delete
+# them by force before lib.sh's cleanup waits for graceful deletions.
+pn_cleanup() {
+  k delete pods --all --grace-period=0 --force >/dev/null 2>&1 || true
+  cleanup
+}
+trap pn_cleanup EXIT
+
+# pn_init: the CA and the provisioner's client certificate (lib.sh
+# make_tls), the real node cordoned, the Lease renewer started.
+pn_init() {
+  make_tls "$PN_TLS" "$K8S_NODE"
+  mkdir -p "$PN_DIR"
+  k cordon "$K8S_NODE" >/dev/null || fail "cordon $K8S_NODE"
+  pn_renew_loop &
+  CLEANUP_PIDS+=("$!")
+}
+
+# pn_cert NAME: a server certificate naming node NAME (DNS SAN,
+# serverAuth), signed by the CA make_tls made: $PN_TLS/NAME.{crt,key}.
+pn_cert() {
+  local n=$1
+  (
+    cd "$PN_TLS"
+    openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$n" \
+      -keyout "$n.key" -out "$n.csr" 2>/dev/null
+    printf '%s\n' 'basicConstraints = CA:FALSE' 'keyUsage = critical,digitalSignature' \
+      'extendedKeyUsage = serverAuth' "subjectAltName = DNS:$n" >"$n.ext"
+    openssl x509 -req -in "$n.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
+      -extfile "$n.ext" -out "$n.crt" 2>/dev/null
+    chmod 600 "$n.key"
+  ) || fail "certificate for $n"
+}
+
+now_micro() { date -u +%Y-%m-%dT%H:%M:%S.%6NZ; }
+
+# pn_api METHOD PATH [JSON]: one apiserver request with the admin
+# certificate (curl: far cheaper than a kubectl process every few seconds).
+pn_api() {
+  local args=(-sf --max-time 5 --cacert "$K8S_WORK/pki/ca.crt" --cert "$K8S_WORK/pki/admin.crt"
+    --key "$K8S_WORK/pki/admin.key" -X "$1")
+  [[ -n ${3:-} ]] && args+=(-H 'Content-Type: application/merge-patch+json' -d "$3")
+  in_ns curl "${args[@]}" "https://127.0.0.1:6443$2"
+}
+
+# Every 5 s, each pretend node's Lease renewed (names from $PN_DIR, so
+# nodes added later are included). Failures (apiserver restarting) are
+# retried on the next round.
+pn_renew_loop() {
+  trap - EXIT
+  local d
+  while :; do
+    for d in "$PN_DIR"/*/; do
+      [[ -f $d/renew ]] || continue
+      pn_api PATCH "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/$(basename "$d")" \
+        "{\"spec\":{\"renewTime\":\"$(now_micro)\"}}" >/dev/null 2>&1 || true
+    done
+    sleep 5
+  done
+}
+
+# pn_add NAME IP POOL_SIZE: the address, the tmpfs pool, the certificate,
+# nodevold, then the Node (labelled nodevol.io/node=true, Ready, with
+# allocatable cpu/memory/pods) and its Lease.
+pn_add() {
+  local n=$1 ip=$2 size=$3 d=$PN_DIR/$1 t
+  PN_NAMES+=("$n")
+  PN_IP[$n]=$ip
+  mkdir -p "$d/state" "$d/pool" "$d/pods"
+  : >"$d/nodevold.conf"
+  in_ns ip addr add "$ip/32" dev lo || fail "address $ip"
+  # Its own filesystem: the dir pool's capacity is the filesystem's free space.
+  mount -t tmpfs -o "size=$size,mode=0755" "nvpn-$n" "$d/pool" || fail "tmpfs for $n"
+  pn_cert "$n"
+  pn_nodevold_start "$n"
+  t=$(now_micro)
+  k create -f - >/dev/null <<YAML || fail "create node $n"
+apiVersion: v1
+kind: Node
+metadata:
+  name: $n
+  labels: {kubernetes.io/hostname: $n, kubernetes.io/os: linux, kubernetes.io/arch: amd64, nodevol.io/node: "true"}
+YAML
+  k patch node "$n" --subresource=status --type=merge -p "$(cat <<JSON
+{"status": {
+  "addresses": [{"type": "InternalIP", "address": "$ip"}, {"type": "Hostname", "address": "$n"}],
+  "capacity": {"cpu": "8", "memory": "16Gi", "pods": "110"},
+  "allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"},
+  "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "pretend node (no kubelet)",
+                  "lastHeartbeatTime": "${t%.*}Z", "lastTransitionTime": "${t%.*}Z"}],
+  "nodeInfo": {"kubeletVersion": "$K8S_VERSION_PINNED", "operatingSystem": "linux", "architecture": "amd64",
+               "machineID": "", "systemUUID": "", "bootID": "", "kernelVersion": "", "osImage": "",
+               "containerRuntimeVersion": "", "kubeProxyVersion": ""}}}
+JSON
+)" >/dev/null || fail "status of node $n"
+  k create -f - >/dev/null <<YAML || fail "lease of node $n"
+apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata: {name: $n, namespace: kube-node-lease}
+spec: {holderIdentity: $n, leaseDurationSeconds: 40, renewTime: "$t"}
+YAML
+  : >"$d/renew"
+}
+
+# pn_nodevold_start NAME: (re)starts NAME's nodevold, same state and pool.
+pn_nodevold_start() {
+  local n=$1 d=$PN_DIR/$1
+  # nsenter --net only: its mounts stay in the host's mount namespace.
+  # nsenter itself, not in_ns: $! must be the daemon's pid (nsenter execs it).
+  nsenter --net="/run/netns/$K8S_NETNS" "$NODEVOLD" --config="$d/nodevold.conf" --socket="$d/nodevold.sock" --state-dir="$d/state" \
+    --pods-root="$d/pods" --node-name="$n" --pool="name=default,backend=dir,path=$d/pool" \
+    --tls-listen="${PN_IP[$n]}:9809" --tls-ca="$PN_TLS/ca.crt" --tls-cert="$PN_TLS/$n.crt" --tls-key="$PN_TLS/$n.key" \
+    --metrics-address=off --log-target=stderr --log-level=debug >>"$d/nodevold.log" 2>&1 &
+  PN_PID[$n]=$!
+  CLEANUP_PIDS+=("$!")
+  for _ in $(seq 100); do pn_ctl "$n" info >/dev/null 2>&1 && return 0; sleep 0.1; done
+  pn_fail "nodevold of $n did not start"
+}
+
+# pn_nodevold_stop NAME [SIGNAL]
+pn_nodevold_stop() {
+  kill "-${2:-TERM}" "${PN_PID[$1]}" 2>/dev/null || true
+  wait "${PN_PID[$1]}" 2>/dev/null || true
+}
+
+pn_ctl() { local n=$1; shift; "$NODEVOLCTL" --socket "$PN_DIR/$n/nodevold.sock" "$@"; }
+# pn_volumes NAME: the names of the volumes on NAME's nodevold, one a line.
+pn_volumes() { pn_ctl "$1" volume list | tail -n +2 | awk '{ print $1 }'; }
+# pn_free NAME: free bytes of NAME's pool "default", as nodevold reports them.
+pn_free() { pn_ctl "$1" -o json capacity default | sed -n 's/.*"free_bytes": *"\([0-9]*\)".*/\1/p' | head -1; }
+
+# prov_start LOG [ARGS...]: nodevol-provisioner out of cluster (admin
+# kubeconfig) in the namespace, log appended to logs/LOG.log; pid in
+# PROV_PID, log in PROV_LOG, where this run's lines start in PROV_OFF.
+prov_start() {
+  local log=$1; shift
+  PROV_LOG=$K8S_WORK/logs/$log.log
+  PROV_OFF=$(($(stat -c %s "$PROV_LOG" 2>/dev/null || echo 0) + 1))
+  nsenter --net="/run/netns/$K8S_NETNS" "$NODEVOL_PROVISIONER" --kubeconfig="$K8S_WORK/admin.kubeconfig" \
+    --tls-ca="$PN_TLS/ca.crt" --tls-cert="$PN_TLS/provisioner.crt" --tls-key="$PN_TLS/provisioner.key" \
+    --metrics-address=off "$@" >>"$K8S_WORK/logs/$log.log" 2>&1 &
+  PROV_PID=$!
+  CLEANUP_PIDS+=("$!")
+}
+
+# claims_yaml PREFIX FROM TO CLASS SIZE: PVC documents PREFIX-FROM..PREFIX-TO.
+claims_yaml() {
+  local i
+  for ((i = $2; i <= $3; i++)); do
+    cat <<YAML
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: $1-$i, labels: {set: $1}}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: $4
+  resources: {requests: {storage: $5}}
+YAML
+  done
+}
+
+# pv_nodes [SELECTOR...]: "PV NODE" per provisioned PV, NODE from its node
+# affinity (kubernetes.io/hostname).
+pv_nodes() {
+  k get pv "$@" -o jsonpath='{range .items[*]}{.metadata.name} {.spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].values[0]}{"\n"}{end}'
+}
+
+# our_events NAME: reasons of events about NAME that nodevol-provisioner recorded.
+our_events() {
+  k get events --all-namespaces --field-selector "involvedObject.name=$1" \
+    -o jsonpath='{range .items[*]}{.source.component}{.reportingComponent} {.reason}{"\n"}{end}' |
+    awk '$1 ~ /nodevol/ { print $2 }'
+}
+
+# elapsed T0: seconds since T0 (from `date +%s.%N`), two decimals.
+elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }'; }
+
+# prov_wait_nodes: until the provisioner started last has reached every
+# pretend node's nodevold (its log says so), 60 s.
+prov_wait_nodes() {
+  local n
+  for n in "${PN_NAMES[@]}"; do
+    for _ in $(seq 120); do
+      tail -c "+$PROV_OFF" "$PROV_LOG" | grep -q "node $n (.*) reachable" && continue 2
+      sleep 0.5
+    done
+    pn_fail "the provisioner never reached $n's nodevold"
+  done
+}
+
+# prov_replica ID [ARGS...]: a replica (its Lease identity its own default,
+# host name and a random suffix, new at every start), log appended to
+# logs/prov-ID.log, restarted 1 s after it exits (as its pod would be: a
+# replica that loses the Lease exits); its current pid in $K8S_WORK/prov-ID.pid,
+# the supervising loop's in REPLICA_PID[ID] (SIGTERM to it stops both).
+prov_replica() {
+  local id=$1; shift
+  (
+    trap - EXIT
+    trap 'kill "$(cat "$K8S_WORK/prov-$id.pid")" 2>/dev/null; exit 0' TERM
+    while :; do
+      nsenter --net="/run/netns/$K8S_NETNS" "$NODEVOL_PROVISIONER" --kubeconfig="$K8S_WORK/admin.kubeconfig" \
+        --tls-ca="$PN_TLS/ca.crt" --tls-cert="$PN_TLS/provisioner.crt" --tls-key="$PN_TLS/provisioner.key" \
+        --metrics-address=off "$@" >>"$K8S_WORK/logs/prov-$id.log" 2>&1 &
+      echo $! >"$K8S_WORK/prov-$id.pid"
+      rc=0
+      wait $! || rc=$?
+      echo "==== [test] replica $id exited (status $rc); restarting in 1 s" >>"$K8S_WORK/logs/prov-$id.log"
+      sleep 1
+    done
+  ) &
+  REPLICA_PID[$id]=$!
+  CLEANUP_PIDS+=("$!")
+}
+declare -A REPLICA_PID

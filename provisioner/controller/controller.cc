@@ -50,8 +50,8 @@ Controller::Controller(kube::Client* client, ControllerConfig config)
       [](const nlohmann::json&) {}};
   // A new or changed class may unblock claims waiting for it.
   auto class_handlers = kube::InformerHandlers{
-      [this](const nlohmann::json&) { OnCapacityChanged(""); },
-      [this](const nlohmann::json&, const nlohmann::json&) { OnCapacityChanged(""); },
+      [this](const nlohmann::json&) { RequeuePending(true); },
+      [this](const nlohmann::json&, const nlohmann::json&) { RequeuePending(true); },
       [](const nlohmann::json&) {}};
   auto node_handlers = kube::InformerHandlers{
       [this](const nlohmann::json&) { OnNodesChanged(); },
@@ -165,6 +165,19 @@ void Controller::OnCapacityChanged(const std::string& node) {
     }
   }
   // Room may have appeared: pending claims get another pass.
+  RequeuePending(false);
+}
+
+void Controller::RequeuePending(bool now) {
+  // At most every few seconds for capacity (a dir pool's free bytes move
+  // with every write on its filesystem; claims that still do not fit retry
+  // with their own backoff); at once for a class change.
+  if (!now) {
+    auto t = std::chrono::steady_clock::now();
+    std::lock_guard<std::mutex> lock(requeue_mu_);
+    if (t - last_requeue_ < std::chrono::seconds(5)) return;
+    last_requeue_ = t;
+  }
   for (const auto& pvc : claims_->List())
     if (pvc.value("spec", nlohmann::json::object()).value("volumeName", "").empty()) EnqueueClaim(pvc);
 }

@@ -67,6 +67,8 @@ class Controller {
  private:
   void OnNodesChanged();
   void OnCapacityChanged(const std::string& node);
+  // Queues every unbound claim again (now: even if done moments ago).
+  void RequeuePending(bool now);
   void EnqueueClaim(const nlohmann::json& pvc);
   void EnqueueVolume(const nlohmann::json& pv);
   void SweepLoop();
@@ -88,6 +90,8 @@ class Controller {
   std::condition_variable sweep_cv_;
   bool stopping_ = false;
   std::mutex lifecycle_mu_;  // Start and Stop never overlap
+  std::mutex requeue_mu_;
+  std::chrono::steady_clock::time_point last_requeue_{};
   ControllerContext ctx_;
   std::atomic<bool> started_{false};
 };

@@ -213,7 +213,9 @@ Status LvmBackend::CheckFits(const LvmReport& report, uint64_t more_bytes) {
                                    "extents)");
 }
 
-Status LvmBackend::Create(VolumeRecord* record) {
+Status LvmBackend::Create(VolumeRecord* record) { return CreateAttempt(record, /*may_recreate=*/true); }
+
+Status LvmBackend::CreateAttempt(VolumeRecord* record, bool may_recreate) {
   const std::string& name = record->spec.name;
   VolumeRoot root;
   NODEVOL_RETURN_IF_ERROR(ParseVolumeRoot(kVolumeKind, record->spec.parameters, &root));
@@ -249,7 +251,18 @@ Status LvmBackend::Create(VolumeRecord* record) {
     }
   }
   std::string device, dir = StagingDir(name);
-  NODEVOL_RETURN_IF_ERROR(DeviceOf(*lv, &device));
+  if (Status st = DeviceOf(*lv, &device); !st.ok()) {
+    if (lv == &made || !may_recreate) return st;
+    // An LV left by a create killed midway may never activate: lvcreate
+    // killed after writing the VG metadata but before the thin pool made
+    // the thin device ("reload ioctl ... failed: No data available"). The
+    // record is not ready, so nothing can be on it: make it again.
+    spdlog::warn("pool {}: LV {}/{} left by an interrupted create of volume {} does not activate ({}); "
+                 "removing it and creating it again",
+                 pool_, options_.vg, lv->name, name, st.message());
+    NODEVOL_RETURN_IF_ERROR(lvm_->Remove(options_.vg, lv->name));
+    return CreateAttempt(record, /*may_recreate=*/false);
+  }
   // Not mounted means no filesystem anyone could have used yet: the
   // record is not ready, so (re)making it loses nothing.
   bool mounted = false;

@@ -56,6 +56,9 @@ class LvmBackend : public Backend {
  private:
   LvmBackend(std::string pool, LvmPoolOptions options, std::string staging_root, std::shared_ptr<Lvm> lvm);
   std::string FsOf(const VolumeRecord& record) const;
+  // Create; an LV left by an interrupted create that will not activate is
+  // removed and made again, once (may_recreate).
+  Status CreateAttempt(VolumeRecord* record, bool may_recreate);
   std::string StagingDir(const std::string& volume) const { return staging_root_ + "/" + volume; }
   // Our LV of `volume` in *lv (nullptr when there is none); FAILED_PRECONDITION
   // when an LV of that name exists but is not this volume's.

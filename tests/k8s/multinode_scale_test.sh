@@ -170,4 +170,5 @@ check_consistent 40
 claims_yaml r3 1 10 nv-now 1Mi | k create -f - >/dev/null || fail "create r3 claims"
 wait_counts 50 50 120
 check_consistent 50
+pn_check_ready
 step "PASS ($((SECONDS - T_START)) s)"

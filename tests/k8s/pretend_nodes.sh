@@ -241,8 +241,20 @@ prov_replica() {
       echo "==== [test] replica $id exited (status $rc); restarting in 1 s" >>"$K8S_WORK/logs/prov-$id.log"
       sleep 1
     done
-  ) &
+  ) 2>>"$K8S_WORK/logs/prov-$id.log" &
   REPLICA_PID[$id]=$!
   CLEANUP_PIDS+=("$!")
 }
 declare -A REPLICA_PID
+
+# pn_check_ready: every pretend node still Ready=True and untainted (the node
+# lifecycle controller marks a node whose Lease went stale for 50 s Unknown
+# and taints it unreachable); call it after the test has run longer than that.
+pn_check_ready() {
+  local n r t
+  for n in "${PN_NAMES[@]}"; do
+    r=$(k get node "$n" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')
+    t=$(k get node "$n" -o jsonpath='{.spec.taints[*].key}')
+    [[ $r == True && -z $t ]] || fail "pretend node $n: Ready=$r, taints '$t' (its Lease not renewed?)"
+  done
+}

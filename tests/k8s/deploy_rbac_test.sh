@@ -134,18 +134,6 @@ provisioner: nodevol.io/provisioner
 parameters: {pool: default}
 volumeBindingMode: WaitForFirstConsumer
 YAML
-claim() { # NAME CLASS SIZE
-  k apply -f - >/dev/null <<YAML || fail "apply claim $1"
-apiVersion: v1
-kind: PersistentVolumeClaim
-metadata: {name: $1}
-spec:
-  accessModes: [ReadWriteOnce]
-  storageClassName: $2
-  resources: {requests: {storage: $3}}
-YAML
-}
-bound() { k wait --for=jsonpath='{.status.phase}'=Bound "pvc/$1" --timeout="${2:-60}s" >/dev/null; }
 
 step "Immediate: PV created, ProvisioningSucceeded recorded"
 claim now nv-now 64Mi

@@ -151,3 +151,19 @@ wait_event() {
   done
   fail "no $2 event for $1${3:+ saying '$3'} (got: $m)"
 }
+
+# claim NAME CLASS SIZE: a ReadWriteOnce claim of CLASS (label app=e2e).
+claim() {
+  k apply -f - >/dev/null <<YAML || fail "apply claim $1"
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: $1, labels: {app: e2e}}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: $2
+  resources: {requests: {storage: $3}}
+YAML
+}
+
+# bound NAME [SECONDS]: waits until claim NAME is Bound (default 60 s).
+bound() { k wait --for=jsonpath='{.status.phase}'=Bound "pvc/$1" --timeout="${2:-60}s" >/dev/null; }

@@ -55,18 +55,6 @@ metadata: {name: nv-other}
 provisioner: example.com/other
 reclaimPolicy: Delete
 YAML
-claim() { # NAME CLASS SIZE
-  k apply -f - >/dev/null <<YAML || fail "apply claim $1"
-apiVersion: v1
-kind: PersistentVolumeClaim
-metadata: {name: $1}
-spec:
-  accessModes: [ReadWriteOnce]
-  storageClassName: $2
-  resources: {requests: {storage: $3}}
-YAML
-}
-bound() { k wait --for=jsonpath='{.status.phase}'=Bound "pvc/$1" --timeout="${2:-60}s" >/dev/null; }
 pv_of() { k get pvc "$1" -o jsonpath='{.spec.volumeName}'; }
 node_of_pv() { k get pv "$1" -o jsonpath='{.spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].values[0]}'; }
 # wait_capacity: until every pretend Node carries the capacity annotation

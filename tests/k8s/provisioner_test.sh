@@ -86,18 +86,6 @@ metadata: {name: nv-bad}
 provisioner: nodevol.io/provisioner
 parameters: {pool: default, colour: red}
 YAML
-claim() { # NAME CLASS SIZE
-  k apply -f - >/dev/null <<YAML || fail "apply claim $1"
-apiVersion: v1
-kind: PersistentVolumeClaim
-metadata: {name: $1, labels: {app: e2e}}
-spec:
-  accessModes: [ReadWriteOnce]
-  storageClassName: $2
-  resources: {requests: {storage: $3}}
-YAML
-}
-bound() { k wait --for=jsonpath='{.status.phase}'=Bound "pvc/$1" --timeout="${2:-60}s" >/dev/null; }
 
 step "Immediate: claim bound to a provisioned PV"
 claim now nv-now 64Mi

@@ -77,17 +77,7 @@ who=$(ksa auth whoami -o jsonpath='{.status.userInfo.username}') || fail "the to
 [[ $(ksa auth can-i create persistentvolumes) == yes ]] || fail "the ServiceAccount may not create PVs"
 
 step "nodevold: dir pool \"default\", TLS on $node_ip:9809"
-nv=$K8S_WORK/nodevold
-mkdir -p "$nv/state" "$nv/pool"
-: >"$nv/nodevold.conf"
-nsenter --net="/run/netns/$K8S_NETNS" "$NODEVOLD" --config="$nv/nodevold.conf" \
-  --socket="$NODEVOL_K8S_FLEX_SOCKET" --state-dir="$nv/state" --pods-root="$K8S_PODS_ROOT" \
-  --node-name="$K8S_NODE" --pool="name=default,backend=dir,path=$nv/pool" \
-  --tls-listen="$node_ip:9809" --tls-ca="$tls/ca.crt" --tls-cert="$tls/node.crt" --tls-key="$tls/node.key" \
-  --metrics-address=off --log-target=stderr --log-level=debug >"$K8S_WORK/logs/nodevold.log" 2>&1 &
-NODEVOLD_PID=$!
-for _ in $(seq 100); do ctl volume list >/dev/null 2>&1 && break; sleep 0.1; done
-ctl info >/dev/null || fail "nodevold did not start"
+nodevold_start --tls-listen="$node_ip:9809" --tls-ca="$tls/ca.crt" --tls-cert="$tls/node.crt" --tls-key="$tls/node.key"
 
 step "nodevol-provisioner: the Deployment's args, the ServiceAccount's kubeconfig"
 args=(--kubeconfig="$sakc" --orphan-sweep-seconds=3 --orphan-grace-seconds=0)
@@ -108,12 +98,7 @@ k label node "$K8S_NODE" nodevol.io/node=true >/dev/null
 plog=$K8S_WORK/logs/provisioner.log
 nsenter --net="/run/netns/$K8S_NETNS" "$NODEVOL_PROVISIONER" "${args[@]}" >"$plog" 2>&1 &
 PROV_PID=$!
-cleanup() {
-  k delete pods --all --grace-period=1 --timeout=60s >/dev/null 2>&1 || true
-  kill $PROV_PID 2>/dev/null || true; wait $PROV_PID 2>/dev/null || true
-  kill $NODEVOLD_PID 2>/dev/null || true; wait $NODEVOLD_PID 2>/dev/null || true
-}
-trap cleanup EXIT
+CLEANUP_PIDS+=("$PROV_PID")
 prov_fail() { echo "---- provisioner log (tail)" >&2; tail -30 "$plog" >&2; fail "$@"; }
 forbidden() { grep -i forbidden "$plog" | head -5; }
 

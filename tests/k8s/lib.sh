@@ -33,13 +33,17 @@ trap cleanup EXIT
 # nodevold_start: a sandboxed nodevold with dir pool "default" where
 # kubelet's nodevol-flex looks; stopped (after all pods are deleted) on exit
 # (cleanup).
+# Extra arguments go to nodevold (e.g. --tls-listen=...). It runs in the
+# cluster's network namespace (nsenter --net only: its mounts stay in the
+# host's mount namespace), so a TCP listener is on the node's address.
 nodevold_start() {
   local nv=$K8S_WORK/nodevold
   mkdir -p "$nv/state" "$nv/pool"
   : >"$nv/nodevold.conf"
-  "$NODEVOLD" --config="$nv/nodevold.conf" --socket="$NODEVOL_K8S_FLEX_SOCKET" --state-dir="$nv/state" \
-    --pods-root="$K8S_PODS_ROOT" --node-name="$K8S_NODE" --pool="name=default,backend=dir,path=$nv/pool" \
-    --metrics-address=off --log-target=stderr --log-level=debug >"$K8S_WORK/logs/nodevold.log" 2>&1 &
+  nsenter --net="/run/netns/$K8S_NETNS" "$NODEVOLD" --config="$nv/nodevold.conf" \
+    --socket="$NODEVOL_K8S_FLEX_SOCKET" --state-dir="$nv/state" --pods-root="$K8S_PODS_ROOT" \
+    --node-name="$K8S_NODE" --pool="name=default,backend=dir,path=$nv/pool" \
+    --metrics-address=off --log-target=stderr --log-level=debug "$@" >"$K8S_WORK/logs/nodevold.log" 2>&1 &
   NODEVOLD_PID=$!
   CLEANUP_PIDS+=("$NODEVOLD_PID")
   for _ in $(seq 100); do ctl volume list >/dev/null 2>&1 && return 0; sleep 0.1; done

@@ -31,19 +31,7 @@ make_tls "$tls" "$K8S_NODE"
 node_ip=$(k get node "$K8S_NODE" -o jsonpath='{.status.addresses[?(@.type=="InternalIP")].address}')
 
 step "nodevold: dir pool, TLS on $node_ip:9809"
-nv=$K8S_WORK/nodevold
-mkdir -p "$nv/state" "$nv/pool"
-: >"$nv/nodevold.conf"
-# nsenter --net only: nodevold's mounts stay in the host's mount namespace.
-nsenter --net="/run/netns/$K8S_NETNS" "$NODEVOLD" --config="$nv/nodevold.conf" \
-  --socket="$NODEVOL_K8S_FLEX_SOCKET" --state-dir="$nv/state" --pods-root="$K8S_PODS_ROOT" \
-  --node-name="$K8S_NODE" --pool="name=default,backend=dir,path=$nv/pool" \
-  --tls-listen="$node_ip:9809" --tls-ca="$tls/ca.crt" --tls-cert="$tls/node.crt" --tls-key="$tls/node.key" \
-  --metrics-address=off --log-target=stderr --log-level=debug >"$K8S_WORK/logs/nodevold.log" 2>&1 &
-NODEVOLD_PID=$!
-CLEANUP_PIDS+=("$NODEVOLD_PID")
-for _ in $(seq 100); do ctl volume list >/dev/null 2>&1 && break; sleep 0.1; done
-ctl info >/dev/null || fail "nodevold did not start"
+nodevold_start --tls-listen="$node_ip:9809" --tls-ca="$tls/ca.crt" --tls-cert="$tls/node.crt" --tls-key="$tls/node.key"
 
 step "provisioner (out of cluster, admin kubeconfig)"
 k label node "$K8S_NODE" nodevol.io/node=true >/dev/null

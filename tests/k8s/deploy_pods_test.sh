@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# Under the real control plane and kubelet (run by cluster-up): deploy/ run
+# as pods, the way an operator installs it.
+#  - the image: packaging/image/build-oci from this build's
+#    nodevol-provisioner, imported into the node's containerd;
+#  - deploy/base through kustomize (kubectl kustomize), changed only by a
+#    test overlay: the image tag, imagePullPolicy Never, and the apiserver's
+#    address (below); the TLS Secret as deploy/README.md makes it, from
+#    lib.sh's make_tls; nodevold with TLS on the node; deploy/examples'
+#    dir classes.
+# Checked:
+#  - both replicas Running and Ready (the liveness and readiness probes
+#    pass), each container running as 65532:65532, no capabilities, no new
+#    privileges, seccomp filtering, on a read-only root filesystem;
+#  - exactly one replica leads: the Lease names it, and only its
+#    nodevol_provisioner_leader gauge is 1;
+#  - a claim of nodevol-dir is Bound to a PV provisioned by
+#    nodevol.io/provisioner, and a pod writes into the volume on the node;
+#  - the leader pod deleted (--force): another live replica takes the
+#    Lease (the standby, or the ReplicaSet's replacement if it asks first)
+#    and a second claim is Bound;
+#  - the first claim deleted: its PV and its volume are gone;
+#  - no "Forbidden" in either replica's log.
+# Needs NODEVOL_PROVISIONER (path) besides what lib.sh needs.
+K8S_TEST=deploy_pods
+source "$(dirname "$0")/lib.sh"
+: "${NODEVOL_PROVISIONER:?}"
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+deploy=${DEPLOY_DIR:-$repo/deploy}
+NS=nodevol-system
+tag=test
+image=registry.local/nodevol/provisioner
+tls=$K8S_WORK/tls
+make_tls "$tls" "$K8S_NODE"
+node_ip=$(k get node "$K8S_NODE" -o jsonpath='{.status.addresses[?(@.type=="InternalIP")].address}')
+ctr_() { ctr --address "$K8S_WORK/containerd/containerd.sock" --namespace k8s.io "$@"; }
+kn() { k -n "$NS" "$@"; }
+
+step "image: build-oci, imported into the node's containerd"
+"$repo/packaging/image/build-oci" --binary "$NODEVOL_PROVISIONER" --version "$tag" \
+  --out "$K8S_WORK/provisioner.oci.tar" >"$K8S_WORK/logs/build-oci.log" 2>&1 \
+  || { cat "$K8S_WORK/logs/build-oci.log" >&2; fail "build-oci"; }
+ctr_ images import "$K8S_WORK/provisioner.oci.tar" >>"$K8S_WORK/logs/ctr.log" 2>&1 || fail "ctr images import"
+ctr_ images ls -q | grep -qx "$image:$tag" || fail "$image:$tag not in containerd after the import"
+
+step "nodevold: dir pool \"default\", TLS on $node_ip:9809"
+nodevold_start --tls-listen="$node_ip:9809" --tls-ca="$tls/ca.crt" --tls-cert="$tls/node.crt" --tls-key="$tls/node.key"
+k label node "$K8S_NODE" nodevol.io/node=true >/dev/null
+
+step "the Secret as deploy/README.md makes it"
+k create namespace $NS >/dev/null
+kn create secret generic nodevol-provisioner-tls --from-file=ca.crt="$tls/ca.crt" \
+  --from-file=tls.crt="$tls/provisioner.crt" --from-file=tls.key="$tls/provisioner.key" >/dev/null \
+  || fail "creating the Secret"
+
+step "deploy/base through kustomize, with the test overlay"
+overlay=$K8S_WORK/deploy-pods
+mkdir -p "$overlay"
+# Test-only: this harness runs no kube-proxy, so the in-cluster address of
+# the kubernetes Service (10.0.0.1, which kubelet puts in
+# KUBERNETES_SERVICE_HOST) leads nowhere. The pods are given the
+# apiserver's own address instead; a real cluster needs no such patch.
+cat >"$overlay/kustomization.yaml" <<YAML
+resources: [$(realpath --relative-to="$overlay" "$deploy/base")]
+images:
+- {name: $image, newTag: $tag}
+patches:
+- target: {kind: Deployment, name: nodevol-provisioner}
+  patch: |-
+    - op: replace
+      path: /spec/template/spec/containers/0/imagePullPolicy
+      value: Never
+    - op: add
+      path: /spec/template/spec/containers/0/env
+      value:
+      - {name: KUBERNETES_SERVICE_HOST, value: "$node_ip"}
+      - {name: KUBERNETES_SERVICE_PORT, value: "6443"}
+YAML
+k kustomize "$overlay" >"$overlay/rendered.yaml" || fail "kubectl kustomize of the overlay"
+grep -q "image: $image:$tag" "$overlay/rendered.yaml" || fail "the overlay did not set the image"
+k apply -f "$overlay/rendered.yaml" >/dev/null || fail "apply deploy/base"
+
+# pods: the provisioner pods, name per line, those not being deleted.
+pods() {
+  kn get pods -l app.kubernetes.io/name=nodevol-provisioner \
+    -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.deletionTimestamp}{"\n"}{end}' | awk 'NF == 1 { print $1 }'
+}
+plogs() {
+  local p
+  for p in $(pods); do echo "---- $p" >&2; kn logs "$p" --tail=30 >&2 || true; done
+  kn describe pods >&2 || true
+}
+pfail() { plogs; fail "$@"; }
+# ready2: two pods, both Running and Ready.
+ready2() {
+  local names n=0 p
+  names=$(pods)
+  for p in $names; do
+    [[ $(kn get pod "$p" -o jsonpath='{.status.phase}/{.status.conditions[?(@.type=="Ready")].status}') == Running/True ]] || return 1
+    n=$((n + 1))
+  done
+  ((n == 2))
+}
+wait_ready2() {
+  for _ in $(seq "$((${1:-180} * 2))"); do ready2 && return 0; sleep 0.5; done
+  return 1
+}
+
+step "both replicas Running and Ready (probes pass)"
+wait_ready2 180 || pfail "the Deployment's two pods are not Running and Ready"
+kn rollout status deploy/nodevol-provisioner --timeout=60s >/dev/null || pfail "rollout not complete"
+
+step "each container: 65532:65532, no capabilities, no new privileges, seccomp, read-only root"
+for p in $(pods); do
+  cid=$(kn get pod "$p" -o jsonpath='{.status.containerStatuses[0].containerID}')
+  cid=${cid#containerd://}
+  pid=$(ctr_ task ls | awk -v c="$cid" '$1 == c { print $2 }')
+  [[ $pid =~ ^[0-9]+$ ]] || fail "no task for container $cid of pod $p"
+  st=/proc/$pid/status
+  [[ $(awk '/^Uid:/ { print $2, $3, $4, $5 }' "$st") == "65532 65532 65532 65532" ]] || fail "$p runs as uid $(grep ^Uid: "$st")"
+  [[ $(awk '/^Gid:/ { print $2, $3, $4, $5 }' "$st") == "65532 65532 65532 65532" ]] || fail "$p runs as gid $(grep ^Gid: "$st")"
+  [[ $(awk '/^CapEff:/ { print $2 }' "$st") == 0000000000000000 ]] || fail "$p has capabilities: $(grep ^CapEff: "$st")"
+  [[ $(awk '/^NoNewPrivs:/ { print $2 }' "$st") == 1 ]] || fail "$p may gain privileges"
+  [[ $(awk '/^Seccomp:/ { print $2 }' "$st") == 2 ]] || fail "$p has no seccomp filter: $(grep ^Seccomp: "$st")"
+  [[ $(tr -d '\0' <"/proc/$pid/cmdline" | head -c 100) == /usr/bin/nodevol-provisioner* ]] || fail "$p runs $(tr '\0' ' ' <"/proc/$pid/cmdline")"
+  rootopts=$(awk '$5 == "/" { print $6 }' "/proc/$pid/mountinfo" | tail -1)
+  [[ $rootopts == ro || $rootopts == ro,* ]] || fail "$p's root filesystem is mounted '$rootopts', want ro"
+  step "$p: pid $pid, $(awk '/^VmRSS:/ { print $2 / 1024 " MiB resident" }' "$st") (request 64Mi, limit 512Mi)"
+done
+
+# holder: the Lease's holder identity (<pod name>_<random>).
+holder() { kn get lease nodevol.io-provisioner -o jsonpath='{.spec.holderIdentity}' 2>/dev/null || true; }
+# leader_gauge POD: the pod's nodevol_provisioner_leader value.
+leader_gauge() {
+  local ip
+  ip=$(kn get pod "$1" -o jsonpath='{.status.podIP}')
+  nsenter --net="/run/netns/$K8S_NETNS" curl -sS -f -m 5 "http://$ip:9810/metrics" |
+    awk '$1 == "nodevol_provisioner_leader" { print $2 }'
+}
+
+step "exactly one replica leads"
+h=
+for _ in $(seq 60); do h=$(holder); [[ -n $h ]] && break; sleep 0.5; done
+leader=${h%_*}
+pods | grep -qx -- "$leader" || pfail "the Lease holder '$h' is not one of the pods ($(pods | tr '\n' ' '))"
+for _ in $(seq 20); do
+  leaders=0
+  for p in $(pods); do
+    g=$(leader_gauge "$p") || pfail "no /metrics from $p"
+    [[ $g == 1 ]] && { leaders=$((leaders + 1)); [[ $p == "$leader" ]] || pfail "$p reports leading, the Lease names $leader"; }
+  done
+  ((leaders == 1)) && break
+  sleep 0.5
+done
+((leaders == 1)) || pfail "$leaders replicas report nodevol_provisioner_leader 1, want exactly 1"
+standby=$(pods | grep -vx -- "$leader")
+step "leader $leader, standby $standby"
+
+step "a claim of deploy/examples' nodevol-dir is Bound to a provisioned PV; a pod writes to it"
+k apply -f "$deploy/examples/storageclass-dir.yaml" >/dev/null || fail "apply the dir classes"
+claim c1 nodevol-dir 16Mi
+bound c1 90 || pfail "claim c1 not Bound"
+pv1=$(k get pvc c1 -o jsonpath='{.spec.volumeName}')
+[[ $pv1 == "pvc-$(k get pvc c1 -o jsonpath='{.metadata.uid}')" ]] || fail "claim c1 bound to '$pv1'"
+[[ $(k get pv "$pv1" -o jsonpath='{.metadata.annotations.pv\.kubernetes\.io/provisioned-by}') == nodevol.io/provisioner ]] \
+  || fail "PV $pv1 not provisioned by nodevol.io/provisioner"
+ctl volume get "$pv1" >/dev/null || fail "nodevold has no volume $pv1"
+claim_pod w1 c1 'echo from-pod > /data/f && sleep 3600' | k apply -f - >/dev/null
+k wait --for=condition=Ready pod/w1 --timeout=120s >/dev/null || fail "pod w1 not Ready"
+for _ in $(seq 20); do [[ -f $K8S_WORK/nodevold/pool/$pv1/f ]] && break; sleep 0.5; done
+[[ $(cat "$K8S_WORK/nodevold/pool/$pv1/f" 2>/dev/null) == from-pod ]] || fail "the pod's file is not in volume $pv1 on the node"
+
+step "the leader pod deleted (--force): another replica takes the Lease"
+kn logs "$leader" >"$K8S_WORK/logs/first-leader.log" 2>&1 || true
+kn delete pod "$leader" --grace-period=0 --force >/dev/null 2>&1 || fail "deleting $leader"
+h=
+for _ in $(seq 120); do
+  h=$(holder)
+  [[ -n $h && ${h%_*} != "$leader" ]] && break
+  sleep 0.5
+done
+# The standby usually wins; the ReplicaSet's replacement pod competes for
+# the released Lease too (both retry every 2 s, as client-go's candidates
+# do), so either may: what matters is that a live replica leads.
+pods | grep -qx -- "${h%_*}" && [[ ${h%_*} != "$leader" ]] ||
+  pfail "after $leader went, the Lease is held by '$h', want one of $(pods | tr '\n' ' ')"
+step "now led by ${h%_*}$([[ ${h%_*} == "$standby" ]] && echo ' (the standby)' || echo ' (the replacement pod)')"
+claim c2 nodevol-dir 16Mi
+bound c2 90 || pfail "claim c2 not Bound after the takeover"
+wait_ready2 180 || pfail "the Deployment did not come back to two Ready pods"
+
+step "claim c1 deleted: PV and volume gone"
+k delete pod w1 --grace-period=1 --wait=true --timeout=60s >/dev/null
+k delete pvc c1 --wait=true --timeout=60s >/dev/null
+for _ in $(seq 120); do k get pv "$pv1" >/dev/null 2>&1 || break; sleep 0.5; done
+! k get pv "$pv1" >/dev/null 2>&1 || pfail "PV $pv1 still there: $(k get pv "$pv1" -o jsonpath='{.status.phase} {.metadata.finalizers}')"
+! ctl volume get "$pv1" >/dev/null 2>&1 || fail "volume $pv1 still on the node"
+[[ ! -e $K8S_WORK/nodevold/pool/$pv1 ]] || fail "the directory of $pv1 is still in the pool"
+
+step "no Forbidden in the replicas' logs"
+refused=$(grep -i forbidden "$K8S_WORK/logs/first-leader.log" | head -3 || true)
+[[ -z $refused ]] || pfail "$leader was refused: $refused"
+for p in $(pods); do
+  refused=$(kn logs "$p" 2>/dev/null | grep -i forbidden | head -3 || true)
+  [[ -z $refused ]] || pfail "$p was refused: $refused"
+done
+step "PASS"

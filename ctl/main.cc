@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "commands.h"
+#include "base/version.h"
 #include "base/size.h"
 
 namespace nodevol::ctl {
@@ -197,7 +198,7 @@ int Main(int argc, char** argv) {
       return 0;
     }
     if (top_vm.count("version")) {
-      std::cout << "nodevolctl " << NODEVOL_VERSION << '\n';
+      std::cout << "nodevolctl " << nodevol::Version() << '\n';
       return 0;
     }
     if (!top_vm.count("command")) throw UsageError("no command given");

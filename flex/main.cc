@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/version.h"
 #include "calls.h"
 #include "install.h"
 #include "log.h"
@@ -21,7 +22,7 @@ namespace {
 int Operator(const std::vector<std::string>& args) {
   const std::string& cmd = args[0];
   if (cmd == "version") {
-    std::printf("nodevol-flex %s\n", NODEVOL_VERSION);
+    std::printf("nodevol-flex %s\n", nodevol::Version());
     return 0;
   }
   if (args.size() > 2) {

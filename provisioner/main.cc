@@ -10,6 +10,7 @@
 #include <iostream>
 #include <thread>
 
+#include "base/version.h"
 #include "controller/controller.h"
 #include "kube/client.h"
 #include "kube/config.h"
@@ -128,7 +129,7 @@ int main(int argc, char** argv) {
       kill(getpid(), SIGTERM);
       return;
     }
-    spdlog::info("nodevol-provisioner {} running", NODEVOL_VERSION);
+    spdlog::info("nodevol-provisioner {} running", nodevol::Version());
   };
 
   // Served before the caches sync (liveness holds meanwhile) and declared

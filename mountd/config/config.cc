@@ -9,6 +9,7 @@
 
 #include "base/names.h"
 #include "base/parse.h"
+#include "base/version.h"
 
 namespace po = boost::program_options;
 
@@ -117,7 +118,10 @@ Status ParseConfig(int argc, const char* const* argv, Config* c, ParseOutcome* o
       ("tls-cert", po::value(&c->tls_cert), "this node's certificate chain (PEM) for --tls-listen")
       ("tls-key", po::value(&c->tls_key), "private key (PEM) of --tls-cert")
       ("tls-refresh-seconds", po::value(&c->tls_refresh_seconds)->default_value(c->tls_refresh_seconds),
-       "how often the TLS files are re-read, so rotated certificates apply without a restart");
+       "how often the TLS files are re-read, so rotated certificates apply without a restart")
+      ("kubelet-plugin-dir", po::value(&c->kubelet_plugin_dir),
+       "kubelet's FlexVolume plugin dir, where the packages install nodevol-flex (default: what the "
+       "kubelet's flags or config say, else /usr/libexec/kubernetes/kubelet-plugins/volume/exec)");
 
   po::variables_map vm;
   try {
@@ -130,7 +134,7 @@ Status ParseConfig(int argc, const char* const* argv, Config* c, ParseOutcome* o
       return Status::Ok();
     }
     if (vm.count("version")) {
-      *text = std::string("nodevold ") + NODEVOL_VERSION + "\n";
+      *text = std::string("nodevold ") + nodevol::Version() + "\n";
       *outcome = ParseOutcome::kExit;
       return Status::Ok();
     }
@@ -149,6 +153,8 @@ Status ParseConfig(int argc, const char* const* argv, Config* c, ParseOutcome* o
   NODEVOL_RETURN_IF_ERROR(CheckAbsolute("socket", c->socket));
   NODEVOL_RETURN_IF_ERROR(CheckAbsolute("state-dir", c->state_dir));
   NODEVOL_RETURN_IF_ERROR(CheckAbsolute("pods-root", c->pods_root));
+  if (!c->kubelet_plugin_dir.empty())
+    NODEVOL_RETURN_IF_ERROR(CheckAbsolute("kubelet-plugin-dir", c->kubelet_plugin_dir));
   static const std::set<std::string> kLevels = {"trace", "debug", "info", "warn", "error"};
   if (!kLevels.count(c->log_level))
     return Status::InvalidArgument("--log-level must be trace, debug, info, warn or error, not \"" + c->log_level + "\"");

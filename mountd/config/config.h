@@ -38,6 +38,10 @@ struct Config {
   std::string tls_cert;    // this node's certificate chain
   std::string tls_key;     // its private key
   unsigned tls_refresh_seconds = 60;  // how often the three files are re-read
+  // kubelet's FlexVolume plugin dir. The packages install nodevol-flex
+  // there (empty: the kubelet's own setting or the default, found by
+  // /usr/lib/nodevol/maint); nodevold only warns when the driver is missing.
+  std::string kubelet_plugin_dir;
 };
 
 // Outcome of parsing: run, or print `text` to stdout and exit 0.

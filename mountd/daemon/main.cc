@@ -13,6 +13,7 @@
 #include <filesystem>
 
 #include "backend/registry.h"
+#include "base/version.h"
 #include "config/config.h"
 #include "daemon/logging.h"
 #include "metrics/http_server.h"
@@ -47,7 +48,7 @@ Status PrepareSocket(const std::string& path) {
 }
 
 int Run(const Config& c) {
-  spdlog::info("nodevold {} starting: node={} socket={} state={} pods-root={}", NODEVOL_VERSION, c.node_name,
+  spdlog::info("nodevold {} starting: node={} socket={} state={} pods-root={}", nodevol::Version(), c.node_name,
                c.socket, c.state_dir, c.pods_root);
   // Everything nodevold creates is private unless it says otherwise.
   ::umask(077);
@@ -59,6 +60,15 @@ int Run(const Config& c) {
     if (Status st = CheckTlsFiles(files, &facts); !st.ok()) return Fail(st);
     if (facts.expired) spdlog::warn("--tls-cert {} is not valid now (valid until {})", c.tls_cert, facts.not_after);
     if (facts.key_readable_by_others) spdlog::warn("--tls-key is readable by group or others; chmod 0600 it");
+  }
+
+  // Only a hint for the operator: kubelet finds the driver, not nodevold.
+  if (!c.kubelet_plugin_dir.empty()) {
+    std::string driver = c.kubelet_plugin_dir + "/nodevol.io~volume/volume";
+    if (::access(driver.c_str(), X_OK) != 0)
+      spdlog::warn("--kubelet-plugin-dir {}: no nodevol-flex at {}; kubelet cannot mount nodevol volumes "
+                   "until it is installed (nodevol-flex install {})", c.kubelet_plugin_dir, driver,
+                   c.kubelet_plugin_dir);
   }
 
   Status st = EnsureDir(c.pods_root, 0750, /*enforce_mode=*/false);

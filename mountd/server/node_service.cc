@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "backend/registry.h"
+#include "base/version.h"
 
 namespace nodevol {
 namespace {
@@ -97,7 +98,7 @@ bool NodeService::WaitIdle(Clock::time_point deadline) {
 grpc::Status NodeService::GetInfo(grpc::ServerContext*, const v1::GetInfoRequest*, v1::GetInfoResponse* resp) {
   return Run("GetInfo", "", "", [&] {
     resp->set_node_name(node_name_);
-    resp->set_version(NODEVOL_VERSION);
+    resp->set_version(nodevol::Version());
     for (const std::string& k : BackendKinds()) resp->add_backends(k);
     for (const PoolView& p : node_->Pools()) {
       v1::PoolInfo* pi = resp->add_pools();

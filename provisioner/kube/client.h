@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "base/version.h"
 #include "kube/config.h"
 #include "kube/result.h"
 #include "kube/token_source.h"
@@ -30,7 +31,7 @@ namespace nodevol::kube {
 struct ClientOptions {
   std::chrono::milliseconds connect_timeout{10000};
   std::chrono::milliseconds request_timeout{30000};  // whole request, non-streaming
-  std::string user_agent = std::string("nodevol-provisioner/") + NODEVOL_VERSION;
+  std::string user_agent = std::string("nodevol-provisioner/") + nodevol::Version();
   std::chrono::seconds token_refresh{60};
 };
 

@@ -19,6 +19,8 @@
 #  - the leader pod deleted (--force): another live replica takes the
 #    Lease (the standby, or the ReplicaSet's replacement if it asks first)
 #    and a second claim is Bound;
+#  - the new leader deleted gracefully: its log says it released the Lease
+#    (the time from SIGTERM is printed), another live replica leads;
 #  - the first claim deleted: its PV and its volume are gone;
 #  - no "Forbidden" in either replica's log.
 # Needs NODEVOL_PROVISIONER (path) besides what lib.sh needs.
@@ -171,7 +173,10 @@ for _ in $(seq 20); do [[ -f $K8S_WORK/nodevold/pool/$pv1/f ]] && break; sleep 0
 [[ $(cat "$K8S_WORK/nodevold/pool/$pv1/f" 2>/dev/null) == from-pod ]] || fail "the pod's file is not in volume $pv1 on the node"
 
 step "the leader pod deleted (--force): another replica takes the Lease"
-kn logs "$leader" >"$K8S_WORK/logs/first-leader.log" 2>&1 || true
+# Its log, followed until the container ends (the pod object goes at once).
+kn logs -f "$leader" >"$K8S_WORK/logs/first-leader.log" 2>&1 &
+follow=$!
+sleep 1
 kn delete pod "$leader" --grace-period=0 --force >/dev/null 2>&1 || fail "deleting $leader"
 h=
 for _ in $(seq 120); do
@@ -185,8 +190,32 @@ done
 pods | grep -qx -- "${h%_*}" && [[ ${h%_*} != "$leader" ]] ||
   pfail "after $leader went, the Lease is held by '$h', want one of $(pods | tr '\n' ' ')"
 step "now led by ${h%_*}$([[ ${h%_*} == "$standby" ]] && echo ' (the standby)' || echo ' (the replacement pod)')"
+wait "$follow" || true
+step "$leader's last words: $(tail -1 "$K8S_WORK/logs/first-leader.log")"
 claim c2 nodevol-dir 16Mi
 bound c2 90 || pfail "claim c2 not Bound after the takeover"
+wait_ready2 180 || pfail "the Deployment did not come back to two Ready pods"
+
+step "the new leader deleted gracefully (SIGTERM, 30 s grace): it releases the Lease, another replica leads"
+h=$(holder); leader2=${h%_*}
+kn logs -f "$leader2" >"$K8S_WORK/logs/second-leader.log" 2>&1 &
+follow=$!
+sleep 1
+kn delete pod "$leader2" --wait=false >/dev/null || fail "deleting $leader2"
+wait "$follow" || true
+grep -q "released the lease" "$K8S_WORK/logs/second-leader.log" ||
+  pfail "$leader2 did not release the Lease on SIGTERM: $(tail -3 "$K8S_WORK/logs/second-leader.log")"
+t_sig=$(sed -n 's/^\[[0-9-]* \([0-9:.]*\)\].*signal 15: stopping.*/\1/p' "$K8S_WORK/logs/second-leader.log")
+t_rel=$(sed -n 's/^\[[0-9-]* \([0-9:.]*\)\].*released the lease.*/\1/p' "$K8S_WORK/logs/second-leader.log")
+step "$leader2: SIGTERM at $t_sig, Lease released at $t_rel"
+for _ in $(seq 120); do
+  h=$(holder)
+  [[ -n $h && ${h%_*} != "$leader2" ]] && pods | grep -qx -- "${h%_*}" && break
+  sleep 0.5
+done
+[[ -n $h && ${h%_*} != "$leader2" ]] && pods | grep -qx -- "${h%_*}" ||
+  pfail "after $leader2 went, the Lease is held by '$h', want one of $(pods | tr '\n' ' ')"
+step "now led by ${h%_*}"
 wait_ready2 180 || pfail "the Deployment did not come back to two Ready pods"
 
 step "claim c1 deleted: PV and volume gone"

@@ -101,7 +101,7 @@ version=$(rpm -qp --qf '%{VERSION}' "$rpm")
 # any '+' or '~' (checked below by rpm itself: -U refuses a downgrade).
 v2=$version.1
 mkdir -p "$t/tree"
-(cd "$t/tree" && rpm2cpio "$rpm" | cpio -idm --quiet)
+rpm2archive - <"$rpm" | tar -xzf - -C "$t/tree"
 "$build_rpm" --tree "$t/tree" --version "$v2" --work "$t/rpmbuild" --out "$t/v2" >"$t/build-v2.log" 2>&1 ||
   { cat "$t/build-v2.log" >&2; fail "build-rpm --tree for the upgrade package"; }
 rpm2=$(ls "$t"/v2/nodevol-node-"$v2"-1*.rpm)

@@ -75,7 +75,10 @@ grep -q "127.0.0.1" /tmp/publish-v2.out || vm_fail "the error does not name the 
 d=$(daemon_ms Publish "volume=v2.*outcome=")
 vm_log "nodevold's own time for it: $d ms"
 ((d < timeout * 1000 + 1500)) || vm_fail "Publish of v2 took $d ms in nodevold with a $timeout s timeout"
-((took < (timeout + 15) * 1000)) || vm_fail "Publish of v2 took $took ms with a $timeout s timeout"
+# The client's wall time only has to show that nothing hung until
+# nodevolctl's own 60 s deadline: under TCG on a loaded host, process
+# start-up and the gRPC round trip alone have taken 19 s (24 s seen in CI).
+((took < 45000)) || vm_fail "Publish of v2 took $took ms at the client with a $timeout s timeout: something hung"
 
 vm_step "while the server stays dead, calls on it fail at once"
 start=$(now_ms)

@@ -23,6 +23,10 @@ std::unique_ptr<kube::Informer> MakeInformer(kube::Client* client, const std::st
   kube::InformerOptions opts;
   opts.name = name;
   opts.resync = resync;
+  // Nothing here reads managedFields, and they are a large part of every
+  // object: 10000 cached PVs and claims took 523 MiB with them, 277 without
+  // (bench/provision-bench). No cached object is ever sent back whole.
+  opts.transform = kube::DropManagedFields;
   return std::make_unique<kube::Informer>(std::make_unique<kube::ClientListWatcher>(client, path, selector),
                                           std::move(handlers), opts);
 }

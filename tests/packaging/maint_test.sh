@@ -46,6 +46,14 @@ if "$maint" plugin-dir 2>"$r/why"; then fail "a relative plugin dir was accepted
 grep -q "not a clean absolute path" "$r/why" || fail "no clear message for a relative dir: $(cat "$r/why")"
 echo "ok: relative dir refused"
 
+# A plugin dir that cannot be made: a clear failure naming the way out.
+: >"$r/blocked"
+printf 'kubelet-plugin-dir = /blocked/plugins\n' >"$r/etc/nodevol/nodevold.conf"
+if "$maint" install-driver 2>"$r/why"; then fail "install-driver succeeded into an impossible dir"; fi
+grep -q "set kubelet-plugin-dir in /etc/nodevol/nodevold.conf" "$r/why" || fail "no way out named: $(cat "$r/why")"
+[[ ! -e $r/var/lib/nodevol/package/driver-dir ]] || fail "a failed install was recorded"
+echo "ok: impossible plugin dir refused with a way out"
+
 # install-driver: the real nodevol-flex copies itself in; init answers.
 printf 'kubelet-plugin-dir = /plugins/a\n' >"$r/etc/nodevol/nodevold.conf"
 "$maint" install-driver

@@ -102,23 +102,8 @@ CLEANUP_PIDS+=("$PROV_PID")
 prov_fail() { echo "---- provisioner log (tail)" >&2; tail -30 "$plog" >&2; fail "$@"; }
 forbidden() { grep -i forbidden "$plog" | head -5; }
 
-k apply -f - >/dev/null <<YAML || fail "apply classes"
-apiVersion: storage.k8s.io/v1
-kind: StorageClass
-metadata: {name: nv-now}
-provisioner: nodevol.io/provisioner
-parameters: {backend: dir, pool: default}
-reclaimPolicy: Delete
-allowVolumeExpansion: true
-volumeBindingMode: Immediate
----
-apiVersion: storage.k8s.io/v1
-kind: StorageClass
-metadata: {name: nv-wait}
-provisioner: nodevol.io/provisioner
-parameters: {pool: default}
-volumeBindingMode: WaitForFirstConsumer
-YAML
+storage_class nv-now expand=true backend=dir pool=default
+storage_class nv-wait binding=WaitForFirstConsumer pool=default
 
 step "Immediate: PV created, ProvisioningSucceeded recorded"
 claim now nv-now 64Mi

@@ -156,6 +156,34 @@ wait_event() {
   fail "no $2 event for $1${3:+ saying '$3'} (got: $m)"
 }
 
+# storage_class NAME [binding=Immediate|WaitForFirstConsumer] [reclaim=Delete|Retain]
+#   [expand=true] [provisioner=P] [KEY=VALUE...]: applies a StorageClass of P
+# (default nodevol.io/provisioner); other KEY=VALUE pairs are its parameters.
+storage_class() {
+  local name=$1 binding=Immediate reclaim=Delete expand=false prov=nodevol.io/provisioner params="" a
+  shift
+  for a in "$@"; do
+    case $a in
+      binding=*) binding=${a#*=} ;;
+      reclaim=*) reclaim=${a#*=} ;;
+      expand=*) expand=${a#*=} ;;
+      provisioner=*) prov=${a#*=} ;;
+      *=*) params+="${params:+, }${a%%=*}: \"${a#*=}\"" ;;
+      *) fail "storage_class $name: '$a' is not KEY=VALUE" ;;
+    esac
+  done
+  k apply -f - >/dev/null <<YAML || fail "apply StorageClass $name"
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: $name}
+provisioner: $prov
+parameters: {$params}
+reclaimPolicy: $reclaim
+allowVolumeExpansion: $expand
+volumeBindingMode: $binding
+YAML
+}
+
 # claim NAME CLASS SIZE: a ReadWriteOnce claim of CLASS (label app=e2e).
 claim() {
   k apply -f - >/dev/null <<YAML || fail "apply claim $1"

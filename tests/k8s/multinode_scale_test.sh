@@ -22,15 +22,7 @@ pn_init
 pn_add pn-1 10.99.0.11 512m
 pn_add pn-2 10.99.0.12 512m
 pn_add pn-3 10.99.0.13 512m
-k apply -f - >/dev/null <<YAML || fail "apply class"
-apiVersion: storage.k8s.io/v1
-kind: StorageClass
-metadata: {name: nv-now}
-provisioner: nodevol.io/provisioner
-parameters: {pool: default}
-reclaimPolicy: Delete
-volumeBindingMode: Immediate
-YAML
+storage_class nv-now pool=default
 # The sweep runs often with a short grace: it must never take a volume
 # whose claim is still being provisioned.
 prov_replica a --orphan-sweep-seconds=5 --orphan-grace-seconds=5

@@ -32,29 +32,9 @@ pn_add pn-2 10.99.0.12 160m
 pn_add pn-3 10.99.0.13 224m
 k get nodes -o wide >&2
 
-k apply -f - >/dev/null <<YAML || fail "apply classes"
-apiVersion: storage.k8s.io/v1
-kind: StorageClass
-metadata: {name: nv-now}
-provisioner: nodevol.io/provisioner
-parameters: {pool: default}
-reclaimPolicy: Delete
-volumeBindingMode: Immediate
----
-apiVersion: storage.k8s.io/v1
-kind: StorageClass
-metadata: {name: nv-wait}
-provisioner: nodevol.io/provisioner
-parameters: {pool: default}
-reclaimPolicy: Delete
-volumeBindingMode: WaitForFirstConsumer
----
-apiVersion: storage.k8s.io/v1
-kind: StorageClass
-metadata: {name: nv-other}
-provisioner: example.com/other
-reclaimPolicy: Delete
-YAML
+storage_class nv-now pool=default
+storage_class nv-wait binding=WaitForFirstConsumer pool=default
+storage_class nv-other provisioner=example.com/other
 pv_of() { k get pvc "$1" -o jsonpath='{.spec.volumeName}'; }
 node_of_pv() { k get pv "$1" -o jsonpath='{.spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].values[0]}'; }
 # wait_capacity: until every pretend Node carries the capacity annotation

@@ -43,37 +43,10 @@ PROV_PID=$!
 CLEANUP_PIDS+=("$PROV_PID")
 prov_fail() { echo "---- provisioner log (tail)" >&2; tail -30 "$K8S_WORK/logs/provisioner.log" >&2; fail "$@"; }
 
-k apply -f - >/dev/null <<YAML || fail "apply classes"
-apiVersion: storage.k8s.io/v1
-kind: StorageClass
-metadata: {name: nv-now}
-provisioner: nodevol.io/provisioner
-parameters: {backend: dir, pool: default, mode: "0770"}
-reclaimPolicy: Delete
-volumeBindingMode: Immediate
----
-apiVersion: storage.k8s.io/v1
-kind: StorageClass
-metadata: {name: nv-wait}
-provisioner: nodevol.io/provisioner
-parameters: {pool: default}
-reclaimPolicy: Delete
-allowVolumeExpansion: true
-volumeBindingMode: WaitForFirstConsumer
----
-apiVersion: storage.k8s.io/v1
-kind: StorageClass
-metadata: {name: nv-keep}
-provisioner: nodevol.io/provisioner
-parameters: {pool: default}
-reclaimPolicy: Retain
----
-apiVersion: storage.k8s.io/v1
-kind: StorageClass
-metadata: {name: nv-bad}
-provisioner: nodevol.io/provisioner
-parameters: {pool: default, colour: red}
-YAML
+storage_class nv-now backend=dir pool=default mode=0770
+storage_class nv-wait binding=WaitForFirstConsumer expand=true pool=default
+storage_class nv-keep reclaim=Retain pool=default
+storage_class nv-bad pool=default colour=red
 
 step "Immediate: claim bound to a provisioned PV"
 claim now nv-now 64Mi

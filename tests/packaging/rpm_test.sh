@@ -113,7 +113,8 @@ make_root() {
   mkdir -p "$r"/usr/{bin,sbin,lib,lib64} "$r"/{proc,dev,tmp,var/tmp,etc} "$r/var/lib/rpm"
   for l in bin sbin lib lib64; do ln -s usr/$l "$r/$l"; done
   touch "$r/dev/null"
-  for p in sh dash bash install mkdir cat mv rm sed tail tr find wc printf echo ls; do
+  for p in sh dash bash install mkdir cat mv rm sed tail tr find wc printf echo ls \
+           awk grep sort head stat readlink timeout cmp md5sum cut dirname; do
     p=$(command -v "$p" | head -1)
     [[ $p == /* ]] || continue
     cp -L "$p" "$r/usr/bin/$(basename "$p")"

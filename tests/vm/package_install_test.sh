@@ -2,7 +2,8 @@
 # Runs inside a vm-run --systemd guest: the nodevol-node .deb's whole life
 # on a node with systemd as PID 1, as an operator lives it: install with
 # apt-get, use, upgrade twice (the second time over an edited conffile),
-# remove, purge refused while a volume exists, reinstall, delete, purge.
+# remove refused while a pod volume is published, then forced, purge
+# refused while a volume exists, unattended reinstall, delete, purge.
 #   package_install_test.sh DEB_V1 DEB_V2 DEB_V3   (versions rising)
 # The guest's root is the host's / under a tmpfs overlay, so dpkg's
 # database and /etc are the host's as a copy: nothing reaches the host.
@@ -102,10 +103,18 @@ healthz() {  # healthz PORT: nodevold's /healthz answers 200 there
 healthz 9818 || vm_fail "the edited metrics-address does not apply: nothing answers on 127.0.0.1:9818"
 vm_log "'$edit' kept and applied (/healthz answers there)"
 
-vm_step "dpkg -r: daemon stopped, driver gone, state, data and config kept, the mount stays"
-out=$(dpkg -r nodevol-node 2>&1) || { echo "$out"; vm_fail "dpkg -r failed"; }
+vm_step "dpkg -r with a published pod volume: refused, nothing changes"
+if out=$(dpkg -r nodevol-node 2>&1); then echo "$out"; vm_fail "dpkg -r succeeded with a published pod volume"; fi
 echo "$out" | sed 's/^/    | /'
-grep -q "1 pod volume(s) are still mounted" <<<"$out" || vm_fail "no warning about the mounted pod volume"
+grep -q "not removing: 1 pod volume(s) are still published" <<<"$out" || vm_fail "no clear refusal message"
+active || vm_fail "the refused remove stopped nodevold"
+[[ -x $driver ]] || vm_fail "the refused remove left no driver in $plugin"
+[[ $(dpkg-query -W -f='${Status}' nodevol-node) == "install ok installed" ]] ||
+  vm_fail "status after the refused remove: $(dpkg-query -W -f='${Status}' nodevol-node)"
+
+vm_step "NODEVOL_REMOVE_WITH_MOUNTS=yes dpkg -r: daemon stopped, driver gone, state, data and config kept, the mount stays"
+out=$(NODEVOL_REMOVE_WITH_MOUNTS=yes dpkg -r nodevol-node 2>&1) || { echo "$out"; vm_fail "dpkg -r failed"; }
+echo "$out" | sed 's/^/    | /'
 ! active || vm_fail "nodevold still active after remove"
 [[ ! -e $plugin/nodevol.io~volume ]] || vm_fail "driver left in $plugin after remove"
 [[ ! -e /usr/sbin/nodevold ]] || vm_fail "/usr/sbin/nodevold left after remove"
@@ -122,18 +131,31 @@ echo "$out" | sed 's/^/    | /'
 grep -q "not purging: 1 volume(s) still exist on this node (pv-keep)" <<<"$out" || vm_fail "no clear refusal message"
 [[ -f /var/lib/nodevol/volumes/pv-keep.json && -f /var/lib/nodevol/pools/default/pv-keep/data ]] ||
   vm_fail "refused purge deleted state or data"
-grep -qx "$edit" /etc/nodevol/nodevold.conf || vm_fail "refused purge lost the edited config"
+# dpkg deleted the conffile before postrm ran; the edit is kept outside
+# /etc (put back there, dpkg would stop the next install at a prompt).
+grep -qx "$edit" /var/lib/nodevol/package/nodevold.conf.saved || vm_fail "refused purge lost the edited config"
 
-vm_step "reinstall: the daemon finds the kept volume; unpublish and delete it; purge succeeds"
-vm_run env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-  -o Dpkg::Options::=--force-confold "$deb3"
+vm_step "unattended reinstall (no --force-conf*): the edited config is back, the daemon finds the kept volume; unpublish and delete it; purge succeeds"
+vm_run env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$deb3" </dev/null
 wait_active
 ctl -o json volume get pv-keep | grep -q "\"$target\"" || vm_fail "reinstalled daemon lost pv-keep or its publication"
 grep -qx "$edit" /etc/nodevol/nodevold.conf || vm_fail "reinstall replaced the edited config"
 [[ -x $driver ]] || vm_fail "reinstall did not put the driver back"
 vm_run ctl unpublish --target "$target"
 vm_run ctl volume delete pv-keep
+vm_run dpkg -r nodevol-node
+
+vm_step "dpkg -P with a mount below /var/lib/nodevol and no record (an NFS staging mount left behind): refused, the mounted data stays"
+mkdir -p /srv/export/other-node /var/lib/nodevol/nfs/shared
+echo "another node's data" >/srv/export/other-node/data
+mount --bind /srv/export /var/lib/nodevol/nfs/shared
+if out=$(dpkg -P nodevol-node 2>&1); then echo "$out"; vm_fail "purge succeeded with a mount below /var/lib/nodevol"; fi
+echo "$out" | sed 's/^/    | /'
+grep -q "something is still mounted at or below /var/lib/nodevol" <<<"$out" || vm_fail "no clear refusal message"
+[[ -f /srv/export/other-node/data ]] || vm_fail "the purge deleted through the mount point"
+umount /var/lib/nodevol/nfs/shared
 vm_run dpkg -P nodevol-node
+[[ -f /srv/export/other-node/data ]] || vm_fail "the purge deleted data outside /var/lib/nodevol"
 for p in /etc/nodevol /var/lib/nodevol "$plugin/nodevol.io~volume" /usr/sbin/nodevold /lib/systemd/system/nodevold.service; do
   [[ ! -e $p ]] || vm_fail "$p left after purge"
 done

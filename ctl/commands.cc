@@ -10,6 +10,7 @@
 
 #include "nodevol/v1/node.grpc.pb.h"
 #include "output.h"
+#include "printable.h"
 #include "base/size.h"
 
 namespace nodevol::ctl {
@@ -139,7 +140,7 @@ int Info(const Invocation& in) {
   }
   pools.Print(std::cout);
   std::cout << '\n' << (r.drift().empty() ? "Drift: none\n" : "Drift:\n");
-  for (const auto& line : r.drift()) std::cout << "  " << line << '\n';
+  for (const auto& line : r.drift()) std::cout << "  " << Printable(line) << '\n';
   return 0;
 }
 
@@ -249,7 +250,7 @@ int VolumeDelete(const Invocation& in) {
   v1::DeleteVolumeResponse r;
   Call(in.globals, [&](auto& stub, auto* ctx) { return stub.DeleteVolume(ctx, request, &r); });
   if (in.globals.json) return PrintJsonOk(r);
-  std::cout << "volume " << request.name() << (r.existed() ? " deleted\n" : " did not exist\n");
+  std::cout << "volume " << Printable(request.name()) << (r.existed() ? " deleted\n" : " did not exist\n");
   return 0;
 }
 
@@ -290,7 +291,7 @@ int Publish(const Invocation& in) {
   v1::PublishResponse r;
   Call(in.globals, [&](auto& stub, auto* ctx) { return stub.Publish(ctx, request, &r); });
   if (in.globals.json) return PrintJsonOk(r);
-  std::cout << "published volume " << r.volume() << " at " << r.target() << '\n';
+  std::cout << "published volume " << Printable(r.volume()) << " at " << Printable(r.target()) << '\n';
   return 0;
 }
 
@@ -300,7 +301,7 @@ int Unpublish(const Invocation& in) {
   v1::UnpublishResponse r;
   Call(in.globals, [&](auto& stub, auto* ctx) { return stub.Unpublish(ctx, request, &r); });
   if (in.globals.json) return PrintJsonOk(r);
-  std::cout << (r.was_published() ? "unpublished " : "nothing was published at ") << request.target() << '\n';
+  std::cout << (r.was_published() ? "unpublished " : "nothing was published at ") << Printable(request.target()) << '\n';
   return 0;
 }
 

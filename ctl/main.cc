@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "commands.h"
+#include "printable.h"
 #include "base/version.h"
 #include "base/size.h"
 
@@ -142,7 +143,7 @@ const char* CodeName(grpc::StatusCode code) {
 
 int ReportRpcError(const grpc::Status& status, const Globals& g) {
   const std::string& message = status.error_message();
-  std::cerr << "nodevolctl: " << CodeName(status.error_code()) << ": " << message << '\n';
+  std::cerr << "nodevolctl: " << CodeName(status.error_code()) << ": " << Printable(message) << '\n';
   std::error_code ec;
   bool socket_exists = std::filesystem::exists(g.socket, ec);
   bool connect_failed = !socket_exists || message.find("connect") != std::string::npos ||
@@ -157,7 +158,7 @@ int ReportRpcError(const grpc::Status& status, const Globals& g) {
     else if (status.error_code() == grpc::StatusCode::PERMISSION_DENIED)
       hint = "this call is only served on nodevold's local unix socket; run nodevolctl on the node";
     if (!hint.empty()) {
-      std::cerr << "hint: " << hint << '\n';
+      std::cerr << "hint: " << Printable(hint) << '\n';
       return kExitRpc;
     }
   }
@@ -177,7 +178,7 @@ int ReportRpcError(const grpc::Status& status, const Globals& g) {
   } else if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
     hint = "nodevold is older than nodevolctl; compare versions with `nodevolctl info`";
   }
-  if (!hint.empty()) std::cerr << "hint: " << hint << '\n';
+  if (!hint.empty()) std::cerr << "hint: " << Printable(hint) << '\n';
   return kExitRpc;
 }
 
@@ -246,10 +247,10 @@ int Main(int argc, char** argv) {
     }
     return command->run(invocation);
   } catch (const po::error& e) {
-    std::cerr << "nodevolctl: " << e.what() << "\nRun `" << help << "` for usage.\n";
+    std::cerr << "nodevolctl: " << Printable(e.what()) << "\nRun `" << help << "` for usage.\n";
     return kExitUsage;
   } catch (const UsageError& e) {
-    std::cerr << "nodevolctl: " << e.what() << "\nRun `" << help << "` for usage.\n";
+    std::cerr << "nodevolctl: " << Printable(e.what()) << "\nRun `" << help << "` for usage.\n";
     return kExitUsage;
   } catch (const RpcError& e) {
     return ReportRpcError(e.status, globals);
@@ -263,7 +264,7 @@ int main(int argc, char** argv) {
   try {
     return nodevol::ctl::Main(argc, argv);
   } catch (const std::exception& e) {
-    std::cerr << "nodevolctl: " << e.what() << '\n';
+    std::cerr << "nodevolctl: " << nodevol::ctl::Printable(e.what()) << '\n';
     return 1;
   }
 }

@@ -7,15 +7,23 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include "printable.h"
+
 namespace nodevol::ctl {
 
 void Table::Print(std::ostream& out) const {
-  std::vector<size_t> widths;
+  // Escaped before measuring: the padding is for what the terminal shows.
+  std::vector<std::vector<std::string>> rows;
   for (const auto& row : rows_) {
+    rows.emplace_back();
+    for (const auto& cell : row) rows.back().push_back(Printable(cell));
+  }
+  std::vector<size_t> widths;
+  for (const auto& row : rows) {
     widths.resize(std::max(widths.size(), row.size()));
     for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], std::max<size_t>(row[i].size(), 1));
   }
-  for (const auto& row : rows_) {
+  for (const auto& row : rows) {
     std::string line;
     for (size_t i = 0; i < row.size(); ++i) {
       const std::string& cell = row[i].empty() ? std::string("-") : row[i];
@@ -28,9 +36,10 @@ void Table::Print(std::ostream& out) const {
 
 void PrintFields(std::ostream& out, const std::vector<std::pair<std::string, std::string>>& fields) {
   size_t width = 0;
-  for (const auto& [key, value] : fields) width = std::max(width, key.size());
+  for (const auto& [key, value] : fields) width = std::max(width, Printable(key).size());
   for (const auto& [key, value] : fields) {
-    out << key << ':' << std::string(width - key.size() + 2, ' ') << (value.empty() ? "-" : value) << '\n';
+    std::string k = Printable(key);
+    out << k << ':' << std::string(width - k.size() + 2, ' ') << (value.empty() ? "-" : Printable(value)) << '\n';
   }
 }
 

@@ -14,7 +14,7 @@
 namespace nodevol::ctl {
 
 // Columns separated by two spaces, padded to the widest cell; empty cells
-// print as "-".
+// print as "-". Every cell is made Printable (printable.h).
 class Table {
  public:
   explicit Table(std::vector<std::string> header) { rows_.push_back(std::move(header)); }
@@ -25,7 +25,8 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
 };
 
-// "Key:  value" lines with the values aligned; empty values print as "-".
+// "Key:  value" lines with the values aligned; empty values print as "-";
+// keys and values are made Printable.
 void PrintFields(std::ostream& out, const std::vector<std::pair<std::string, std::string>>& fields);
 
 // The message as proto3 JSON with every primitive field and the .proto field

@@ -9,6 +9,8 @@
 
 #include <string>
 
+#include "base/status.h"
+
 namespace nodevol {
 
 inline constexpr const char* kClaimParamPrefix = "nodevol.io/";
@@ -18,5 +20,13 @@ bool IsClaimParam(const std::string& key);
 
 // The list above, for error messages.
 const char* ClaimParamList();
+
+// InvalidArgument unless the claim parameter key's <key> part is a
+// Kubernetes-style key ([A-Za-z0-9._/-], at most 316 bytes) and its value
+// is valid UTF-8 of at most 4096 bytes with no C0 control (tab and newline
+// included), DEL or C1 control (U+0080..U+009F). Values come from pod
+// authors and end up in records, paths and operators' terminals. The
+// message never contains the value itself.
+Status CheckClaimParam(const std::string& key, const std::string& value);
 
 }  // namespace nodevol

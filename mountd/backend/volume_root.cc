@@ -27,6 +27,8 @@ Status ParseVolumeRoot(const std::string& kind, const Params& params, VolumeRoot
     } else if (!IsClaimParam(k)) {
       return Status::InvalidArgument("unknown parameter \"" + k + "\" for " + kind + "; known: mode, uid, gid, " +
                                      ClaimParamList());
+    } else {
+      NODEVOL_RETURN_IF_ERROR(CheckClaimParam(k, v));
     }
   }
   return Status::Ok();

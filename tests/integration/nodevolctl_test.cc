@@ -7,7 +7,9 @@
 #include <cerrno>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "daemon_fixture.h"
 
@@ -242,6 +244,77 @@ TEST_F(CtlTest, StaleSocketHintsAtNodevold) {
   EXPECT_EQ(Ctl({"info"}, &out, &err), 1);
   EXPECT_TRUE(Contains(err, "hint:")) << err;
   EXPECT_TRUE(Contains(err, "nodevold")) << err;
+}
+
+// Issue 28 item 8: nothing nodevold stores or says reaches the terminal
+// raw. New values with control characters are refused by the daemon; a
+// record written before that (an older nodevold) is shown escaped in
+// tables and fields, and so is an error message quoting a bad key.
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  ASSERT_TRUE(out.good()) << path;
+}
+
+bool HasTerminalControl(const std::string& s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if ((c < 0x20 && c != '\n') || c == 0x7f || c == 0x9b) return true;
+    if (c == 0xc2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
+        static_cast<unsigned char>(s[i + 1]) <= 0x9f)
+      return true;
+  }
+  return false;
+}
+
+TEST_F(CtlTest, TerminalEscapesAreNeverPrintedRaw) {
+  StartDaemon();
+  const std::string title = "\x1b]2;owned\x07", csi = "\xc2\x9b" "2J";
+  std::string out, err;
+  EXPECT_EQ(Ctl({"volume", "create", "t1", "--pool", "default", "--size", "1Mi", "--param",
+                 "nodevol.io/pvc-name=x" + title},
+                &out, &err),
+            1);
+  EXPECT_TRUE(Contains(err, "INVALID_ARGUMENT")) << err;
+  EXPECT_TRUE(Contains(err, "control character")) << err;
+  EXPECT_FALSE(fs::exists(pool_dir_ + "/t1"));
+  EXPECT_EQ(Ctl({"volume", "create", "t1", "--pool", "default", "--size", "1Mi", "--param",
+                 "nodevol.io/pvc-name=x" + csi},
+                &out, &err),
+            1);
+  EXPECT_TRUE(Contains(err, "INVALID_ARGUMENT")) << err;
+  EXPECT_EQ(Ctl({"volume", "create", "t1", "--pool", "default", "--size", "1Mi", "--param",
+                 "nodevol.io/colour" + title + "=red"},
+                &out, &err),
+            1);
+  EXPECT_TRUE(Contains(err, "unknown parameter")) << err;
+  EXPECT_FALSE(HasTerminalControl(err)) << "raw escape in the error line";
+  EXPECT_TRUE(Contains(err, "\\x1b]2;owned\\x07")) << err;
+
+  // A record from before the check, with a title escape, a CSI and a
+  // newline that would fake a table row.
+  ASSERT_EQ(Ctl({"volume", "create", "t2", "--pool", "default", "--size", "1Mi", "--param", "nodevol.io/pvc-name=ok"}),
+            0);
+  StopDaemon();
+  std::string path = state_dir_ + "/volumes/t2.json";
+  json record = json::parse(ReadFile(path));
+  record["parameters"]["nodevol.io/pvc-name"] = "x" + title + csi + "\nt9  default  1.0MiB  READY";
+  WriteFile(path, record.dump(2));
+  StartDaemon();
+  ASSERT_EQ(Ctl({"volume", "get", "t2"}, &out, &err), 0) << err;
+  EXPECT_FALSE(HasTerminalControl(out)) << "raw escape in volume get";
+  EXPECT_TRUE(Contains(out, "x\\x1b]2;owned\\x07\\xc2\\x9b2J\\x0at9")) << out;
+  EXPECT_FALSE(Contains(out, "\nt9 ")) << "a parameter faked an output line:\n" << out;
+  // JSON escapes on its own and keeps the value exact.
+  json v = CtlJson({"volume", "get", "t2"});
+  EXPECT_EQ(v["volume"]["parameters"]["nodevol.io/pvc-name"], "x" + title + csi + "\nt9  default  1.0MiB  READY");
 }
 
 }  // namespace

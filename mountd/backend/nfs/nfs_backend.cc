@@ -153,6 +153,8 @@ Status NfsBackend::Resolve(const VolumeSpec& spec, Volume* out) const {
       return Status::InvalidArgument("unknown parameter \"" + k +
                                      "\" for an nfs volume; known: pathPattern, subDir, onDelete, archiveOnDelete, "
                                      "mode, uid, gid, mountOptions, share, server, " + std::string(ClaimParamList()));
+    } else {
+      NODEVOL_RETURN_IF_ERROR(CheckClaimParam(k, val));
     }
   }
   if (has_server && !has_share)

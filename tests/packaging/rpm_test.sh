@@ -114,7 +114,7 @@ make_root() {
   for l in bin sbin lib lib64; do ln -s usr/$l "$r/$l"; done
   touch "$r/dev/null"
   for p in sh dash bash install mkdir cat mv rm sed tail tr find wc printf echo ls \
-           awk grep sort head stat readlink timeout cmp md5sum cut dirname; do
+           grep sort head stat readlink timeout md5sum cut dirname; do
     p=$(command -v "$p" | head -1)
     [[ $p == /* ]] || continue
     cp -L "$p" "$r/usr/bin/$(basename "$p")"

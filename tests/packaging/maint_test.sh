@@ -108,8 +108,11 @@ mkdir -p "$r/etc/kubelet/conf.d"
 printf 'volumePluginDir: /srv/from-dropin-10\n' >"$r/etc/kubelet/conf.d/10-a.conf"
 printf '{"volumePluginDir": "/srv/from-dropin-20"}\n' >"$r/etc/kubelet/conf.d/20-b.conf"
 printf 'volumePluginDir: /srv/ignored\n' >"$r/etc/kubelet/conf.d/30-c.yaml"
+printf 'volumePluginDir: /evil/escape-name\n' >"$r/etc/kubelet/conf.d/"$'99-\e[2J.conf'
+chown 65534 "$r/etc/kubelet/conf.d/"$'99-\e[2J.conf'
 proc 4242 0 $host_ns "$r/usr/bin/kubelet" /usr/bin/kubelet --config=/etc/kubelet/cfg.json --config-dir /etc/kubelet/conf.d
 dir_is /srv/from-dropin-20 "20-b.conf (--config-dir of"
+if grep -q $'\e' "$r/why"; then fail "a drop-in name with an escape was printed"; fi
 rm -rf "$r/proc/4242"
 
 # Issue 28 item 2: kubelet stopped; its unit's drop-in sets the flag

@@ -317,11 +317,12 @@ class SlowStore : public MemoryLeaseStore {
  private:
   Status Take() {
     Clock::Duration limit = last_call_timeout();
-    if (delay_ > limit) {
+    Clock::Duration delay = delay_.load();
+    if (delay > limit) {
       clock_->Advance(limit);
       return Status::Unavailable("slow store: timed out");
     }
-    clock_->Advance(delay_);
+    clock_->Advance(delay);
     return Status::Ok();
   }
   FakeClock* clock_;
@@ -346,6 +347,9 @@ TEST(LeaderElectorTest, TheRenewDeadlineBoundsARenewalInFlight) {
                             }});
   Running runner(a.get());
   ASSERT_TRUE(DriveUntil(clock, [&] { return started.load(); }));
+  // Arm the slow store only while the leader sleeps between renewals (not
+  // in the middle of one).
+  clock.BlockUntilWaiters(1);
   Clock::WallTime last_renewal = store.record()->renew_time;
   store.Slow(seconds(4), /*fail_next_update=*/true);
   ASSERT_TRUE(DriveUntil(clock, [&] { return stopped.load(); }));

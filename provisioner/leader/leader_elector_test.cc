@@ -275,8 +275,23 @@ TEST(LeaderElectorTest, RunStopsLeadingWhenRenewalFailsPastTheDeadline) {
 // Issue 26 item 1: a replica that lost the lease must not hand it over
 // (the successor would lead at once while this one may still be acting);
 // it leaves the lease to expire. Only a clean Stop releases.
+// Renewals (and reads) fail while `failing`; any other write (a release)
+// would get through: an apiserver that is slow for some requests only.
+class FailRenewalsStore : public MemoryLeaseStore {
+ public:
+  std::atomic<bool> failing{false};
+  Status Get(LeaseRecord* record, std::string* rv) override {
+    if (failing) return Status::Unavailable("renewals fail");
+    return MemoryLeaseStore::Get(record, rv);
+  }
+  Status Update(const LeaseRecord& record, const std::string& rv, std::string* new_rv) override {
+    if (failing && !record.holder_identity.empty()) return Status::Unavailable("renewals fail");
+    return MemoryLeaseStore::Update(record, rv, new_rv);
+  }
+};
+
 TEST(LeaderElectorTest, ALostLeaseIsNotReleased) {
-  MemoryLeaseStore store;
+  FailRenewalsStore store;
   FakeClock clock;
   std::atomic<bool> started{false}, stopped{false};
   auto a = MakeElector(&store, &clock, "a",
@@ -284,9 +299,9 @@ TEST(LeaderElectorTest, ALostLeaseIsNotReleased) {
                        /*release_on_cancel=*/true);
   Running runner(a.get());
   ASSERT_TRUE(DriveUntil(clock, [&] { return started.load(); }));
-  store.SetUnavailable(true);
+  store.failing = true;
   ASSERT_TRUE(DriveUntil(clock, [&] { return stopped.load(); }));
-  store.SetUnavailable(false);
+  store.failing = false;
   runner.Join();
   EXPECT_EQ(store.record()->holder_identity, "a");
   EXPECT_EQ(store.record()->lease_duration_seconds, 15);

@@ -124,6 +124,7 @@ int main(int argc, char** argv) {
   std::atomic<bool> stopping{false};
   auto start = [&] {
     if (!controller.Start(std::chrono::minutes(2))) {
+      if (stopping) return;  // a signal ended the sync: not a failure
       spdlog::error("caches did not sync within 2 minutes; is the apiserver reachable and RBAC in place?");
       exit_code = 1;
       kill(getpid(), SIGTERM);
@@ -196,17 +197,21 @@ int main(int argc, char** argv) {
       spdlog::info("leading as {} (lease {})", identity, store->Describe());
       std::thread(start).detach();
     };
-    // As client-go's users do: a replica that lost the lease exits and is
-    // restarted, so no two replicas ever act at once.
+    // As client-go's users do: a replica that lost the lease exits at
+    // once, without draining its queues or releasing the lease (a
+    // successor may lead as soon as the lease expires; nothing of ours may
+    // still act then). Whatever was in flight is finished by the next
+    // leader: every step is idempotent and a create's node is recorded on
+    // the claim first (controller/provision.cc).
     cb.on_stopped_leading = [&] {
       leading = false;
       if (stopping) {
-        spdlog::info("released the lease {}", store->Describe());
+        spdlog::info("stopped leading {}", store->Describe());
         return;
       }
-      spdlog::error("lost the lease {}; exiting", store->Describe());
-      exit_code = 1;
-      kill(getpid(), SIGTERM);
+      spdlog::error("lost the lease {}; exiting at once", store->Describe());
+      spdlog::shutdown();
+      std::_Exit(1);
     };
     cb.on_new_leader = [&](const std::string& who) {
       if (who != identity) spdlog::info("leader is now {}", who.empty() ? "(none)" : who);
@@ -224,6 +229,8 @@ int main(int argc, char** argv) {
   sigwait(&set, &sig);
   spdlog::info("signal {}: stopping", sig);
   stopping = true;  // /readyz says so while the controller stops
+  // The workers stop first (queued keys dropped, running ones finished);
+  // only then does the elector release the lease for the standby.
   controller.Stop();
   if (elector) {
     elector->Stop();

@@ -6,9 +6,12 @@
 #include <chrono>
 #include <string>
 
+#include "controller/attempts.h"
 #include "controller/events.h"
 #include "controller/node_view.h"
 #include "controller/names.h"
+#include "controller/stop_flag.h"
+#include "controller/waiting_claims.h"
 #include "kube/client.h"
 #include "kube/informer.h"
 #include "metrics/metrics.h"
@@ -29,7 +32,7 @@ struct ControllerOptions {
 };
 
 struct ControllerContext {
-  kube::Client* client = nullptr;
+  kube::Api* client = nullptr;
   kube::Informer* claims = nullptr;
   kube::Informer* volumes = nullptr;
   kube::Informer* classes = nullptr;
@@ -38,6 +41,9 @@ struct ControllerContext {
   EventRecorder* events = nullptr;
   Reservations* reservations = nullptr;
   ProvisionerMetrics* metrics = nullptr;  // optional
+  Attempts* attempts = nullptr;
+  WaitingClaims* waiting = nullptr;  // claims that failed for room or reachability
+  StopFlag* stop = nullptr;
   ControllerOptions options;
 };
 

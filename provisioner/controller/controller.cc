@@ -47,15 +47,19 @@ Controller::Controller(kube::Client* client, ControllerConfig config)
   auto claim_handlers = kube::InformerHandlers{
       [this](const nlohmann::json& o) { EnqueueClaim(o); },
       [this](const nlohmann::json&, const nlohmann::json& o) { EnqueueClaim(o); },
-      [](const nlohmann::json&) {}};
+      [this](const nlohmann::json& o) { ForgetClaim(o); }};
   auto volume_handlers = kube::InformerHandlers{
       [this](const nlohmann::json& o) { EnqueueVolume(o); },
       [this](const nlohmann::json&, const nlohmann::json& o) { EnqueueVolume(o); },
-      [](const nlohmann::json&) {}};
-  // A new or changed class may unblock claims waiting for it.
+      [this](const nlohmann::json& o) { volume_queue_.Forget(kube::Informer::KeyOf(o)); }};
+  // A new or changed class may unblock claims waiting for it (a resync,
+  // same resourceVersion, is not a change).
   auto class_handlers = kube::InformerHandlers{
-      [this](const nlohmann::json&) { RequeuePending(true); },
-      [this](const nlohmann::json&, const nlohmann::json&) { RequeuePending(true); },
+      [this](const nlohmann::json&) { RequeueAllPending(); },
+      [this](const nlohmann::json& a, const nlohmann::json& b) {
+        if (a["metadata"].value("resourceVersion", "") != b["metadata"].value("resourceVersion", ""))
+          RequeueAllPending();
+      },
       [](const nlohmann::json&) {}};
   auto node_handlers = kube::InformerHandlers{
       [this](const nlohmann::json&) { OnNodesChanged(); },
@@ -78,28 +82,31 @@ Controller::Controller(kube::Client* client, ControllerConfig config)
   ctx_.reservations = &reservations_;
   ctx_.options = config_.options;
   ctx_.metrics = config_.metrics;
+  ctx_.attempts = &attempts_;
+  ctx_.waiting = &waiting_;
+  ctx_.stop = &stop_;
 }
 
 Controller::~Controller() { Stop(); }
 
 bool Controller::Start(std::chrono::milliseconds sync_timeout) {
   std::lock_guard<std::mutex> life(lifecycle_mu_);
-  auto stopping = [this] {
-    std::lock_guard<std::mutex> lock(sweep_mu_);
-    return stopping_;
-  };
+  auto stopping = [this] { return stop_.IsSet(); };
   if (stopping()) return false;
   for (auto* i : {classes_.get(), nodes_.get(), volumes_.get(), claims_.get()}) i->Start();
   for (auto* i : {classes_.get(), nodes_.get(), volumes_.get(), claims_.get()})
     if (!i->WaitForSync(sync_timeout)) return false;
   if (stopping()) return false;
   OnNodesChanged();
-  claim_workers_ = std::make_unique<Workers>("claim", &claim_queue_, config_.claim_workers, config_.max_failures,
-                                             [this](const std::string& k) { return ProcessClaim(k); });
+  claim_workers_ = std::make_unique<Workers>(
+      "claim", &claim_queue_, config_.claim_workers, config_.max_failures,
+      [this](const std::string& k) { return ProcessClaim(k); },
+      [this](const std::string& k, bool permanent) { GaveUpOnClaim(k, permanent); });
   volume_workers_ =
       std::make_unique<Workers>("volume", &volume_queue_, config_.volume_workers, config_.max_failures,
                                 [this](const std::string& k) { return DeleteReleasedVolume(ctx_, k); });
   if (config_.sweep_interval.count() > 0) sweeper_ = std::thread([this] { SweepLoop(); });
+  mirror_ = std::thread([this] { MirrorLoop(); });
   started_ = true;
   spdlog::info("controller started: {} claim workers, {} volume workers, nodes labelled {}", config_.claim_workers,
                config_.volume_workers, config_.node_selector);
@@ -108,12 +115,12 @@ bool Controller::Start(std::chrono::milliseconds sync_timeout) {
 
 void Controller::Stop() {
   started_ = false;
-  {
-    std::lock_guard<std::mutex> lock(sweep_mu_);
-    stopping_ = true;
-  }
-  sweep_cv_.notify_all();
-  // Informers first (no new work; a Start waiting for them to sync gives
+  // Queued keys are dropped at once (a stopping replica starts nothing
+  // new); long waits in running passes and the sweep end now.
+  stop_.Set();
+  claim_queue_.ShutDown();
+  volume_queue_.ShutDown();
+  // Informers next (no new work; a Start waiting for them to sync gives
   // up), then the workers finish their keys.
   for (auto* i : {claims_.get(), volumes_.get(), classes_.get(), nodes_.get()})
     if (i) i->Stop();
@@ -122,6 +129,7 @@ void Controller::Stop() {
   for (auto* i : {claims_.get(), volumes_.get(), classes_.get(), nodes_.get()})
     if (i) i->Stop();
   if (sweeper_.joinable()) sweeper_.join();
+  if (mirror_.joinable()) mirror_.join();
   claim_workers_.reset();
   volume_workers_.reset();
   if (registry_) registry_->Stop();
@@ -135,12 +143,28 @@ Workers::Outcome Controller::ProcessClaim(const std::string& key) {
 }
 
 void Controller::SweepLoop() {
-  std::unique_lock<std::mutex> lock(sweep_mu_);
-  while (!sweep_cv_.wait_for(lock, config_.sweep_interval, [this] { return stopping_; })) {
-    lock.unlock();
+  while (stop_.WaitFor(config_.sweep_interval)) {
     auto gone = SweepOrphans(ctx_, config_.orphan_grace);
     if (!gone.empty()) spdlog::warn("orphan sweep deleted {} volume(s)", gone.size());
-    lock.lock();
+  }
+}
+
+// A dir pool's free bytes move with every write on its filesystem: one
+// patch per node per interval at most, with the latest figures.
+void Controller::MirrorLoop() {
+  while (stop_.WaitFor(config_.mirror_interval)) {
+    std::set<std::string> dirty;
+    {
+      std::lock_guard<std::mutex> lock(mirror_mu_);
+      dirty.swap(mirror_dirty_);
+    }
+    for (const auto& node : dirty) {
+      nodes::NodeState state;
+      auto obj = nodes_->Get(node);
+      if (!obj || !registry_->Get(node, &state)) continue;
+      auto r = MirrorCapacity(client_, *obj, state);
+      if (!r.ok()) spdlog::warn("node {}: mirroring capacity: {}", node, r.ToString());
+    }
   }
 }
 
@@ -161,34 +185,44 @@ void Controller::OnNodesChanged() {
 
 void Controller::OnCapacityChanged(const std::string& node) {
   if (!node.empty()) {
-    nodes::NodeState state;
-    auto obj = nodes_->Get(node);
-    if (obj && registry_->Get(node, &state)) {
-      auto r = MirrorCapacity(client_, *obj, state);
-      if (!r.ok()) spdlog::warn("node {}: mirroring capacity: {}", node, r.ToString());
-    }
+    std::lock_guard<std::mutex> lock(mirror_mu_);
+    mirror_dirty_.insert(node);
   }
-  // Room may have appeared: pending claims get another pass.
-  RequeuePending(false);
+  // Room may have appeared: claims that waited for it get another pass.
+  RequeueWaiting();
 }
 
-void Controller::RequeuePending(bool now) {
-  // At most every few seconds for capacity (a dir pool's free bytes move
-  // with every write on its filesystem; claims that still do not fit retry
-  // with their own backoff); at once for a class change.
-  if (!now) {
-    auto t = std::chrono::steady_clock::now();
-    std::lock_guard<std::mutex> lock(requeue_mu_);
-    if (t - last_requeue_ < std::chrono::seconds(5)) return;
-    last_requeue_ = t;
-  }
+void Controller::RequeueWaiting() {
+  for (const auto& key : waiting_.TakeDue()) claim_queue_.Add(key);
+}
+
+void Controller::RequeueAllPending() {
+  given_up_.Clear();
   for (const auto& pvc : claims_->List())
     if (pvc.value("spec", nlohmann::json::object()).value("volumeName", "").empty()) EnqueueClaim(pvc);
 }
 
 void Controller::EnqueueClaim(const nlohmann::json& pvc) {
   // Bound claims too: a grown request is a resize (controller/resize.h).
-  claim_queue_.Add(kube::Informer::KeyOf(pvc));
+  std::string key = kube::Informer::KeyOf(pvc);
+  if (!given_up_.ShouldQueue(key, pvc["metadata"].value("resourceVersion", ""))) return;
+  claim_queue_.Add(key);
+}
+
+void Controller::ForgetClaim(const nlohmann::json& pvc) {
+  std::string key = kube::Informer::KeyOf(pvc);
+  claim_queue_.Forget(key);
+  waiting_.Remove(key);
+  given_up_.Remove(key);
+  attempts_.Forget(pvc["metadata"].value("uid", ""));
+}
+
+void Controller::GaveUpOnClaim(const std::string& key, bool permanent) {
+  auto pvc = claims_->Get(key);
+  if (!pvc) return;
+  given_up_.Add(key, (*pvc)["metadata"].value("resourceVersion", ""));
+  // A permanent error does not go away with room.
+  if (permanent) waiting_.Remove(key);
 }
 
 void Controller::EnqueueVolume(const nlohmann::json& pv) {

@@ -4,11 +4,16 @@
 // (ProvisionClaim or ResizeClaim, DeleteReleasedVolume). Start once this replica leads;
 // Stop joins everything.
 //
-// Claims are queued by "namespace/name" on every change, and all pending
-// claims again whenever a node's capacity or reachability changes (room may
-// have appeared); PVs by name. Node capacity is mirrored onto the Node
-// objects. Nodes are found by the label selector and dialled at their
+// Claims are queued by "namespace/name" on every change (a resync of a
+// claim given up on is not one: controller/given_up.h); claims that failed
+// for room or reachability again when a node's capacity or reachability
+// changes, each at most every 15 s (controller/waiting_claims.h); all
+// pending claims when a class changes. PVs by name. Node capacity is
+// mirrored onto the Node objects, coalesced to one patch per node every
+// few seconds. Nodes are found by the label selector and dialled at their
 // InternalIP and the configured port, with the node name as TLS name.
+// Stop drops queued keys, lets running ones finish (long waits inside them
+// end at once) and ends the sweep between volumes.
 #pragma once
 
 #include <atomic>
@@ -16,9 +21,11 @@
 #include <mutex>
 #include <thread>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "controller/context.h"
+#include "controller/given_up.h"
 #include "controller/registry_view.h"
 #include "kube/informer.h"
 #include "nodes/node_registry.h"
@@ -41,6 +48,8 @@ struct ControllerConfig {
   // must be before it can be an orphan. 0 interval = no sweep.
   std::chrono::seconds sweep_interval{600};
   std::chrono::seconds orphan_grace{600};
+  // At most one capacity patch per Node this often.
+  std::chrono::milliseconds mirror_interval{std::chrono::seconds(5)};
   ProvisionerMetrics* metrics = nullptr;  // optional; outlives the controller
 };
 
@@ -67,11 +76,16 @@ class Controller {
  private:
   void OnNodesChanged();
   void OnCapacityChanged(const std::string& node);
-  // Queues every unbound claim again (now: even if done moments ago).
-  void RequeuePending(bool now);
+  // A class changed: every unbound claim, given up or not.
+  void RequeueAllPending();
+  // Capacity changed: the claims waiting for room that are due.
+  void RequeueWaiting();
   void EnqueueClaim(const nlohmann::json& pvc);
+  void ForgetClaim(const nlohmann::json& pvc);
   void EnqueueVolume(const nlohmann::json& pv);
+  void GaveUpOnClaim(const std::string& key, bool permanent);
   void SweepLoop();
+  void MirrorLoop();
   // Unbound: provision; bound: resize if the request grew.
   Workers::Outcome ProcessClaim(const std::string& key);
 
@@ -85,13 +99,14 @@ class Controller {
   std::unique_ptr<kube::Informer> claims_, volumes_, classes_, nodes_;
   WorkQueue claim_queue_, volume_queue_;
   std::unique_ptr<Workers> claim_workers_, volume_workers_;
-  std::thread sweeper_;
-  std::mutex sweep_mu_;
-  std::condition_variable sweep_cv_;
-  bool stopping_ = false;
+  std::thread sweeper_, mirror_;
+  StopFlag stop_;
   std::mutex lifecycle_mu_;  // Start and Stop never overlap
-  std::mutex requeue_mu_;
-  std::chrono::steady_clock::time_point last_requeue_{};
+  Attempts attempts_;
+  WaitingClaims waiting_;
+  GivenUp given_up_;
+  std::mutex mirror_mu_;
+  std::set<std::string> mirror_dirty_;  // nodes whose capacity changed
   ControllerContext ctx_;
   std::atomic<bool> started_{false};
 };

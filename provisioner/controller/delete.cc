@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "controller/volume_node.h"
 #include "kube/fields.h"
 
 namespace nodevol::provisioner {
@@ -15,18 +16,35 @@ namespace {
 using Outcome = Workers::Outcome;
 using nlohmann::json;
 
+// Ours, Released, reclaim Delete.
+bool Deletable(const ControllerContext& ctx, const json& pv) {
+  auto ann = pv["metadata"].value("annotations", json::object());
+  if (Str(ann, kAnnProvisionedBy) != ctx.options.provisioner_name) return false;
+  std::string phase = pv.value("status", json::object()).value("phase", "");
+  return pv["spec"].value("persistentVolumeReclaimPolicy", "") == "Delete" && phase == "Released";
+}
+
 }  // namespace
 
 Workers::Outcome DeleteReleasedVolume(ControllerContext& ctx, const std::string& pv_name) {
   auto cached = ctx.volumes->Get(pv_name);
-  if (!cached) return Outcome::kDone;
-  const json& pv = *cached;
+  if (!cached || !Deletable(ctx, *cached)) return Outcome::kDone;
+  // The cache may lag (an admin's switch to Retain, a rebind): decide on
+  // the PV as it is now, as the reference library does.
+  json pv;
+  auto live = ctx.client->Get("/api/v1/persistentvolumes/" + pv_name, &pv);
+  if (live.code() == kube::Result::Code::kNotFound) return Outcome::kDone;
+  if (!live.ok()) {
+    spdlog::warn("volume {}: reading the PV: {}", pv_name, live.ToString());
+    return Outcome::kRetry;
+  }
+  if (!Deletable(ctx, pv)) {
+    spdlog::info("volume {}: no longer Released with reclaim Delete; not deleting", pv_name);
+    return Outcome::kDone;
+  }
   const json& meta = pv["metadata"];
   auto ann = meta.value("annotations", json::object());
-  if (Str(ann, kAnnProvisionedBy) != ctx.options.provisioner_name) return Outcome::kDone;
   const json& spec = pv["spec"];
-  std::string phase = pv.value("status", json::object()).value("phase", "");
-  if (spec.value("persistentVolumeReclaimPolicy", "") != "Delete" || phase != "Released") return Outcome::kDone;
 
   // The PV controller says Released; check the claim ourselves, live.
   const json& ref = spec.value("claimRef", json::object());
@@ -58,18 +76,11 @@ Workers::Outcome DeleteReleasedVolume(ControllerContext& ctx, const std::string&
     return Outcome::kDone;
   };
   std::string node = Str(ann, kAnnNode), pool = Str(ann, kAnnPool), backend = Str(ann, kAnnBackend);
-  std::shared_ptr<nodes::NodeClient> client;
-  if (backend == "nfs") {
-    // The export is shared: any reachable node serving the pool can delete.
-    for (const auto& p : ctx.node_view->Pools())
-      if (p.pool == pool && p.reachable && (client = ctx.node_view->Client(p.node))) break;
-  } else {
-    client = ctx.node_view->Client(node);
-  }
+  std::string why;
+  auto client = VolumeNode(ctx, pv_name, node, pool, backend, &why);
   if (!client) {
     ctx.events->Record(pv, "Warning", "VolumeFailedDelete",
-                       "node " + node + " (pool " + pool + ") is not reachable; the volume is deleted once its "
-                       "nodevold answers again");
+                       why + "; the volume is deleted once its nodevold answers again");
     return failed();
   }
   v1::DeleteVolumeRequest req;

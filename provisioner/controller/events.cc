@@ -2,11 +2,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
 
-#include "kube/client.h"
+#include "kube/api.h"
 #include "kube/fields.h"
 
 namespace nodevol::provisioner {
@@ -19,6 +20,23 @@ namespace {
 constexpr size_t kMaxSeen = 4096;
 
 }  // namespace
+
+bool EventRecorder::Allow(const std::string& object_key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Clock::TimePoint now = clock_->Now();
+  auto it = buckets_.find(object_key);
+  if (it == buckets_.end()) {
+    if (buckets_.size() >= kMaxSeen) buckets_.clear();
+    it = buckets_.emplace(object_key, Bucket{static_cast<double>(kSpamBurst), now}).first;
+  }
+  Bucket& b = it->second;
+  b.tokens = std::min<double>(kSpamBurst, b.tokens + std::chrono::duration<double>(now - b.last) /
+                                                         std::chrono::duration<double>(kSpamRefill));
+  b.last = now;
+  if (b.tokens < 1) return false;
+  b.tokens -= 1;
+  return true;
+}
 
 std::string NowRfc3339() {
   std::time_t t = std::time(nullptr);
@@ -39,6 +57,11 @@ void EventRecorder::Record(const nlohmann::json& object, const std::string& type
   spdlog::log(type == "Warning" ? spdlog::level::warn : spdlog::level::info, "event {} {} {}/{}: {}", reason, kind,
               ns, name, message);
   if (!client_) return;
+  if (!Allow(kind + "\x1f" + ns + "\x1f" + name + "\x1f" + uid)) {
+    spdlog::debug("event {} for {}/{} not sent: more than {} for this object recently", reason, ns, name,
+                  kSpamBurst);
+    return;
+  }
   std::string now = NowRfc3339();
   std::string key = uid + "\x1f" + type + "\x1f" + reason + "\x1f" + message;
   std::string events = "/api/v1/namespaces/" + ns + "/events";

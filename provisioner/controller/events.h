@@ -2,7 +2,11 @@
 // describe shows them (provisioner-contract.md §2). A repeat of the same
 // (object, type, reason, message) updates the earlier event's count and
 // lastTimestamp instead of adding one, as client-go's correlator does, so a
-// retrying claim does not flood the namespace. Failures to record are
+// retrying claim does not flood the namespace. And as client-go's spam
+// filter does, each object has a token bucket (burst 25, one token back
+// every 5 minutes): events beyond it, new or repeated, are only logged, so
+// a claim failing for hours costs the apiserver a few writes an hour.
+// Failures to record are
 // logged, never returned: an event is never worth failing the operation.
 // Thread-safe.
 #pragma once
@@ -13,15 +17,21 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/clock.h"
+
 namespace nodevol::kube {
-class Client;
+class Api;
 }
 
 namespace nodevol::provisioner {
 
 class EventRecorder {
  public:
-  EventRecorder(kube::Client* client, std::string component) : client_(client), component_(std::move(component)) {}
+  static constexpr int kSpamBurst = 25;
+  static constexpr std::chrono::seconds kSpamRefill{300};
+
+  EventRecorder(kube::Api* client, std::string component, const Clock* clock = Clock::Real())
+      : client_(client), component_(std::move(component)), clock_(clock) {}
 
   // `object`: the claim or volume JSON (kind, apiVersion, metadata).
   // `type`: "Normal" or "Warning".
@@ -33,10 +43,19 @@ class EventRecorder {
     std::string ns, name;
     int count = 0;
   };
-  kube::Client* client_;
+  struct Bucket {
+    double tokens = kSpamBurst;
+    Clock::TimePoint last{};
+  };
+  // Takes a token from the object's bucket; false when it is empty.
+  bool Allow(const std::string& object_key);
+
+  kube::Api* client_;
   std::string component_;
+  const Clock* clock_;
   std::mutex mu_;
   std::map<std::string, Seen> seen_;  // correlation key -> event
+  std::map<std::string, Bucket> buckets_;  // involved object -> spam filter
 };
 
 // RFC 3339 UTC with seconds ("2026-11-21T16:00:00Z"), Events' Time format.

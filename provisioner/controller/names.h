@@ -16,6 +16,8 @@ inline constexpr const char* kFinalizer = "external-provisioner.volume.kubernete
 inline constexpr const char* kAnnNode = "nodevol.io/node";
 inline constexpr const char* kAnnPool = "nodevol.io/pool";
 inline constexpr const char* kAnnBackend = "nodevol.io/backend";
+// On claims: the node CreateVolume was last sent to (controller/attempts.h).
+inline constexpr const char* kAnnProvisioningNode = "nodevol.io/provisioning-node";
 // On Nodes: free bytes per pool, mirrored from nodevold (`kubectl describe node`).
 inline constexpr const char* kAnnCapacityPrefix = "capacity.nodevol.io/";
 

@@ -4,7 +4,7 @@
 
 namespace nodevol::provisioner {
 
-kube::Result MirrorCapacity(kube::Client* client, const nlohmann::json& node, const nodes::NodeState& state) {
+kube::Result MirrorCapacity(kube::Api* client, const nlohmann::json& node, const nodes::NodeState& state) {
   const std::string prefix = kAnnCapacityPrefix;
   auto current = node["metadata"].value("annotations", nlohmann::json::object());
   nlohmann::json want = nlohmann::json::object();

@@ -12,6 +12,6 @@
 namespace nodevol::provisioner {
 
 // `node`: the Node object as cached (for its current annotations).
-kube::Result MirrorCapacity(kube::Client* client, const nlohmann::json& node, const nodes::NodeState& state);
+kube::Result MirrorCapacity(kube::Api* client, const nlohmann::json& node, const nodes::NodeState& state);
 
 }  // namespace nodevol::provisioner

@@ -13,6 +13,38 @@ std::string Param(const v1::Volume& v, const char* key) {
   return it == v.parameters().end() ? "" : it->second;
 }
 
+// Why volume `v` on `node` is an orphan, or "" when it is not (or we
+// cannot tell: the cluster could not be read).
+std::string Orphaned(ControllerContext& ctx, const v1::Volume& v, const std::string& node) {
+  nlohmann::json pv;
+  auto cached = ctx.volumes->Get(v.name());
+  kube::Result r = kube::Result::Ok();
+  if (cached) {
+    pv = *cached;
+  } else {
+    r = ctx.client->Get("/api/v1/persistentvolumes/" + v.name(), &pv);
+    if (!r.ok() && r.code() != kube::Result::Code::kNotFound) return "";
+  }
+  if (r.ok()) {
+    // A PV of its name that names another node: this is a second copy
+    // (an uncertain create placed again); nothing ever points at it, under
+    // either reclaim policy. An NFS pool is one directory for every node.
+    auto ann = pv["metadata"].value("annotations", nlohmann::json::object());
+    std::string pv_node = ann.value(kAnnNode, "");
+    if (pv_node.empty() || pv_node == node) return "";
+    if (v.backend() == "nfs" && ann.value(kAnnBackend, "") == "nfs" && ann.value(kAnnPool, "") == v.pool()) return "";
+    if (ann.value(kAnnProvisionedBy, "") != ctx.options.provisioner_name) return "";
+    return "its PV names node " + pv_node;
+  }
+  if (Param(v, "nodevol.io/reclaim-policy") != "Delete") return "";
+  std::string ns = Param(v, "nodevol.io/pvc-namespace"), name = Param(v, "nodevol.io/pvc-name");
+  nlohmann::json claim;
+  r = ctx.client->Get("/api/v1/namespaces/" + ns + "/persistentvolumeclaims/" + name, &claim);
+  if (r.ok() && "pvc-" + claim["metadata"].value("uid", "") == v.name()) return "";
+  if (!r.ok() && r.code() != kube::Result::Code::kNotFound) return "";
+  return "claim " + ns + "/" + name + " and its PV are gone";
+}
+
 }  // namespace
 
 std::vector<std::string> SweepOrphans(ControllerContext& ctx, std::chrono::seconds grace) {
@@ -22,6 +54,7 @@ std::vector<std::string> SweepOrphans(ControllerContext& ctx, std::chrono::secon
     if (p.reachable) nodes.insert(p.node);
   const int64_t now = std::time(nullptr);
   for (const auto& node : nodes) {
+    if (ctx.stop && ctx.stop->IsSet()) break;
     auto client = ctx.node_view->Client(node);
     if (!client) continue;
     v1::ListVolumesResponse list;
@@ -31,18 +64,12 @@ std::vector<std::string> SweepOrphans(ControllerContext& ctx, std::chrono::secon
       continue;
     }
     for (const auto& v : list.volumes()) {
+      if (ctx.stop && ctx.stop->IsSet()) break;
       if (Param(v, "nodevol.io/provisioner") != ctx.options.provisioner_name) continue;
-      if (Param(v, "nodevol.io/reclaim-policy") != "Delete" || v.ephemeral()) continue;
-      if (v.created_unix() + grace.count() > now) continue;
+      if (v.ephemeral() || v.created_unix() + grace.count() > now) continue;
       if (v.name().rfind("pvc-", 0) != 0) continue;
-      if (ctx.volumes->Get(v.name())) continue;
-      nlohmann::json obj;
-      auto r = ctx.client->Get("/api/v1/persistentvolumes/" + v.name(), &obj);
-      if (r.code() != kube::Result::Code::kNotFound) continue;  // exists, or we cannot tell
-      std::string ns = Param(v, "nodevol.io/pvc-namespace"), name = Param(v, "nodevol.io/pvc-name");
-      r = ctx.client->Get("/api/v1/namespaces/" + ns + "/persistentvolumeclaims/" + name, &obj);
-      if (r.ok() && "pvc-" + obj["metadata"].value("uid", "") == v.name()) continue;
-      if (!r.ok() && r.code() != kube::Result::Code::kNotFound) continue;
+      const std::string why = Orphaned(ctx, v, node);
+      if (why.empty()) continue;
       v1::DeleteVolumeRequest del;
       del.set_name(v.name());
       v1::DeleteVolumeResponse resp;
@@ -51,8 +78,7 @@ std::vector<std::string> SweepOrphans(ControllerContext& ctx, std::chrono::secon
         spdlog::warn("orphan sweep: deleting {} on node {}: {}", v.name(), node, st.message());
         continue;
       }
-      spdlog::warn("orphan sweep: deleted volume {} on node {} (claim {}/{} and its PV are gone)", v.name(), node, ns,
-                   name);
+      spdlog::warn("orphan sweep: deleted volume {} on node {} ({})", v.name(), node, why);
       deleted.push_back(v.name());
     }
   }

@@ -79,7 +79,25 @@ class Pass {
   }
   // WaitForFirstConsumer: give the scheduler the choice back.
   Outcome Reschedule(const std::string& why);
-  Status SavePv(const json& pv);
+  // No room or no reachable node: retried when capacity changes.
+  Outcome WaitForRoom(const std::string& message) {
+    if (ctx_.waiting) ctx_.waiting->Add(claim_.Key());
+    return Fail(message, Outcome::kRetry);
+  }
+  // Where an earlier create may have left the volume: "" when nowhere (or
+  // the volume is gone there), the node to create on again when it is
+  // there; an error (retry) when that node cannot tell.
+  Status PriorAttempt(bool wffc, std::string* node);
+  // Records on the claim (and in memory) that CreateVolume goes to `node`,
+  // before it is sent.
+  Status RecordAttempt(const std::string& node);
+  // kOk: saved, or it already exists for this claim on `node`.
+  // kAlreadyExists: a PV of the name exists for another node (our volume
+  // on `node` is a duplicate). Anything else: not saved, or unknown.
+  Status SavePv(const json& pv, const std::string& node, const std::string& pool, const std::string& backend);
+  // Whether the existing PV `pv` is the one this pass would save.
+  bool SamePv(const json& pv, const std::string& node, const std::string& pool, const std::string& backend) const;
+  Status DeleteOn(nodes::NodeClient* client);
 
   ControllerContext& ctx_;
   const json& pvc_;
@@ -103,17 +121,96 @@ Outcome Pass::Reschedule(const std::string& why) {
   return Outcome::kRetry;
 }
 
-Status Pass::SavePv(const json& pv) {
+bool Pass::SamePv(const json& pv, const std::string& node, const std::string& pool, const std::string& backend) const {
+  auto ann = pv["metadata"].value("annotations", json::object());
+  if (pv["spec"].value("claimRef", json::object()).value("uid", "") != claim_.uid) return false;
+  if (ann.value(kAnnNode, "") == node) return true;
+  // An NFS volume is the same directory whichever node serving the pool made it.
+  return backend == "nfs" && ann.value(kAnnBackend, "") == "nfs" && ann.value(kAnnPool, "") == pool;
+}
+
+Status Pass::SavePv(const json& pv, const std::string& node, const std::string& pool, const std::string& backend) {
+  const std::string path = "/api/v1/persistentvolumes/" + claim_.PvName();
   kube::Result r;
   for (int i = 0; i < ctx_.options.pv_save_tries; ++i) {
-    if (i) std::this_thread::sleep_for(ctx_.options.pv_save_pause);
+    if (i && ctx_.stop && !ctx_.stop->WaitFor(ctx_.options.pv_save_pause)) {
+      return Status::Aborted("stopping before PV " + claim_.PvName() + " was saved");
+    }
+    if (i && !ctx_.stop) std::this_thread::sleep_for(ctx_.options.pv_save_pause);
     r = ctx_.client->Create("/api/v1/persistentvolumes", pv);
-    if (r.ok() || r.code() == kube::Result::Code::kAlreadyExists) return Status::Ok();
+    if (r.ok()) return Status::Ok();
+    if (r.code() == kube::Result::Code::kAlreadyExists) break;
     spdlog::warn("claim {}: saving PV {} failed (try {}/{}): {}", claim_.Key(), claim_.PvName(), i + 1,
                  ctx_.options.pv_save_tries, r.ToString());
     if (r.code() == kube::Result::Code::kInvalid || r.code() == kube::Result::Code::kForbidden) break;
   }
-  return Status::Unavailable("PV " + claim_.PvName() + " not saved: " + r.ToString());
+  // AlreadyExists, or an outcome we cannot be sure of (a POST that timed
+  // out client-side may have been committed): read the PV back, live.
+  json existing;
+  kube::Result got = ctx_.client->Get(path, &existing);
+  if (got.ok()) {
+    if (SamePv(existing, node, pool, backend)) return Status::Ok();
+    return Status::AlreadyExists("PV " + claim_.PvName() + " exists for node " +
+                                 existing["metadata"].value("annotations", json::object()).value(kAnnNode, "?"));
+  }
+  if (got.code() == kube::Result::Code::kNotFound)
+    return Status::NotFound("PV " + claim_.PvName() + " not saved: " + r.ToString());
+  return Status::Unavailable("PV " + claim_.PvName() + " may or may not be saved (" + r.ToString() +
+                             "; reading it back: " + got.ToString() + ")");
+}
+
+Status Pass::DeleteOn(nodes::NodeClient* client) {
+  v1::DeleteVolumeRequest del;
+  del.set_name(claim_.PvName());
+  v1::DeleteVolumeResponse deleted;
+  return client->DeleteVolume(del, &deleted);
+}
+
+Status Pass::PriorAttempt(bool wffc, std::string* node) {
+  node->clear();
+  std::string prior = ctx_.attempts ? ctx_.attempts->Get(claim_.uid) : "";
+  if (prior.empty()) {
+    auto it = claim_.annotations.find(kAnnProvisioningNode);
+    if (it != claim_.annotations.end()) prior = it->second;
+  }
+  if (prior.empty()) return Status::Ok();
+  auto client = ctx_.node_view->Client(prior);
+  if (!client)
+    return Status::Unavailable("an earlier attempt may have created volume " + claim_.PvName() + " on node " + prior +
+                               ", which is not known now; waiting for it");
+  v1::GetVolumeRequest get;
+  get.set_name(claim_.PvName());
+  v1::GetVolumeResponse got;
+  Status st = client->GetVolume(get, &got);
+  if (st.code() == Status::Code::kNotFound) return Status::Ok();
+  if (!st.ok())
+    return Status::Unavailable("an earlier attempt may have created volume " + claim_.PvName() + " on node " + prior +
+                               ", which cannot tell now: " + st.message());
+  if (wffc && prior != claim_.selected_node) {
+    // The scheduler has chosen another node since: the volume made for the
+    // old choice is of no use (no PV names it); remove it first.
+    st = DeleteOn(client.get());
+    if (!st.ok())
+      return Status::Unavailable("volume " + claim_.PvName() + " made on node " + prior +
+                                 " (before the scheduler chose " + claim_.selected_node +
+                                 ") not deleted yet: " + st.message());
+    spdlog::info("claim {}: deleted {} on node {}, made before the scheduler chose {}", claim_.Key(),
+                 claim_.PvName(), prior, claim_.selected_node);
+    return Status::Ok();
+  }
+  *node = prior;
+  return Status::Ok();
+}
+
+Status Pass::RecordAttempt(const std::string& node) {
+  if (ctx_.attempts) ctx_.attempts->Set(claim_.uid, node);
+  auto it = claim_.annotations.find(kAnnProvisioningNode);
+  if (it != claim_.annotations.end() && it->second == node) return Status::Ok();
+  json patch = {{"metadata", {{"uid", claim_.uid}, {"annotations", {{kAnnProvisioningNode, node}}}}}};
+  auto r = ctx_.client->MergePatch("/api/v1/namespaces/" + claim_.ns + "/persistentvolumeclaims/" + claim_.name,
+                                   patch);
+  if (r.ok()) return Status::Ok();
+  return Status::Unavailable("recording node " + node + " on claim " + claim_.Key() + ": " + r.ToString());
 }
 
 Outcome Pass::Run(const std::string& key) {
@@ -181,21 +278,37 @@ Outcome Pass::Run(const std::string& key) {
         req.allowed_nodes.insert(node["metadata"].value("name", ""));
     }
   }
+  // A claim stays with the node an earlier create went to until that node
+  // says the volume does not exist: that create may have succeeded (a
+  // timeout, a restart of nodevold, a lost PV save) and a second
+  // placement would make a second volume.
   std::string node;
-  {
-    std::lock_guard<std::mutex> lock(ctx_.reservations->mu());
-    st = Place(ctx_.node_view->Pools(), req, *ctx_.reservations, ctx_.options.policy, &node);
-    if (st.ok()) ctx_.reservations->Reserve(claim_.uid, node, params.pool, claim_.request_bytes);
-  }
-  if (!st.ok()) {
-    if (wffc) return Reschedule(st.message());
-    return Fail(st.message(), Outcome::kRetry);
+  st = PriorAttempt(wffc, &node);
+  if (!st.ok()) return Fail(st.message(), Outcome::kRetry);
+  bool reserved = false;
+  if (node.empty()) {
+    {
+      std::lock_guard<std::mutex> lock(ctx_.reservations->mu());
+      st = Place(ctx_.node_view->Pools(), req, *ctx_.reservations, ctx_.options.policy, &node);
+      if (st.ok()) ctx_.reservations->Reserve(claim_.uid, node, params.pool, claim_.request_bytes);
+    }
+    if (!st.ok()) {
+      if (wffc) return Reschedule(st.message());
+      return WaitForRoom(st.message());
+    }
+    reserved = true;
   }
 
   auto client = ctx_.node_view->Client(node);
   if (!client) {
-    ctx_.reservations->Done(claim_.uid, false);
-    return wffc ? Reschedule("nodevold on it is not known") : Fail("node " + node + " vanished", Outcome::kRetry);
+    if (reserved) ctx_.reservations->Done(claim_.uid, false);
+    return wffc ? Reschedule("nodevold on it is not known") : WaitForRoom("node " + node + " vanished");
+  }
+  st = RecordAttempt(node);
+  if (!st.ok()) {
+    if (reserved) ctx_.reservations->Done(claim_.uid, false);
+    spdlog::warn("claim {}: {}", key, st.message());
+    return Outcome::kRetry;
   }
   v1::CreateVolumeRequest create;
   create.set_name(claim_.PvName());
@@ -214,13 +327,16 @@ Outcome Pass::Run(const std::string& key) {
   AddClaimParams(claim_, claim_.class_name, reclaim, ctx_.options.provisioner_name, &vparams);
   for (const auto& [k, v] : vparams) (*create.mutable_parameters())[k] = v;
   st = client->CreateVolume(create, &created);
-  ctx_.reservations->Done(claim_.uid, st.ok());
+  if (reserved) ctx_.reservations->Done(claim_.uid, st.ok());
   if (!st.ok()) {
-    if (wffc && (st.code() == Status::Code::kResourceExhausted || st.code() == Status::Code::kUnavailable))
-      return Reschedule(st.message());
-    return Fail("creating volume " + claim_.PvName() + " on node " + node + " (" + CodeName(st.code()) +
-                    "): " + st.message(),
-                st.code() == Status::Code::kInvalidArgument ? Outcome::kGiveUp : Outcome::kRetry);
+    // Only a definite "no room" may move a WaitForFirstConsumer claim: an
+    // unreachable node may have made the volume (the next pass asks it).
+    if (wffc && st.code() == Status::Code::kResourceExhausted) return Reschedule(st.message());
+    std::string message = "creating volume " + claim_.PvName() + " on node " + node + " (" + CodeName(st.code()) +
+                          "): " + st.message();
+    if (!wffc && (st.code() == Status::Code::kResourceExhausted || st.code() == Status::Code::kUnavailable))
+      return WaitForRoom(message);
+    return Fail(message, st.code() == Status::Code::kInvalidArgument ? Outcome::kGiveUp : Outcome::kRetry);
   }
 
   PvPlan plan;
@@ -235,19 +351,32 @@ Outcome Pass::Run(const std::string& key) {
   plan.bytes = std::max<uint64_t>(created.volume().size_bytes(), claim_.request_bytes);
   plan.node_label_key = ctx_.options.node_label_key;
   plan.node_label_value = ctx_.options.node_label_value;
-  st = SavePv(BuildPersistentVolume(plan));
-  if (!st.ok()) {
-    // Nothing in the cluster points at the volume: remove it, or the orphan
-    // sweep will once it is older than its grace period.
-    v1::DeleteVolumeRequest del;
-    del.set_name(claim_.PvName());
-    v1::DeleteVolumeResponse deleted;
-    Status dst = client->DeleteVolume(del, &deleted);
+  st = SavePv(BuildPersistentVolume(plan), node, plan.pool, plan.backend);
+  if (st.code() == Status::Code::kAlreadyExists) {
+    // Another pass (another replica, before a failover) saved the PV on
+    // another node: ours is a second copy nothing will ever point at.
+    Status dst = DeleteOn(client.get());
+    spdlog::warn("claim {}: {}; the copy on node {} {}", key, st.message(), node,
+                 dst.ok() ? "is deleted" : "is left to the orphan sweep: " + dst.message());
+    if (ctx_.attempts) ctx_.attempts->Forget(claim_.uid);
+    return Outcome::kDone;
+  }
+  if (st.code() == Status::Code::kNotFound) {
+    // Known not saved: nothing in the cluster points at the volume. Remove
+    // it, or the orphan sweep will once it is older than its grace period.
+    Status dst = DeleteOn(client.get());
     if (!dst.ok())
       ctx_.events->Record(pvc_, "Warning", "ProvisioningCleanupFailed",
                           "volume " + claim_.PvName() + " on node " + node + " not deleted: " + dst.message());
     return Fail(st.message(), Outcome::kRetry);
   }
+  if (!st.ok()) {
+    // Stopping, or a PV that may exist: keep the volume; the next pass (on
+    // this replica or the next leader) finds it on the recorded node.
+    if (st.code() == Status::Code::kAborted) return Outcome::kRetry;
+    return Fail(st.message(), Outcome::kRetry);
+  }
+  if (ctx_.attempts) ctx_.attempts->Forget(claim_.uid);
   ctx_.events->Record(pvc_, "Normal", "ProvisioningSucceeded",
                       "Successfully provisioned volume " + claim_.PvName() + " (" + FormatSize(plan.bytes) + " in " +
                           plan.backend + " pool " + plan.pool + " on node " + node + ")");

@@ -4,6 +4,7 @@
 
 #include "base/size.h"
 #include "controller/claim.h"
+#include "controller/volume_node.h"
 #include "kube/quantity.h"
 
 namespace nodevol::provisioner {
@@ -30,17 +31,12 @@ Workers::Outcome ResizeClaim(ControllerContext& ctx, const std::string& key) {
   if (claim.request_bytes <= pv_bytes) return Outcome::kDone;
 
   std::string node = ann.value(kAnnNode, "");
-  std::shared_ptr<nodes::NodeClient> client;
-  if (ann.value(kAnnBackend, "") == "nfs") {
-    for (const auto& p : ctx.node_view->Pools())
-      if (p.pool == ann.value(kAnnPool, "") && p.reachable && (client = ctx.node_view->Client(p.node))) break;
-  } else {
-    client = ctx.node_view->Client(node);
-  }
+  std::string why;
+  auto client = VolumeNode(ctx, claim.volume_name, node, ann.value(kAnnPool, ""), ann.value(kAnnBackend, ""), &why);
   std::string want = FormatSize(claim.request_bytes);
   if (!client) {
     ctx.events->Record(*pvc, "Warning", "VolumeResizeFailed",
-                       "node " + node + " is not reachable; resizing to " + want + " once its nodevold answers");
+                       why + "; resizing to " + want + " once its nodevold answers");
     return Outcome::kRetry;
   }
   ctx.events->Record(*pvc, "Normal", "Resizing", "External resizer is resizing volume " + claim.volume_name);

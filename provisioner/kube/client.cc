@@ -1,5 +1,7 @@
 #include "kube/client.h"
 
+#include "kube/call_timeout.h"
+
 #include <curl/curl.h>
 #include <spdlog/spdlog.h>
 
@@ -171,8 +173,24 @@ Result Client::Perform(Request& r) {
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);  // threads: no SIGALRM for DNS timeouts
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
     curl_easy_setopt(h, CURLOPT_USERAGENT, options_.user_agent.c_str());
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout.count()));
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(r.timeout.count()));
+    // A ScopedCallTimeout on this thread caps the whole request (curl's 0
+    // would mean "no limit": at least 1 ms).
+    long connect_ms = static_cast<long>(options_.connect_timeout.count());
+    long total_ms = static_cast<long>(r.timeout.count());
+    if (auto deadline = ScopedCallTimeout::Deadline()) {
+      long left = static_cast<long>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - std::chrono::steady_clock::now()).count());
+      if (left <= 0) {
+        Release(h);
+        r.curl = nullptr;
+        return Result::NetworkError(std::string(r.method) + " " + config_.server + r.path +
+                                    ": not sent, its deadline has passed");
+      }
+      connect_ms = std::min(connect_ms, left);
+      total_ms = r.timeout.count() > 0 ? std::min(total_ms, left) : left;
+    }
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, total_ms);
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(h, CURLOPT_TCP_KEEPIDLE, 30L);
     curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, 15L);

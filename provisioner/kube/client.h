@@ -22,6 +22,7 @@
 
 #include "base/status.h"
 #include "base/version.h"
+#include "kube/api.h"
 #include "kube/config.h"
 #include "kube/result.h"
 #include "kube/token_source.h"
@@ -43,33 +44,30 @@ struct ListOptions {
   std::string resource_version;
 };
 
-struct DeletePreconditions {
-  std::string uid;               // required by Delete: never delete a namesake
-  std::string resource_version;  // optional
-};
-
-class Client {
+class Client : public Api {
  public:
   // Validates the config (server URL) and prepares the client.
   static Status New(Config config, ClientOptions options, std::unique_ptr<Client>* out);
-  ~Client();
+  ~Client() override;
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
 
-  Result Get(const std::string& path, nlohmann::json* out);
+  Result Get(const std::string& path, nlohmann::json* out) override;
   // All pages of a collection (`limit` per page, following metadata.continue;
   // an expired continue token restarts the list). *out gets {"items": [...],
   // "metadata": {"resourceVersion": <of the list>}} plus kind/apiVersion.
   Result List(const std::string& path, const ListOptions& options, nlohmann::json* out);
   // POST to a collection.
-  Result Create(const std::string& collection_path, const nlohmann::json& object, nlohmann::json* out = nullptr);
+  Result Create(const std::string& collection_path, const nlohmann::json& object,
+                nlohmann::json* out = nullptr) override;
   // PUT; carries the object's metadata.resourceVersion, so a stale one is Conflict.
   Result Update(const std::string& path, const nlohmann::json& object, nlohmann::json* out = nullptr);
   // PATCH application/merge-patch+json (null deletes a key). Put
   // metadata.resourceVersion in the patch to make it conditional.
-  Result MergePatch(const std::string& path, const nlohmann::json& patch, nlohmann::json* out = nullptr);
+  Result MergePatch(const std::string& path, const nlohmann::json& patch, nlohmann::json* out = nullptr) override;
   // DELETE with preconditions {uid, resourceVersion}; a mismatch is Conflict.
-  Result Delete(const std::string& path, const DeletePreconditions& preconditions, nlohmann::json* out = nullptr);
+  Result Delete(const std::string& path, const DeletePreconditions& preconditions,
+                nlohmann::json* out = nullptr) override;
 
   // A streaming GET (watches): `on_data` receives the body of a 2xx answer
   // as it arrives and may return false to stop. Ends when the server ends

@@ -177,6 +177,7 @@ void Informer::ReflectorLoop() {
     }
     std::string from = LastResourceVersion();
     bool got_event = false;
+    const auto watch_start = std::chrono::steady_clock::now();
     Result r = source_->Watch(
         from,
         [&](const WatchEvent& e) {
@@ -191,7 +192,15 @@ void Informer::ReflectorLoop() {
     }
     switch (r.code()) {
       case Result::Code::kOk:
-        // The server ended the watch at its timeout: resume.
+        // The server ended the watch at its timeout: resume. One that ends
+        // at once with nothing in it (a proxy closing idle streams, a
+        // server that refuses quietly) would be a hot loop: back off.
+        if (!got_event && std::chrono::steady_clock::now() - watch_start < std::chrono::seconds(1)) {
+          auto delay = backoff.Next();
+          spdlog::debug("informer {}: watch from {} ended at once, empty; resuming in {} ms", name, from,
+                        delay.count());
+          SleepFor(delay);
+        }
         break;
       case Result::Code::kExpired:
         spdlog::info("informer {}: resourceVersion {} expired, relisting: {}", name, from, r.message());
@@ -211,10 +220,13 @@ void Informer::ReflectorLoop() {
         break;
       }
       default: {
-        // Forbidden, NotFound, a malformed stream: start over with a list.
+        // Forbidden, NotFound, a malformed stream: start over with a list,
+        // at the version we had synced (not "0": the watch cache may lag
+        // behind it, and the cache must never go back in time).
         auto delay = backoff.Next();
         spdlog::warn("informer {}: watch failed, relisting in {} ms: {}", name, delay.count(), r.ToString());
         need_list = true;
+        if (!from.empty()) list_rv = from;
         SleepFor(delay);
         break;
       }

@@ -8,7 +8,9 @@
 // ERROR event, means relist: the cache is replaced and deletes are
 // synthesized for objects that vanished, updates for those that changed.
 // Network errors, 429 and 5xx back off 0.8 s doubling to 30 s, jittered
-// (at least Retry-After). Handlers run on one dispatcher thread, in order,
+// (at least Retry-After), and so does a watch that ends at once with no
+// event; any other watch failure relists at the last version synced, never
+// older. Handlers run on one dispatcher thread, in order,
 // never with a lock held, so they may call Get/List. HasSynced() turns true
 // once the first list's adds have been delivered. With a resync period, every
 // cached object is redelivered as OnUpdate(obj, obj) that often.

@@ -77,6 +77,7 @@ bool LeaderElector::TryAcquireOrRenew() {
     }
   }
   if (fast) {
+    if (!LimitNextCall()) return false;
     std::string new_version;
     Status st = store_->Update(desired, version, &new_version);
     if (st.ok()) {
@@ -91,11 +92,13 @@ bool LeaderElector::TryAcquireOrRenew() {
 
   // 2. Read the lease, or create it.
   LeaseRecord current;
+  if (!LimitNextCall()) return false;
   Status st = store_->Get(&current, &version);
   if (st.code() == Status::Code::kNotFound) {
     desired.acquire_time = wall_now;
     desired.lease_transitions = 0;
     std::string new_version;
+    if (!LimitNextCall()) return false;
     st = store_->Create(desired, &new_version);
     if (!st.ok()) {
       spdlog::warn("leader election: creating {} failed: {}", store_->Describe(), st.ToString());
@@ -129,6 +132,7 @@ bool LeaderElector::TryAcquireOrRenew() {
     }
   }
   std::string new_version;
+  if (!LimitNextCall()) return false;
   st = store_->Update(desired, version, &new_version);
   if (!st.ok()) {
     // FAILED_PRECONDITION: another candidate updated it first.
@@ -139,6 +143,27 @@ bool LeaderElector::TryAcquireOrRenew() {
   SetObservedLocked(desired);
   resource_version_ = new_version;
   return true;
+}
+
+bool LeaderElector::LimitNextCall() {
+  Clock::Duration limit = config_.renew_deadline;
+  {
+    std::lock_guard<std::mutex> guard(mu_);
+    if (renew_deadline_) {
+      limit = *renew_deadline_ - clock_->Now();
+      if (limit <= Clock::Duration::zero()) {
+        spdlog::warn("leader election: the renew deadline passed during the renewal of {}", store_->Describe());
+        return false;
+      }
+    }
+  }
+  store_->SetCallTimeout(limit);
+  return true;
+}
+
+void LeaderElector::SetRenewDeadline(std::optional<Clock::TimePoint> deadline) {
+  std::lock_guard<std::mutex> guard(mu_);
+  renew_deadline_ = deadline;
 }
 
 bool LeaderElector::Release() {
@@ -218,13 +243,17 @@ void LeaderElector::Run() {
 
   // Renew: each round retries every retry period until it succeeds or the
   // renew deadline passes; a successful round waits one retry period.
+  // Every request of a round ends by the round's deadline, and a renewal
+  // that still succeeded after it counts as lost: past the deadline a
+  // successor may already be counting the lease down.
   bool stopped = false;
   for (;;) {
     Clock::TimePoint deadline = clock_->Now() + config_.renew_deadline;
+    SetRenewDeadline(deadline);
     bool renewed = false;
     for (;;) {
       if (TryAcquireOrRenew()) {
-        renewed = true;
+        renewed = clock_->Now() < deadline;
         break;
       }
       Clock::TimePoint next = std::min(clock_->Now() + config_.retry_period, deadline);
@@ -241,13 +270,17 @@ void LeaderElector::Run() {
       break;
     }
   }
+  SetRenewDeadline(std::nullopt);
   if (stopped) {
     spdlog::info("leader election: {} stopping as asked", config_.identity);
+    // Only a clean stop releases (the caller stopped its work first). A
+    // lost lease is never released: the successor must wait it out, by
+    // which time this replica has stopped acting (client-go does the same).
+    if (config_.release_on_cancel) Release();
   } else {
     spdlog::error("leader election: {} could not renew {} within {}s: stopped leading", config_.identity,
                   store_->Describe(), duration_cast<seconds>(config_.renew_deadline).count());
   }
-  if (config_.release_on_cancel) Release();
   if (callbacks_.on_stopped_leading) callbacks_.on_stopped_leading();
 }
 

@@ -10,7 +10,11 @@
 // writes us as holder, acquire/renew time now, leaseTransitions + 1; a
 // Conflict means another candidate won. A leader that has not renewed within
 // the renew deadline stops leading (leaseDuration > renewDeadline leaves
-// the margin that keeps it from overlapping its successor).
+// the margin that keeps it from overlapping its successor): every request
+// of a renewal is capped at the time left to that deadline, and a renewal
+// answered after it counts as lost. A lost lease is never released (the
+// successor waits it out while this replica stops acting); only Stop
+// releases, with release_on_cancel.
 //
 // Callbacks run on the thread calling Run and must return promptly.
 // Unlike client-go, OnStoppedLeading runs only if OnStartedLeading did.
@@ -20,6 +24,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 
@@ -35,8 +40,9 @@ struct LeaderElectorConfig {
   Clock::Duration lease_duration = std::chrono::seconds(15);
   Clock::Duration renew_deadline = std::chrono::seconds(10);
   Clock::Duration retry_period = std::chrono::seconds(2);
-  // On Stop, a leader writes an empty holder with a 1 s lease so a
-  // successor need not wait out the lease.
+  // On Stop (not on a lost lease), a leader writes an empty holder with a
+  // 1 s lease so a successor need not wait out the lease. Stop only once
+  // the work the lease guards has stopped.
   bool release_on_cancel = false;
 };
 
@@ -58,8 +64,9 @@ class LeaderElector {
                     std::unique_ptr<LeaderElector>* out);
 
   // Acquires, calls on_started_leading, renews until the renew deadline is
-  // missed or Stop is called, then (release_on_cancel) releases and calls
-  // on_stopped_leading. Returns at once if Stop was already called.
+  // missed or Stop is called, then calls on_stopped_leading (after a
+  // release, if stopped with release_on_cancel). Returns at once if Stop
+  // was already called.
   void Run();
   // Makes Run return soon; thread-safe, idempotent.
   void Stop();
@@ -83,6 +90,10 @@ class LeaderElector {
   void MaybeReportTransition();
   // Waits until `deadline` or Stop; returns false if stopped.
   bool SleepUntil(Clock::TimePoint deadline);
+  // Gives the store the time left to the renew deadline for its next call;
+  // false once none is left.
+  bool LimitNextCall();
+  void SetRenewDeadline(std::optional<Clock::TimePoint> deadline);
   Clock::Duration Jittered(Clock::Duration d);
 
   LeaseStore* const store_;
@@ -96,6 +107,7 @@ class LeaderElector {
   LeaseRecord observed_;                 // last record seen or written
   Clock::TimePoint observed_time_{};     // our clock when it last changed
   std::string resource_version_;         // of the last record seen or written
+  std::optional<Clock::TimePoint> renew_deadline_;  // while renewing
   std::string reported_leader_;
   bool reported_any_ = false;
   std::mt19937_64 random_{std::random_device{}()};

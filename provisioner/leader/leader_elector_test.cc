@@ -272,6 +272,110 @@ TEST(LeaderElectorTest, RunStopsLeadingWhenRenewalFailsPastTheDeadline) {
   EXPECT_LT(stopped_at - last_renewal, seconds(15));
 }
 
+// Issue 26 item 1: a replica that lost the lease must not hand it over
+// (the successor would lead at once while this one may still be acting);
+// it leaves the lease to expire. Only a clean Stop releases.
+// Renewals (and reads) fail while `failing`; any other write (a release)
+// would get through: an apiserver that is slow for some requests only.
+class FailRenewalsStore : public MemoryLeaseStore {
+ public:
+  std::atomic<bool> failing{false};
+  Status Get(LeaseRecord* record, std::string* rv) override {
+    if (failing) return Status::Unavailable("renewals fail");
+    return MemoryLeaseStore::Get(record, rv);
+  }
+  Status Update(const LeaseRecord& record, const std::string& rv, std::string* new_rv) override {
+    if (failing && !record.holder_identity.empty()) return Status::Unavailable("renewals fail");
+    return MemoryLeaseStore::Update(record, rv, new_rv);
+  }
+};
+
+TEST(LeaderElectorTest, ALostLeaseIsNotReleased) {
+  FailRenewalsStore store;
+  FakeClock clock;
+  std::atomic<bool> started{false}, stopped{false};
+  auto a = MakeElector(&store, &clock, "a",
+                       {.on_started_leading = [&] { started = true; }, .on_stopped_leading = [&] { stopped = true; }},
+                       /*release_on_cancel=*/true);
+  Running runner(a.get());
+  ASSERT_TRUE(DriveUntil(clock, [&] { return started.load(); }));
+  store.failing = true;
+  ASSERT_TRUE(DriveUntil(clock, [&] { return stopped.load(); }));
+  store.failing = false;
+  runner.Join();
+  EXPECT_EQ(store.record()->holder_identity, "a");
+  EXPECT_EQ(store.record()->lease_duration_seconds, 15);
+  // A successor waits the lease out.
+  auto b = MakeElector(&store, &clock, "b");
+  EXPECT_FALSE(b->TryAcquireOrRenew());
+}
+
+// A store whose calls each take `delay` of fake time, ending as a timeout
+// when the limit the elector gave is shorter (as the Kubernetes client does).
+class SlowStore : public MemoryLeaseStore {
+ public:
+  explicit SlowStore(FakeClock* clock) : clock_(clock) {}
+  void Slow(Clock::Duration delay, bool fail_next_update) {
+    delay_ = delay;
+    fail_next_update_ = fail_next_update;
+  }
+  Status Get(LeaseRecord* record, std::string* rv) override {
+    NODEVOL_RETURN_IF_ERROR(Take());
+    return MemoryLeaseStore::Get(record, rv);
+  }
+  Status Update(const LeaseRecord& record, const std::string& rv, std::string* new_rv) override {
+    NODEVOL_RETURN_IF_ERROR(Take());
+    if (fail_next_update_.exchange(false)) return Status::Unavailable("slow store: update failed");
+    return MemoryLeaseStore::Update(record, rv, new_rv);
+  }
+
+ private:
+  Status Take() {
+    Clock::Duration limit = last_call_timeout();
+    Clock::Duration delay = delay_.load();
+    if (delay > limit) {
+      clock_->Advance(limit);
+      return Status::Unavailable("slow store: timed out");
+    }
+    clock_->Advance(delay);
+    return Status::Ok();
+  }
+  FakeClock* clock_;
+  std::atomic<Clock::Duration> delay_{Clock::Duration::zero()};
+  std::atomic<bool> fail_next_update_{false};
+};
+
+// Issue 26 item 4: one renewal try can be PUT (fails) + GET + PUT, each
+// slow; the renew deadline must bound the whole try, so the leader stops
+// leading by the deadline instead of succeeding past it.
+TEST(LeaderElectorTest, TheRenewDeadlineBoundsARenewalInFlight) {
+  FakeClock clock;
+  SlowStore store(&clock);
+  std::atomic<bool> started{false}, stopped{false};
+  Clock::WallTime stopped_at;
+  auto a = MakeElector(&store, &clock, "a",
+                       {.on_started_leading = [&] { started = true; },
+                        .on_stopped_leading =
+                            [&] {
+                              stopped_at = clock.WallNow();
+                              stopped = true;
+                            }});
+  Running runner(a.get());
+  ASSERT_TRUE(DriveUntil(clock, [&] { return started.load(); }));
+  // Arm the slow store only while the leader sleeps between renewals (not
+  // in the middle of one).
+  clock.BlockUntilWaiters(1);
+  Clock::WallTime last_renewal = store.record()->renew_time;
+  store.Slow(seconds(4), /*fail_next_update=*/true);
+  ASSERT_TRUE(DriveUntil(clock, [&] { return stopped.load(); }));
+  runner.Join();
+  // It stopped within the renew deadline of the round that began one
+  // retry period after its last renewal: before the lease (15 s) could
+  // expire for a successor.
+  EXPECT_LE(stopped_at - last_renewal, seconds(12));
+  EXPECT_EQ(store.record()->renew_time, last_renewal);
+}
+
 TEST(LeaderElectorTest, StopWithReleaseLetsASuccessorTakeOverAtOnce) {
   MemoryLeaseStore store;
   FakeClock clock;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "kube/call_timeout.h"
+
 namespace nodevol::leader {
 
 std::string LeaseNameFor(const std::string& provisioner_name) {
@@ -47,6 +49,7 @@ Status KubeLeaseStore::Accept(const nlohmann::json& lease, std::string* resource
 }
 
 Status KubeLeaseStore::Get(LeaseRecord* record, std::string* resource_version) {
+  kube::ScopedCallTimeout limit{std::chrono::milliseconds(limit_ms_.load())};
   nlohmann::json lease;
   NODEVOL_RETURN_IF_ERROR(FromResult(client_->Get(path_, &lease), "reading"));
   LeaseRecord parsed;
@@ -59,6 +62,7 @@ Status KubeLeaseStore::Get(LeaseRecord* record, std::string* resource_version) {
 }
 
 Status KubeLeaseStore::Create(const LeaseRecord& record, std::string* resource_version) {
+  kube::ScopedCallTimeout limit{std::chrono::milliseconds(limit_ms_.load())};
   nlohmann::json created;
   std::string collection = "/apis/coordination.k8s.io/v1/namespaces/" + ns_ + "/leases";
   NODEVOL_RETURN_IF_ERROR(FromResult(client_->Create(collection, LeaseObject(ns_, name_, record, ""), &created), "creating"));
@@ -67,6 +71,7 @@ Status KubeLeaseStore::Create(const LeaseRecord& record, std::string* resource_v
 
 Status KubeLeaseStore::Update(const LeaseRecord& record, const std::string& resource_version,
                               std::string* new_resource_version) {
+  kube::ScopedCallTimeout limit{std::chrono::milliseconds(limit_ms_.load())};
   nlohmann::json lease;
   {
     std::lock_guard<std::mutex> guard(mu_);

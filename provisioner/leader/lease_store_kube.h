@@ -6,10 +6,12 @@
 // resourceVersion comes from the caller. Errors map to the LeaseStore codes
 // by the apiserver's Status.reason (NotFound, AlreadyExists, Conflict ->
 // FAILED_PRECONDITION); everything else is UNAVAILABLE with the server's
-// message. Request timeouts are the Client's (keep them below the renew
-// deadline). Thread-safe.
+// message. Each request ends within the Client's timeout and within the
+// limit SetCallTimeout last gave (kube/call_timeout.h). Thread-safe.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <mutex>
 #include <string>
 
@@ -33,6 +35,9 @@ class KubeLeaseStore : public LeaseStore {
   Status Create(const LeaseRecord& record, std::string* resource_version) override;
   Status Update(const LeaseRecord& record, const std::string& resource_version,
                 std::string* new_resource_version) override;
+  void SetCallTimeout(Clock::Duration limit) override {
+    limit_ms_ = std::chrono::duration_cast<std::chrono::milliseconds>(limit).count();
+  }
   std::string Describe() const override { return ns_ + "/" + name_; }
 
  private:
@@ -46,6 +51,7 @@ class KubeLeaseStore : public LeaseStore {
   const std::string path_;
   std::mutex mu_;
   nlohmann::json last_;  // the Lease as last read or written
+  std::atomic<long long> limit_ms_{60000};
 };
 
 }  // namespace nodevol::leader

@@ -42,6 +42,16 @@ Status MemoryLeaseStore::Update(const LeaseRecord& record, const std::string& re
   return Status::Ok();
 }
 
+void MemoryLeaseStore::SetCallTimeout(Clock::Duration limit) {
+  std::lock_guard<std::mutex> guard(mu_);
+  last_call_timeout_ = limit;
+}
+
+Clock::Duration MemoryLeaseStore::last_call_timeout() const {
+  std::lock_guard<std::mutex> guard(mu_);
+  return last_call_timeout_;
+}
+
 void MemoryLeaseStore::SetUnavailable(bool unavailable) {
   std::lock_guard<std::mutex> guard(mu_);
   unavailable_ = unavailable;

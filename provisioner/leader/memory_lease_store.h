@@ -20,7 +20,10 @@ class MemoryLeaseStore : public LeaseStore {
   Status Create(const LeaseRecord& record, std::string* resource_version) override;
   Status Update(const LeaseRecord& record, const std::string& resource_version,
                 std::string* new_resource_version) override;
+  // Recorded (last_call_timeout) for tests; memory calls take no time.
+  void SetCallTimeout(Clock::Duration limit) override;
   std::string Describe() const override { return "memory/lease"; }
+  Clock::Duration last_call_timeout() const;
 
   // Every call fails with UNAVAILABLE while set.
   void SetUnavailable(bool unavailable);
@@ -37,6 +40,7 @@ class MemoryLeaseStore : public LeaseStore {
   long version_ = 0;
   bool unavailable_ = false;
   std::function<void()> before_update_;
+  Clock::Duration last_call_timeout_{};
 };
 
 }  // namespace nodevol::leader

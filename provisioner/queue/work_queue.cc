@@ -58,9 +58,9 @@ void WorkQueue::PromoteReadyLocked() {
 bool WorkQueue::Get(std::string* key) {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
+    if (shutting_down_) return false;
     PromoteReadyLocked();
     if (!queue_.empty()) break;
-    if (shutting_down_) return false;
     if (waiting_order_.empty()) {
       cv_.wait(lock);
     } else {
@@ -93,20 +93,23 @@ size_t WorkQueue::Len() {
   return queue_.size();
 }
 
-void WorkQueue::ShutDown() {
-  std::lock_guard<std::mutex> guard(mu_);
+void WorkQueue::ShutDownLocked() {
   shutting_down_ = true;
+  queue_.clear();
+  dirty_.clear();
   waiting_.clear();
   waiting_order_.clear();
   cv_.notify_all();
 }
 
+void WorkQueue::ShutDown() {
+  std::lock_guard<std::mutex> guard(mu_);
+  ShutDownLocked();
+}
+
 void WorkQueue::ShutDownWithDrain() {
   std::unique_lock<std::mutex> lock(mu_);
-  shutting_down_ = true;
-  waiting_.clear();
-  waiting_order_.clear();
-  cv_.notify_all();
+  ShutDownLocked();
   drained_.wait(lock, [this] { return processing_.empty(); });
 }
 

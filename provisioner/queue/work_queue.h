@@ -6,8 +6,11 @@
 //    if it is added meanwhile it is queued again at Done;
 //  - AddAfter holds a key back until a time (the earlier wins if added twice);
 //    AddRateLimited does so by the RateLimiter's delay; Forget ends the backoff;
-//  - ShutDown wakes every Get; keys already queued are still handed out,
-//    then Get returns false; adds after shutdown and delayed keys are dropped.
+//  - ShutDown wakes every Get, which returns false from then on: queued,
+//    delayed and later keys are dropped (unlike client-go, which hands out
+//    what is queued: a replica that stops, e.g. on losing its lease, must
+//    not start anything new); keys being processed finish and are not
+//    queued again.
 // Thread-safe; time comes from a Clock so delays are testable.
 #pragma once
 
@@ -54,6 +57,7 @@ class WorkQueue {
  private:
   void AddLocked(const std::string& key);
   void PromoteReadyLocked();
+  void ShutDownLocked();
 
   const Clock* const clock_;
   RateLimiter limiter_;

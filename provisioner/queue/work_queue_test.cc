@@ -143,7 +143,9 @@ TEST(WorkQueueTest, RateLimitedAddsBackOffAndForgetResets) {
   EXPECT_EQ(q.Len(), 1u);
 }
 
-TEST(WorkQueueTest, ShutDownHandsOutWhatIsQueuedThenStops) {
+// Issue 26 item 1: a stopping controller (lost lease, SIGTERM) must not
+// start work it has not begun: queued keys are dropped, not handed out.
+TEST(WorkQueueTest, ShutDownDropsWhatIsQueued) {
   FakeClock clock;
   WorkQueue q(&clock);
   q.Add("a");
@@ -151,10 +153,23 @@ TEST(WorkQueueTest, ShutDownHandsOutWhatIsQueuedThenStops) {
   q.ShutDown();
   EXPECT_TRUE(q.ShuttingDown());
   q.Add("b");  // ignored
-  EXPECT_EQ(MustGet(q), "a");
+  EXPECT_EQ(q.Len(), 0u);
   clock.Advance(seconds(5));
   std::string key;
-  EXPECT_FALSE(q.Get(&key));  // "delayed" was dropped, "b" never entered
+  EXPECT_FALSE(q.Get(&key));  // "a" and "delayed" were dropped, "b" never entered
+}
+
+// A key being processed at shutdown is finished (Done) but not requeued.
+TEST(WorkQueueTest, ShutDownDoesNotRequeueAKeyAddedWhileProcessing) {
+  FakeClock clock;
+  WorkQueue q(&clock);
+  q.Add("a");
+  EXPECT_EQ(MustGet(q), "a");
+  q.Add("a");  // would be handed out again at Done
+  q.ShutDown();
+  q.Done("a");
+  std::string key;
+  EXPECT_FALSE(q.Get(&key));
 }
 
 TEST(WorkQueueTest, ShutDownWakesEveryBlockedGet) {

@@ -7,11 +7,11 @@
 
 namespace nodevol {
 
-Workers::Workers(std::string name, WorkQueue* queue, int count, int max_failures, Process process)
+Workers::Workers(std::string name, WorkQueue* queue, int count, int max_failures, Process process, GaveUp gave_up)
     : name_(std::move(name)), queue_(queue) {
   for (int i = 0; i < count; ++i) {
-    threads_.emplace_back([this, max_failures, process] {
-      while (ProcessNext(name_, queue_, max_failures, process)) {
+    threads_.emplace_back([this, max_failures, process, gave_up] {
+      while (ProcessNext(name_, queue_, max_failures, process, gave_up)) {
       }
     });
   }
@@ -22,7 +22,8 @@ Workers::~Workers() {
   for (std::thread& t : threads_) t.join();
 }
 
-bool Workers::ProcessNext(const std::string& name, WorkQueue* queue, int max_failures, const Process& process) {
+bool Workers::ProcessNext(const std::string& name, WorkQueue* queue, int max_failures, const Process& process,
+                          const GaveUp& gave_up) {
   std::string key;
   if (!queue->Get(&key)) return false;
   Outcome outcome;
@@ -42,10 +43,12 @@ bool Workers::ProcessNext(const std::string& name, WorkQueue* queue, int max_fai
         queue->AddRateLimited(key);
       } else {
         spdlog::warn("{} {}: giving up after {} failures until it changes", name, key, failures + 1);
+        if (gave_up) gave_up(key, false);
       }
       break;
     }
     case Outcome::kGiveUp:
+      if (gave_up) gave_up(key, true);
       break;
   }
   queue->Done(key);

@@ -6,7 +6,9 @@
 //    forgotten, so it gets one more try, still counted, each time the object
 //    changes and is added again (the library's "give up until it changes");
 //  - kGiveUp: dropped the same way at once (a permanent error: no retry storm).
-// An exception from `process` counts as kRetry.
+// An exception from `process` counts as kRetry. `gave_up` (optional) hears
+// of both kinds of giving up, so the caller can keep the key given up until
+// its object really changes (a periodic resync is not a change).
 #pragma once
 
 #include <functional>
@@ -22,10 +24,13 @@ class Workers {
  public:
   enum class Outcome { kDone, kRetry, kGiveUp };
   using Process = std::function<Outcome(const std::string& key)>;
+  // `permanent`: kGiveUp (else: max_failures reached).
+  using GaveUp = std::function<void(const std::string& key, bool permanent)>;
 
   // Starts `count` threads over `queue`, which must outlive this object.
   // `name` labels log lines ("claim", "volume").
-  Workers(std::string name, WorkQueue* queue, int count, int max_failures, Process process);
+  Workers(std::string name, WorkQueue* queue, int count, int max_failures, Process process,
+          GaveUp gave_up = nullptr);
   // Shuts the queue down (letting running keys finish) and joins.
   ~Workers();
   Workers(const Workers&) = delete;
@@ -33,7 +38,8 @@ class Workers {
 
   // Handles one key with the policy above; what each thread does in a loop.
   // Public so tests can step it. Returns false once the queue is shut down.
-  static bool ProcessNext(const std::string& name, WorkQueue* queue, int max_failures, const Process& process);
+  static bool ProcessNext(const std::string& name, WorkQueue* queue, int max_failures, const Process& process,
+                          const GaveUp& gave_up = nullptr);
 
  private:
   const std::string name_;

@@ -1,0 +1,37 @@
+// Attempts: which node a claim's CreateVolume was last sent to, for this
+// process (the claim's annotation nodevol.io/provisioning-node says the
+// same across restarts and failovers; this covers the informer's lag after
+// our own patch). A create whose outcome is unknown (DEADLINE_EXCEEDED,
+// UNAVAILABLE, a lost PV save) may have made the volume there, so the claim
+// stays with that node until it says the volume does not exist.
+// Thread-safe.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace nodevol::provisioner {
+
+class Attempts {
+ public:
+  void Set(const std::string& claim_uid, const std::string& node) {
+    std::lock_guard<std::mutex> lock(mu_);
+    nodes_[claim_uid] = node;
+  }
+  std::string Get(const std::string& claim_uid) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = nodes_.find(claim_uid);
+    return it == nodes_.end() ? "" : it->second;
+  }
+  void Forget(const std::string& claim_uid) {
+    std::lock_guard<std::mutex> lock(mu_);
+    nodes_.erase(claim_uid);
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, std::string> nodes_;
+};
+
+}  // namespace nodevol::provisioner

@@ -1,0 +1,51 @@
+// EventRecorder: correlation and the per-object spam filter (issue 26 item 6).
+#include "controller/events.h"
+
+#include <gtest/gtest.h>
+
+#include "controller/fakes_test.h"
+
+namespace nodevol::provisioner {
+namespace {
+
+using namespace testing;
+
+json Obj(const std::string& name) {
+  return {{"kind", "PersistentVolumeClaim"}, {"apiVersion", "v1"},
+          {"metadata", {{"namespace", "app"}, {"name", name}, {"uid", "uid-" + name}}}};
+}
+
+TEST(Events, ARepeatUpdatesTheCount) {
+  FakeApi api;
+  FakeClock clock;
+  EventRecorder rec(&api, "test", &clock);
+  rec.Record(Obj("a"), "Warning", "ProvisioningFailed", "no room");
+  rec.Record(Obj("a"), "Warning", "ProvisioningFailed", "no room");
+  auto calls = api.Calls();
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0].verb, "POST");
+  EXPECT_EQ(calls[1].verb, "PATCH");
+  EXPECT_EQ(calls[1].body.value("count", 0), 2);
+}
+
+// A claim failing forever writes 25 events (or count updates), then one
+// every 5 minutes; another object has its own bucket.
+TEST(Events, TheSpamFilterBoundsWritesPerObject) {
+  FakeApi api;
+  FakeClock clock;
+  EventRecorder rec(&api, "test", &clock);
+  for (int i = 0; i < 100; ++i) {
+    rec.Record(Obj("a"), "Normal", "Provisioning", "provisioning");
+    rec.Record(Obj("a"), "Warning", "ProvisioningFailed", "no room " + std::to_string(i % 3));
+  }
+  EXPECT_EQ(api.Writes("/events"), EventRecorder::kSpamBurst);
+  rec.Record(Obj("b"), "Warning", "ProvisioningFailed", "no room");
+  EXPECT_EQ(api.Writes("/events"), EventRecorder::kSpamBurst + 1);
+  clock.Advance(EventRecorder::kSpamRefill);
+  rec.Record(Obj("a"), "Warning", "ProvisioningFailed", "no room 0");
+  rec.Record(Obj("a"), "Warning", "ProvisioningFailed", "no room 0");
+  EXPECT_EQ(api.Writes("/events"), EventRecorder::kSpamBurst + 2);
+}
+
+}  // namespace
+}  // namespace nodevol::provisioner

@@ -1,0 +1,373 @@
+// Narrow fakes for unit tests of the controller's decisions (provision.cc,
+// delete.cc, orphans.cc): an in-memory apiserver behind kube::Api, nodevolds
+// as real gRPC services in this process (in-process channels), informer
+// caches filled from a static list. Not a test source itself (no _test.cc).
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "controller/context.h"
+#include "kube/api.h"
+#include "kube/informer.h"
+
+namespace nodevol::provisioner::testing {
+
+using nlohmann::json;
+
+inline json StatusBody(int code, const std::string& reason, const std::string& message) {
+  return {{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Failure"},
+          {"code", code},     {"reason", reason},   {"message", message}};
+}
+
+// Objects by path; scripted answers per "VERB path" taken first, in order.
+class FakeApi : public kube::Api {
+ public:
+  struct Call {
+    std::string verb, path;
+    json body;
+  };
+  // The next `verb` on `path` gets `result` (after `commit` applies it for
+  // real: a write the server made although the client saw an error).
+  void Script(const std::string& verb, const std::string& path, kube::Result result, bool commit = false) {
+    std::lock_guard<std::mutex> l(mu_);
+    scripts_[verb + " " + path].push_back({std::move(result), commit});
+  }
+  void Put(const std::string& path, json obj) {
+    std::lock_guard<std::mutex> l(mu_);
+    objects_[path] = std::move(obj);
+  }
+  bool Has(const std::string& path) {
+    std::lock_guard<std::mutex> l(mu_);
+    return objects_.count(path) != 0;
+  }
+  json Object(const std::string& path) {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = objects_.find(path);
+    return it == objects_.end() ? json() : it->second;
+  }
+  std::vector<Call> Calls() {
+    std::lock_guard<std::mutex> l(mu_);
+    return calls_;
+  }
+  // Events written (POSTs to .../events and PATCHes of them), by reason.
+  std::vector<std::string> EventReasons() {
+    std::lock_guard<std::mutex> l(mu_);
+    std::vector<std::string> out;
+    for (const auto& c : calls_)
+      if (c.verb == "POST" && c.path.find("/events") != std::string::npos) out.push_back(c.body.value("reason", ""));
+    return out;
+  }
+  int Writes(const std::string& path_part) {
+    std::lock_guard<std::mutex> l(mu_);
+    int n = 0;
+    for (const auto& c : calls_)
+      if (c.verb != "GET" && c.path.find(path_part) != std::string::npos) ++n;
+    return n;
+  }
+
+  kube::Result Get(const std::string& path, json* out) override {
+    std::lock_guard<std::mutex> l(mu_);
+    calls_.push_back({"GET", path, nullptr});
+    if (auto s = TakeLocked("GET", path)) return *s;
+    auto it = objects_.find(path);
+    if (it == objects_.end()) return NotFound(path);
+    if (out) *out = it->second;
+    return kube::Result::Ok();
+  }
+  kube::Result Create(const std::string& collection, const json& obj, json* out) override {
+    std::lock_guard<std::mutex> l(mu_);
+    std::string path = collection + "/" + obj["metadata"].value("name", "");
+    calls_.push_back({"POST", collection, obj});
+    auto it = scripts_.find("POST " + collection);
+    if (it != scripts_.end() && !it->second.empty()) {
+      Scripted s = it->second.front();
+      it->second.pop_front();
+      if (s.commit) objects_[path] = obj;
+      return s.result;
+    }
+    if (objects_.count(path))
+      return kube::Result::FromHttp(409, StatusBody(409, "AlreadyExists", path + " already exists").dump());
+    objects_[path] = obj;
+    if (out) *out = obj;
+    return kube::Result::Ok(201);
+  }
+  kube::Result MergePatch(const std::string& path, const json& patch, json* out) override {
+    std::lock_guard<std::mutex> l(mu_);
+    calls_.push_back({"PATCH", path, patch});
+    if (auto s = TakeLocked("PATCH", path)) return *s;
+    auto it = objects_.find(path);
+    if (it == objects_.end()) return NotFound(path);
+    it->second.merge_patch(patch);
+    if (out) *out = it->second;
+    return kube::Result::Ok();
+  }
+  kube::Result Delete(const std::string& path, const kube::DeletePreconditions& pre, json* out) override {
+    std::lock_guard<std::mutex> l(mu_);
+    calls_.push_back({"DELETE", path, {{"uid", pre.uid}}});
+    if (auto s = TakeLocked("DELETE", path)) return *s;
+    if (!objects_.erase(path)) return NotFound(path);
+    (void)out;
+    return kube::Result::Ok();
+  }
+
+ private:
+  struct Scripted {
+    kube::Result result;
+    bool commit;
+  };
+  static kube::Result NotFound(const std::string& path) {
+    return kube::Result::FromHttp(404, StatusBody(404, "NotFound", path + " not found").dump());
+  }
+  std::optional<kube::Result> TakeLocked(const std::string& verb, const std::string& path) {
+    auto it = scripts_.find(verb + " " + path);
+    if (it == scripts_.end() || it->second.empty()) return std::nullopt;
+    Scripted s = it->second.front();
+    it->second.pop_front();
+    return s.result;
+  }
+
+  std::mutex mu_;
+  std::map<std::string, json> objects_;
+  std::map<std::string, std::deque<Scripted>> scripts_;
+  std::vector<Call> calls_;
+};
+
+// A nodevold: volumes by name; CreateVolume can be made to create and then
+// fail (an uncertain outcome), or to run a hook first.
+class FakeNode final : public v1::Node::Service {
+ public:
+  FakeNode(std::string name, std::string backend = "lvm") : name_(std::move(name)), backend_(std::move(backend)) {
+    grpc::ServerBuilder b;
+    b.RegisterService(this);
+    server_ = b.BuildAndStart();
+  }
+  ~FakeNode() override { server_->Shutdown(std::chrono::system_clock::now()); }
+  std::shared_ptr<nodes::NodeClient> Client() {
+    return std::make_shared<nodes::NodeClient>(name_, server_->InProcessChannel(grpc::ChannelArguments()),
+                                               std::chrono::seconds(10));
+  }
+  const std::string& name() const { return name_; }
+
+  // The next CreateVolume makes the volume, then answers `code`.
+  void CreateThenFail(grpc::StatusCode code) {
+    std::lock_guard<std::mutex> l(mu_);
+    create_then_fail_ = code;
+  }
+  void OnCreate(std::function<void()> hook) {
+    std::lock_guard<std::mutex> l(mu_);
+    on_create_ = std::move(hook);
+  }
+  void SetDown(bool down) {
+    std::lock_guard<std::mutex> l(mu_);
+    down_ = down;
+  }
+  void AddVolume(v1::Volume v) {
+    std::lock_guard<std::mutex> l(mu_);
+    volumes_[v.name()] = v;
+  }
+  bool HasVolume(const std::string& name) {
+    std::lock_guard<std::mutex> l(mu_);
+    return volumes_.count(name) != 0;
+  }
+  int creates() {
+    std::lock_guard<std::mutex> l(mu_);
+    return creates_;
+  }
+  int deletes() {
+    std::lock_guard<std::mutex> l(mu_);
+    return deletes_;
+  }
+
+  grpc::Status CreateVolume(grpc::ServerContext*, const v1::CreateVolumeRequest* req,
+                            v1::CreateVolumeResponse* resp) override {
+    std::function<void()> hook;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (down_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "fake node down");
+      hook = std::exchange(on_create_, nullptr);
+    }
+    if (hook) hook();
+    std::lock_guard<std::mutex> l(mu_);
+    ++creates_;
+    v1::Volume& v = volumes_[req->name()];
+    v.set_name(req->name());
+    v.set_pool(req->pool());
+    v.set_backend(backend_);
+    v.set_size_bytes(req->size_bytes());
+    v.set_state(v1::VOLUME_STATE_READY);
+    *v.mutable_parameters() = req->parameters();
+    *resp->mutable_volume() = v;
+    if (create_then_fail_ != grpc::StatusCode::OK) {
+      auto code = std::exchange(create_then_fail_, grpc::StatusCode::OK);
+      return grpc::Status(code, "fake: created, but the answer was lost");
+    }
+    return grpc::Status::OK;
+  }
+  grpc::Status DeleteVolume(grpc::ServerContext*, const v1::DeleteVolumeRequest* req,
+                            v1::DeleteVolumeResponse* resp) override {
+    std::lock_guard<std::mutex> l(mu_);
+    if (down_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "fake node down");
+    ++deletes_;
+    resp->set_existed(volumes_.erase(req->name()) != 0);
+    return grpc::Status::OK;
+  }
+  grpc::Status GetVolume(grpc::ServerContext*, const v1::GetVolumeRequest* req, v1::GetVolumeResponse* resp) override {
+    std::lock_guard<std::mutex> l(mu_);
+    if (down_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "fake node down");
+    auto it = volumes_.find(req->name());
+    if (it == volumes_.end()) return grpc::Status(grpc::StatusCode::NOT_FOUND, "volume does not exist on this node");
+    *resp->mutable_volume() = it->second;
+    return grpc::Status::OK;
+  }
+  grpc::Status ListVolumes(grpc::ServerContext*, const v1::ListVolumesRequest*, v1::ListVolumesResponse* resp) override {
+    std::lock_guard<std::mutex> l(mu_);
+    if (down_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "fake node down");
+    for (const auto& [name, v] : volumes_) *resp->add_volumes() = v;
+    return grpc::Status::OK;
+  }
+
+ private:
+  std::string name_, backend_;
+  std::unique_ptr<grpc::Server> server_;
+  std::mutex mu_;
+  std::map<std::string, v1::Volume> volumes_;
+  grpc::StatusCode create_then_fail_ = grpc::StatusCode::OK;
+  std::function<void()> on_create_;
+  bool down_ = false;
+  int creates_ = 0, deletes_ = 0;
+};
+
+// The pools the tests say, and clients of the fake nodes.
+class FakeNodeView : public NodeView {
+ public:
+  void Add(FakeNode* node, const std::string& pool, uint64_t free_bytes, const std::string& backend = "lvm") {
+    std::lock_guard<std::mutex> l(mu_);
+    pools_.push_back({node->name(), pool, backend, free_bytes, true});
+    clients_[node->name()] = node->Client();
+  }
+  void SetFree(const std::string& node, uint64_t free_bytes) {
+    std::lock_guard<std::mutex> l(mu_);
+    for (auto& p : pools_)
+      if (p.node == node) p.free_bytes = free_bytes;
+  }
+  void SetReachable(const std::string& node, bool reachable) {
+    std::lock_guard<std::mutex> l(mu_);
+    for (auto& p : pools_)
+      if (p.node == node) p.reachable = reachable;
+  }
+  std::vector<PoolSeen> Pools() const override {
+    std::lock_guard<std::mutex> l(mu_);
+    return pools_;
+  }
+  std::shared_ptr<nodes::NodeClient> Client(const std::string& node) const override {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = clients_.find(node);
+    return it == clients_.end() ? nullptr : it->second;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<PoolSeen> pools_;
+  std::map<std::string, std::shared_ptr<nodes::NodeClient>> clients_;
+};
+
+// An informer whose list is `items` and whose watch stays idle.
+class StaticListWatcher : public kube::ListWatcher {
+ public:
+  explicit StaticListWatcher(std::vector<json> items) : items_(std::move(items)) {}
+  kube::Result List(const std::string&, std::vector<json>* items, std::string* rv) override {
+    *items = items_;
+    *rv = "1";
+    return kube::Result::Ok();
+  }
+  kube::Result Watch(const std::string&, const Handler&, const std::atomic<bool>* cancel) override {
+    while (!cancel->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return kube::Result::Cancelled();
+  }
+
+ private:
+  std::vector<json> items_;
+};
+
+inline std::unique_ptr<kube::Informer> StaticCache(std::vector<json> items) {
+  kube::InformerOptions o;
+  o.name = "static";
+  auto inf = std::make_unique<kube::Informer>(std::make_unique<StaticListWatcher>(std::move(items)),
+                                              kube::InformerHandlers{}, o);
+  inf->Start();
+  inf->WaitForSync(std::chrono::seconds(30));
+  return inf;
+}
+
+inline json Claim(const std::string& uid, const std::string& size = "1Gi", const std::string& cls = "fast",
+                  json extra_annotations = json::object()) {
+  json ann = {{"volume.kubernetes.io/storage-provisioner", "nodevol.io/provisioner"}};
+  ann.update(extra_annotations);
+  return {{"kind", "PersistentVolumeClaim"},
+          {"apiVersion", "v1"},
+          {"metadata", {{"namespace", "app"}, {"name", "data-" + uid}, {"uid", uid}, {"resourceVersion", "5"},
+                        {"annotations", ann}}},
+          {"spec", {{"storageClassName", cls}, {"accessModes", {"ReadWriteOnce"}},
+                    {"resources", {{"requests", {{"storage", size}}}}}}}};
+}
+
+inline json Class(const std::string& name = "fast", const std::string& pool = "fast",
+                  const std::string& reclaim = "Delete") {
+  return {{"kind", "StorageClass"},
+          {"apiVersion", "storage.k8s.io/v1"},
+          {"metadata", {{"name", name}, {"resourceVersion", "3"}}},
+          {"provisioner", "nodevol.io/provisioner"},
+          {"parameters", {{"pool", pool}}},
+          {"reclaimPolicy", reclaim},
+          {"volumeBindingMode", "Immediate"}};
+}
+
+// One controller world: the caches, fakes and the context over them.
+struct World {
+  FakeApi api;
+  FakeNodeView view;
+  EventRecorder events{&api, "nodevol.io/provisioner"};
+  Reservations reservations{std::chrono::milliseconds(0)};
+  Attempts attempts;
+  WaitingClaims waiting;
+  StopFlag stop;
+  std::unique_ptr<kube::Informer> claims, volumes, classes, nodes;
+  ControllerContext ctx;
+
+  void Load(std::vector<json> claim_list, std::vector<json> pv_list = {},
+            std::vector<json> class_list = {Class()}) {
+    for (auto* i : {claims.get(), volumes.get(), classes.get(), nodes.get()})
+      if (i) i->Stop();
+    for (const auto& c : claim_list)
+      api.Put("/api/v1/namespaces/app/persistentvolumeclaims/" + c["metadata"].value("name", ""), c);
+    for (const auto& pv : pv_list) api.Put("/api/v1/persistentvolumes/" + pv["metadata"].value("name", ""), pv);
+    claims = StaticCache(std::move(claim_list));
+    volumes = StaticCache(std::move(pv_list));
+    classes = StaticCache(std::move(class_list));
+    nodes = StaticCache({});
+    ctx.client = &api;
+    ctx.claims = claims.get();
+    ctx.volumes = volumes.get();
+    ctx.classes = classes.get();
+    ctx.nodes = nodes.get();
+    ctx.node_view = &view;
+    ctx.events = &events;
+    ctx.reservations = &reservations;
+    ctx.attempts = &attempts;
+    ctx.waiting = &waiting;
+    ctx.stop = &stop;
+    ctx.options.pv_save_tries = 3;
+    ctx.options.pv_save_pause = std::chrono::milliseconds(0);
+  }
+};
+
+}  // namespace nodevol::provisioner::testing

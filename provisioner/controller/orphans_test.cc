@@ -1,0 +1,152 @@
+// The orphan sweep's and the volume controller's decisions (issue 26 items
+// 2 and 7) against a fake apiserver and fake nodevolds.
+#include "controller/orphans.h"
+
+#include <gtest/gtest.h>
+
+#include "controller/delete.h"
+#include "controller/fakes_test.h"
+
+namespace nodevol::provisioner {
+namespace {
+
+using namespace testing;
+constexpr uint64_t GiB = uint64_t{1} << 30;
+
+v1::Volume Vol(const std::string& uid, const std::string& reclaim = "Delete", const std::string& backend = "lvm") {
+  v1::Volume v;
+  v.set_name("pvc-" + uid);
+  v.set_pool("fast");
+  v.set_backend(backend);
+  v.set_created_unix(1);
+  (*v.mutable_parameters())["nodevol.io/provisioner"] = "nodevol.io/provisioner";
+  (*v.mutable_parameters())["nodevol.io/reclaim-policy"] = reclaim;
+  (*v.mutable_parameters())["nodevol.io/pvc-namespace"] = "app";
+  (*v.mutable_parameters())["nodevol.io/pvc-name"] = "data-" + uid;
+  return v;
+}
+
+json Pv(const std::string& uid, const std::string& node, const std::string& reclaim = "Delete",
+        const std::string& phase = "Bound", const std::string& backend = "lvm") {
+  return {{"kind", "PersistentVolume"},
+          {"apiVersion", "v1"},
+          {"metadata", {{"name", "pvc-" + uid}, {"uid", "pv-" + uid}, {"resourceVersion", "9"},
+                        {"annotations", {{"pv.kubernetes.io/provisioned-by", "nodevol.io/provisioner"},
+                                         {"nodevol.io/node", node}, {"nodevol.io/pool", "fast"},
+                                         {"nodevol.io/backend", backend}}}}},
+          {"spec", {{"claimRef", {{"namespace", "app"}, {"name", "data-" + uid}, {"uid", uid}}},
+                    {"persistentVolumeReclaimPolicy", reclaim}}},
+          {"status", {{"phase", phase}}}};
+}
+
+// Item 2: a second copy on a node its PV does not name is an orphan, under
+// either reclaim policy; the copy the PV names, and NFS volumes of the
+// same pool (one directory for all nodes), are not.
+TEST(Orphans, ACopyOnANodeThePvDoesNotNameIsSwept) {
+  World w;
+  FakeNode a("a"), b("b"), n1("n1", "nfs"), n2("n2", "nfs");
+  w.view.Add(&a, "fast", 10 * GiB);
+  w.view.Add(&b, "fast", 10 * GiB);
+  w.view.Add(&n1, "fast", 10 * GiB, "nfs");
+  w.view.Add(&n2, "fast", 10 * GiB, "nfs");
+  a.AddVolume(Vol("d1"));
+  b.AddVolume(Vol("d1"));
+  a.AddVolume(Vol("r1", "Retain"));
+  b.AddVolume(Vol("r1", "Retain"));
+  n1.AddVolume(Vol("f1", "Delete", "nfs"));
+  n2.AddVolume(Vol("f1", "Delete", "nfs"));
+  w.Load({Claim("d1"), Claim("r1"), Claim("f1")},
+         {Pv("d1", "b"), Pv("r1", "b", "Retain"), Pv("f1", "n1", "Delete", "Bound", "nfs")});
+  auto gone = SweepOrphans(w.ctx, std::chrono::seconds(60));
+  EXPECT_FALSE(a.HasVolume("pvc-d1"));
+  EXPECT_TRUE(b.HasVolume("pvc-d1"));
+  EXPECT_FALSE(a.HasVolume("pvc-r1"));
+  EXPECT_TRUE(b.HasVolume("pvc-r1"));
+  EXPECT_TRUE(n1.HasVolume("pvc-f1"));
+  EXPECT_TRUE(n2.HasVolume("pvc-f1"));
+  EXPECT_EQ(gone.size(), 2u);
+}
+
+// The old rules still hold: a volume whose claim lives, or that is young,
+// or Retain without a PV, stays; one whose claim and PV are gone goes.
+TEST(Orphans, ClaimAndPvGoneIsSweptOtherwiseKept) {
+  World w;
+  FakeNode a("a");
+  w.view.Add(&a, "fast", 10 * GiB);
+  a.AddVolume(Vol("live"));
+  a.AddVolume(Vol("gone"));
+  a.AddVolume(Vol("kept", "Retain"));
+  v1::Volume young = Vol("young");
+  young.set_created_unix(std::time(nullptr));
+  a.AddVolume(young);
+  w.Load({Claim("live")});
+  SweepOrphans(w.ctx, std::chrono::seconds(60));
+  EXPECT_TRUE(a.HasVolume("pvc-live"));
+  EXPECT_FALSE(a.HasVolume("pvc-gone"));
+  EXPECT_TRUE(a.HasVolume("pvc-kept"));
+  EXPECT_TRUE(a.HasVolume("pvc-young"));
+}
+
+TEST(Orphans, AStoppingSweepDeletesNothing) {
+  World w;
+  FakeNode a("a");
+  w.view.Add(&a, "fast", 10 * GiB);
+  a.AddVolume(Vol("gone"));
+  w.Load({});
+  w.stop.Set();
+  EXPECT_TRUE(SweepOrphans(w.ctx, std::chrono::seconds(60)).empty());
+  EXPECT_TRUE(a.HasVolume("pvc-gone"));
+}
+
+// Item 7: the cache says Released + Delete, but an admin switched the PV
+// to Retain (the watch lags): the live PV decides; nothing is deleted.
+TEST(DeleteVolume, DecidesOnTheLivePvNotTheCache) {
+  World w;
+  FakeNode a("a");
+  w.view.Add(&a, "fast", 10 * GiB);
+  a.AddVolume(Vol("x1"));
+  w.Load({}, {Pv("x1", "a", "Delete", "Released")});
+  json live = Pv("x1", "a", "Retain", "Released");
+  w.api.Put("/api/v1/persistentvolumes/pvc-x1", live);
+  EXPECT_EQ(DeleteReleasedVolume(w.ctx, "pvc-x1"), Workers::Outcome::kDone);
+  EXPECT_TRUE(a.HasVolume("pvc-x1"));
+  EXPECT_TRUE(w.api.Has("/api/v1/persistentvolumes/pvc-x1"));
+}
+
+// Item 5 (delete half): an NFS PV whose creating node is down must not be
+// "deleted" by a node that serves the pool but does not know the volume
+// (it answers OK, the PV goes, the directory stays); one that knows it may.
+TEST(DeleteVolume, AnNfsVolumeIsDeletedOnlyWhereItIsKnown) {
+  World w;
+  FakeNode n1("n1", "nfs"), n2("n2", "nfs"), n3("n3", "nfs");
+  w.view.Add(&n1, "fast", 10 * GiB, "nfs");
+  w.view.Add(&n2, "fast", 10 * GiB, "nfs");
+  n1.SetDown(true);
+  w.view.SetReachable("n1", false);
+  n1.AddVolume(Vol("f2", "Delete", "nfs"));
+  w.Load({}, {Pv("f2", "n1", "Delete", "Released", "nfs")});
+  EXPECT_EQ(DeleteReleasedVolume(w.ctx, "pvc-f2"), Workers::Outcome::kRetry);
+  EXPECT_EQ(n2.deletes(), 0);
+  EXPECT_TRUE(w.api.Has("/api/v1/persistentvolumes/pvc-f2"));
+
+  n3.AddVolume(Vol("f2", "Delete", "nfs"));  // a node that adopted it
+  w.view.Add(&n3, "fast", 10 * GiB, "nfs");
+  EXPECT_EQ(DeleteReleasedVolume(w.ctx, "pvc-f2"), Workers::Outcome::kDone);
+  EXPECT_EQ(n2.deletes(), 0);
+  EXPECT_FALSE(n3.HasVolume("pvc-f2"));
+  EXPECT_FALSE(w.api.Has("/api/v1/persistentvolumes/pvc-f2"));
+}
+
+TEST(DeleteVolume, DeletesAReleasedVolumeAndItsPv) {
+  World w;
+  FakeNode a("a");
+  w.view.Add(&a, "fast", 10 * GiB);
+  a.AddVolume(Vol("x2"));
+  w.Load({}, {Pv("x2", "a", "Delete", "Released")});
+  EXPECT_EQ(DeleteReleasedVolume(w.ctx, "pvc-x2"), Workers::Outcome::kDone);
+  EXPECT_FALSE(a.HasVolume("pvc-x2"));
+  EXPECT_FALSE(w.api.Has("/api/v1/persistentvolumes/pvc-x2"));
+}
+
+}  // namespace
+}  // namespace nodevol::provisioner

@@ -1,0 +1,199 @@
+// The claim controller's decisions (issue 26 items 2, 3, 6) against a fake
+// apiserver and fake nodevolds (controller/fakes_test.h).
+#include "controller/provision.h"
+
+#include <gtest/gtest.h>
+
+#include "controller/fakes_test.h"
+
+namespace nodevol::provisioner {
+namespace {
+
+using namespace testing;
+using Outcome = Workers::Outcome;
+constexpr uint64_t GiB = uint64_t{1} << 30;
+const std::string kPvs = "/api/v1/persistentvolumes";
+
+json PvFor(const std::string& uid, const std::string& node) {
+  return {{"kind", "PersistentVolume"},
+          {"apiVersion", "v1"},
+          {"metadata", {{"name", "pvc-" + uid}, {"uid", "pv-uid-" + uid},
+                        {"annotations", {{"pv.kubernetes.io/provisioned-by", "nodevol.io/provisioner"},
+                                         {"nodevol.io/node", node}, {"nodevol.io/pool", "fast"},
+                                         {"nodevol.io/backend", "lvm"}}}}},
+          {"spec", {{"claimRef", {{"namespace", "app"}, {"name", "data-" + uid}, {"uid", uid}}},
+                    {"persistentVolumeReclaimPolicy", "Delete"}}}};
+}
+
+TEST(Provision, CreatesOnTheRoomiestNodeAndSavesThePv) {
+  World w;
+  FakeNode a("a"), b("b");
+  w.view.Add(&a, "fast", 10 * GiB);
+  w.view.Add(&b, "fast", 20 * GiB);
+  w.Load({Claim("u1")});
+  EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-u1"), Outcome::kDone);
+  EXPECT_TRUE(b.HasVolume("pvc-u1"));
+  EXPECT_FALSE(a.HasVolume("pvc-u1"));
+  json pv = w.api.Object(kPvs + "/pvc-u1");
+  EXPECT_EQ(pv["metadata"]["annotations"].value("nodevol.io/node", ""), "b");
+  // The node was recorded on the claim before CreateVolume went out.
+  json claim = w.api.Object("/api/v1/namespaces/app/persistentvolumeclaims/data-u1");
+  EXPECT_EQ(claim["metadata"]["annotations"].value("nodevol.io/provisioning-node", ""), "b");
+  auto reasons = w.api.EventReasons();
+  EXPECT_NE(std::find(reasons.begin(), reasons.end(), "ProvisioningSucceeded"), reasons.end());
+}
+
+// Item 2: DEADLINE_EXCEEDED after the volume was made on b; b's capacity
+// now counts the volume, so placement alone would pick a. The retry must
+// go back to b and make no second volume on a.
+TEST(Provision, AnUncertainCreateStaysWithItsNode) {
+  for (auto code : {grpc::StatusCode::DEADLINE_EXCEEDED, grpc::StatusCode::UNAVAILABLE}) {
+    World w;
+    FakeNode a("a"), b("b");
+    w.view.Add(&a, "fast", 10 * GiB);
+    w.view.Add(&b, "fast", 20 * GiB);
+    w.Load({Claim("u2")});
+    b.CreateThenFail(code);
+    EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-u2"), Outcome::kRetry);
+    ASSERT_TRUE(b.HasVolume("pvc-u2"));
+    EXPECT_FALSE(w.api.Has(kPvs + "/pvc-u2"));
+    w.view.SetFree("b", 5 * GiB);
+
+    EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-u2"), Outcome::kDone);
+    EXPECT_FALSE(a.HasVolume("pvc-u2")) << "a second volume was made on a";
+    EXPECT_EQ(a.creates(), 0);
+    EXPECT_EQ(w.api.Object(kPvs + "/pvc-u2")["metadata"]["annotations"].value("nodevol.io/node", ""), "b");
+  }
+}
+
+// Item 2, after a failover: a new process (no memory of the attempt) reads
+// the node from the claim's annotation.
+TEST(Provision, TheRecordedNodeSurvivesARestart) {
+  World w;
+  FakeNode a("a"), b("b");
+  w.view.Add(&a, "fast", 20 * GiB);
+  w.view.Add(&b, "fast", 5 * GiB);
+  v1::Volume v;
+  v.set_name("pvc-u3");
+  v.set_pool("fast");
+  v.set_size_bytes(GiB);
+  b.AddVolume(v);
+  w.Load({Claim("u3", "1Gi", "fast", {{"nodevol.io/provisioning-node", "b"}})});
+  EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-u3"), Outcome::kDone);
+  EXPECT_EQ(a.creates(), 0);
+  EXPECT_EQ(w.api.Object(kPvs + "/pvc-u3")["metadata"]["annotations"].value("nodevol.io/node", ""), "b");
+}
+
+// The recorded node cannot tell: wait for it, create nowhere else.
+TEST(Provision, AnUnreachableRecordedNodeIsWaitedFor) {
+  World w;
+  FakeNode a("a"), b("b");
+  w.view.Add(&a, "fast", 20 * GiB);
+  w.view.Add(&b, "fast", 5 * GiB);
+  b.SetDown(true);
+  w.Load({Claim("u4", "1Gi", "fast", {{"nodevol.io/provisioning-node", "b"}})});
+  EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-u4"), Outcome::kRetry);
+  EXPECT_EQ(a.creates(), 0);
+  EXPECT_FALSE(w.api.Has(kPvs + "/pvc-u4"));
+}
+
+// The recorded node says the volume does not exist: placed afresh.
+TEST(Provision, ARecordedNodeWithoutTheVolumeFreesTheClaim) {
+  World w;
+  FakeNode a("a"), b("b");
+  w.view.Add(&a, "fast", 20 * GiB);
+  w.view.Add(&b, "fast", 5 * GiB);
+  w.Load({Claim("u5", "1Gi", "fast", {{"nodevol.io/provisioning-node", "b"}})});
+  EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-u5"), Outcome::kDone);
+  EXPECT_TRUE(a.HasVolume("pvc-u5"));
+  json claim = w.api.Object("/api/v1/namespaces/app/persistentvolumeclaims/data-u5");
+  EXPECT_EQ(claim["metadata"]["annotations"].value("nodevol.io/provisioning-node", ""), "a");
+}
+
+// Item 2: the PV was saved meanwhile by another pass for another node;
+// AlreadyExists is not our success: our copy goes, no success event.
+TEST(Provision, AlreadyExistsForAnotherNodeIsNotASuccess) {
+  World w;
+  FakeNode a("a"), b("b");
+  w.view.Add(&a, "fast", 20 * GiB);
+  w.view.Add(&b, "fast", 5 * GiB);
+  w.Load({Claim("u6")});
+  a.OnCreate([&] { w.api.Put(kPvs + "/pvc-u6", PvFor("u6", "b")); });
+  EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-u6"), Outcome::kDone);
+  EXPECT_FALSE(a.HasVolume("pvc-u6"));
+  auto reasons = w.api.EventReasons();
+  EXPECT_EQ(std::find(reasons.begin(), reasons.end(), "ProvisioningSucceeded"), reasons.end());
+  EXPECT_EQ(w.api.Object(kPvs + "/pvc-u6")["metadata"]["annotations"].value("nodevol.io/node", ""), "b");
+}
+
+// Item 3: the first POST is committed but the client sees a timeout, the
+// retries fail too. The volume must stay under the PV that exists.
+TEST(Provision, APvSaveWithAnUnknownOutcomeKeepsTheVolume) {
+  World w;
+  FakeNode a("a");
+  w.view.Add(&a, "fast", 20 * GiB);
+  w.Load({Claim("u7")});
+  w.api.Script("POST", kPvs, kube::Result::NetworkError("timed out"), /*commit=*/true);
+  w.api.Script("POST", kPvs, kube::Result::NetworkError("connection refused"));
+  w.api.Script("POST", kPvs, kube::Result::NetworkError("connection refused"));
+  EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-u7"), Outcome::kDone);
+  EXPECT_TRUE(a.HasVolume("pvc-u7"));
+  EXPECT_EQ(a.deletes(), 0);
+  auto reasons = w.api.EventReasons();
+  EXPECT_NE(std::find(reasons.begin(), reasons.end(), "ProvisioningSucceeded"), reasons.end());
+}
+
+// Item 3: the PV cannot be read back either: keep the volume, retry.
+TEST(Provision, APvThatCannotBeReadBackKeepsTheVolume) {
+  World w;
+  FakeNode a("a");
+  w.view.Add(&a, "fast", 20 * GiB);
+  w.Load({Claim("u8")});
+  for (int i = 0; i < 3; ++i) w.api.Script("POST", kPvs, kube::Result::NetworkError("connection refused"));
+  w.api.Script("GET", kPvs + "/pvc-u8", kube::Result::FromHttp(404, StatusBody(404, "NotFound", "not found").dump()));  // the pass's first check
+  w.api.Script("GET", kPvs + "/pvc-u8", kube::Result::NetworkError("connection refused"));
+  EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-u8"), Outcome::kRetry);
+  EXPECT_TRUE(a.HasVolume("pvc-u8"));
+}
+
+// A PV known not to be saved: the volume is cleaned up.
+TEST(Provision, APvKnownNotSavedDeletesTheVolume) {
+  World w;
+  FakeNode a("a");
+  w.view.Add(&a, "fast", 20 * GiB);
+  w.Load({Claim("u9")});
+  for (int i = 0; i < 3; ++i) w.api.Script("POST", kPvs, kube::Result::NetworkError("connection refused"));
+  EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-u9"), Outcome::kRetry);
+  EXPECT_FALSE(a.HasVolume("pvc-u9"));
+}
+
+// Item 1: a stopping controller abandons the PV save's pauses without
+// deleting the volume (the next leader finishes it on the recorded node).
+TEST(Provision, StoppingDuringThePvSaveKeepsTheVolume) {
+  World w;
+  FakeNode a("a");
+  w.view.Add(&a, "fast", 20 * GiB);
+  w.Load({Claim("u10")});
+  w.ctx.options.pv_save_pause = std::chrono::hours(1);
+  w.api.Script("POST", kPvs, kube::Result::NetworkError("connection refused"));
+  w.stop.Set();
+  EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-u10"), Outcome::kRetry);
+  EXPECT_TRUE(a.HasVolume("pvc-u10"));
+}
+
+// Item 6: no room marks the claim as waiting for room (requeued on a
+// capacity change); a bad parameter does not.
+TEST(Provision, OnlyRoomFailuresWaitForCapacity) {
+  World w;
+  FakeNode a("a");
+  w.view.Add(&a, "fast", GiB / 2);
+  json bad = Class("bad");
+  bad["parameters"]["colour"] = "red";
+  w.Load({Claim("u11"), Claim("u12", "1Gi", "bad")}, {}, {Class(), bad});
+  EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-u11"), Outcome::kRetry);
+  EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-u12"), Outcome::kGiveUp);
+  EXPECT_EQ(w.waiting.size(), 1u);
+}
+
+}  // namespace
+}  // namespace nodevol::provisioner

@@ -28,6 +28,14 @@ class LockTable {
     std::string key_;
   };
 
+  // How many callers are blocked in Lock(key) right now: lets a test see
+  // that a second locker really waits, without sleeping.
+  int Waiting(const std::string& key) {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = entries_.find(key);
+    return it == entries_.end() ? 0 : it->second.waiters;
+  }
+
  private:
   struct Entry {
     bool held = false;

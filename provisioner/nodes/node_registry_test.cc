@@ -6,6 +6,7 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 
@@ -129,6 +130,8 @@ class RegistryTest : public ::testing::Test {
   std::mutex changes_mu_;
   std::vector<std::string> changes_;
   std::atomic<int> dials_{0};
+  const NodeRegistry* watched_ = nullptr;  // under changes_mu_
+  std::vector<std::string> seen_;           // "node:free" per change once watched_
 
   NodeRegistry::Options Opts() {
     NodeRegistry::Options o;
@@ -139,6 +142,12 @@ class RegistryTest : public ::testing::Test {
     o.on_change = [this](const std::string& node) {
       std::lock_guard<std::mutex> l(changes_mu_);
       changes_.push_back(node);
+      // What the node's second pool showed when the change was announced
+      // (on_change runs outside the registry's lock, on the node's stream
+      // thread: messages before it were all handled).
+      NodeState s;
+      if (watched_ && watched_->Get(node, &s) && s.pools.size() > 1)
+        seen_.push_back(node + ":" + std::to_string(s.pools[1].free_bytes));
     };
     o.initial_backoff = 10ms;
     o.max_backoff = 40ms;
@@ -208,10 +217,33 @@ TEST_F(RegistryTest, KeepsEachNodesPoolsCurrentAndIgnoresHeartbeats) {
   ASSERT_TRUE(WaitFor([&] { return State(r, "node-a").pools[1].free_bytes == 40; }));
   EXPECT_EQ(State(r, "node-a").pools[1].volume_count, 1u);
   ASSERT_TRUE(WaitFor([&] { return Changes() == 3; }));
+  {
+    std::lock_guard<std::mutex> l(changes_mu_);
+    watched_ = &r;
+  }
   a->Push(40, 100, true, 1);
   b->Push(7, 10, true);
-  std::this_thread::sleep_for(50ms);  // (heartbeats that would wrongly notify have had time to)
-  EXPECT_EQ(Changes(), 3u) << "heartbeats with the same figures are not changes";
+  // A real change after the heartbeats on each stream. Each stream handles
+  // its messages in order, so once both changes are announced, a heartbeat
+  // announced as a change would be in seen_ before them, with the figures
+  // it repeated (a:40, b:7). No sleep: the changes are the events waited on.
+  a->Push(30, 100, false, 2);
+  b->Push(6, 10, false);
+  auto seen = [&] {
+    std::lock_guard<std::mutex> l(changes_mu_);
+    return seen_;
+  };
+  ASSERT_TRUE(WaitFor([&] {
+    std::vector<std::string> s = seen();
+    return std::count(s.begin(), s.end(), "node-a:30") && std::count(s.begin(), s.end(), "node-b:6");
+  }));
+  std::vector<std::string> s = seen();
+  std::sort(s.begin(), s.end());
+  EXPECT_EQ(s, (std::vector<std::string>{"node-a:30", "node-b:6"})) << "heartbeats with the same figures are not changes";
+  {
+    std::lock_guard<std::mutex> l(changes_mu_);
+    watched_ = nullptr;
+  }
   EXPECT_EQ(a->streams(), 1);
 }
 

@@ -1,12 +1,21 @@
 // Bad requests: each must be INVALID_ARGUMENT and must change nothing on
-// disk (the sandbox's file tree and the mount table are compared before
-// and after every call). Also the idempotency rules of CreateVolume.
+// disk (the sandbox's file tree with every file's contents and the mount
+// table are compared before and after every call), nor what a restarted
+// nodevold reports. Also the idempotency rules of CreateVolume.
 #include <grpcpp/grpcpp.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 
+#include <fcntl.h>
+
 #include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <iostream>
+#include <mutex>
+#include <thread>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -31,8 +40,10 @@ class BadInputTest : public DaemonFixture {
     plugin_dir_ = pods_root_ + "/pod-1/volumes/nodevol.io~volume";
   }
 
-  // Every path below the sandbox with its type, mode and size (the daemon's
-  // log excepted: it grows with every call), plus the number of mounts.
+  // Every path below the sandbox with its type, mode, owner, size and a
+  // hash of its contents (a symlink: its target; the daemon's log excepted:
+  // it grows with every call), plus the number of mounts. Contents, since a
+  // record rewritten to the same length changes nothing else.
   std::string Snapshot() {
     std::ostringstream out;
     out << "mounts=" << MountsBelow(root_) << "\n";
@@ -46,7 +57,8 @@ class BadInputTest : public DaemonFixture {
       std::ostringstream line;
       line << it->path().string() << " mode=" << std::oct << st.st_mode << std::dec << " uid=" << st.st_uid
            << " gid=" << st.st_gid;
-      if (S_ISREG(st.st_mode)) line << " size=" << st.st_size;
+      if (S_ISREG(st.st_mode)) line << " size=" << st.st_size << " fnv=" << std::hex << Fnv(it->path()) << std::dec;
+      if (S_ISLNK(st.st_mode)) line << " -> " << fs::read_symlink(it->path(), ec).string();
       lines.push_back(line.str());
     }
     std::sort(lines.begin(), lines.end());
@@ -54,8 +66,30 @@ class BadInputTest : public DaemonFixture {
     return out.str();
   }
 
-  // Runs each call, expecting INVALID_ARGUMENT and no change on disk.
+  // FNV-1a of a file's contents.
+  static uint64_t Fnv(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    uint64_t h = 1469598103934665603ull;
+    for (char c; in.get(c);) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+    return h;
+  }
+
+  // What the daemon reports: every volume as GetVolume returns it.
+  std::string Reported() {
+    std::string out;
+    for (const v1::Volume& v : ListVolumes()) {
+      v1::Volume got;
+      grpc::Status st = Get(v.name(), &got);
+      out += v.name() + (st.ok() ? ": " + got.ShortDebugString() : ": GetVolume failed: " + st.error_message()) + "\n";
+    }
+    return out;
+  }
+
+  // Runs each call, expecting INVALID_ARGUMENT and no change on disk; then
+  // restarts nodevold: its reconcile must find nothing to do, the files stay
+  // as they were and GetVolume reports what it did before.
   void ExpectInvalidAndNoChange(const std::vector<std::pair<std::string, std::function<grpc::Status()>>>& cases) {
+    const std::string first = Snapshot(), reported = Reported();
     for (const auto& [what, call] : cases) {
       SCOPED_TRACE(what);
       std::string before = Snapshot();
@@ -64,6 +98,20 @@ class BadInputTest : public DaemonFixture {
       EXPECT_FALSE(st.error_message().empty());
       EXPECT_EQ(Snapshot(), before) << what << " changed the sandbox";
     }
+    ExpectSameAfterRestart(first, reported);
+  }
+
+  void ExpectSameAfterRestart(const std::string& snapshot, const std::string& reported) {
+    ASSERT_EQ(StopDaemon(), 0);
+    StartDaemon();
+    ASSERT_FALSE(HasFatalFailure());
+    EXPECT_EQ(Snapshot(), snapshot) << "the restart after the bad calls changed the sandbox";
+    EXPECT_EQ(Reported(), reported) << "after the bad calls and a restart";
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx);
+    v1::GetInfoResponse info;
+    ASSERT_TRUE(stub()->GetInfo(&ctx, v1::GetInfoRequest(), &info).ok());
+    EXPECT_EQ(info.drift_size(), 0) << "reconcile found something to do: " << info.ShortDebugString();
   }
 
   grpc::Status Create(const std::string& name, uint64_t size, const std::string& pool = "default",
@@ -203,6 +251,103 @@ TEST_F(BadInputTest, SymlinksLeadingOutOfThePodsRoot) {
        [&] { return PublishTo(pods_root_ + "/pod-link/volumes/nodevol.io~volume/new"); }},
   });
   EXPECT_FALSE(fs::exists(root_ + "/fake-pod/volumes/nodevol.io~volume/new"));
+}
+
+// The guard against a target swapped for a symlink between its check and
+// the mount (bind.cc's PinnedDir): a thread keeps exchanging the target with
+// a symlink to a directory outside the pods root (renameat2 RENAME_EXCHANGE,
+// atomic) while Publish runs again and again. Publish may succeed or fail,
+// but nothing may ever be mounted outside the pods root, and a publication
+// is only ever at the target. Mounting by path instead of through the
+// pinned descriptor puts the volume on the outside directory here.
+TEST_F(BadInputTest, TargetSwappedForASymlinkNeverMountsOutside) {
+  const std::string outside = root_ + "/outside";
+  const std::string spare = plugin_dir_ + "/swap";
+  fs::create_directories(outside);
+  fs::create_symlink(outside, spare);
+  // Exchanges target_ and spare until told to stop; pauses on request with
+  // the directory back at target_ (acknowledged, so the main thread knows).
+  std::mutex mu;
+  std::condition_variable cv;
+  bool pause = true, paused = false, stop = false;
+  int exchanges = 0;
+  bool swapped = false;  // target_ is the symlink now
+  // Whatever happens, the flipper ends with the test (an ASSERT returns).
+  struct Joiner {
+    std::function<void()> fn;
+    ~Joiner() { fn(); }
+  };
+  std::thread flipper([&] {
+    std::unique_lock<std::mutex> l(mu);
+    while (!stop) {
+      if (pause) {
+        if (swapped && ::renameat2(AT_FDCWD, target_.c_str(), AT_FDCWD, spare.c_str(), RENAME_EXCHANGE) == 0)
+          swapped = false;
+        paused = true;
+        cv.notify_all();
+        cv.wait(l, [&] { return !pause || stop; });
+        paused = false;
+        continue;
+      }
+      l.unlock();
+      bool ok = ::renameat2(AT_FDCWD, target_.c_str(), AT_FDCWD, spare.c_str(), RENAME_EXCHANGE) == 0;
+      l.lock();
+      if (ok) swapped = !swapped, ++exchanges;
+    }
+  });
+  Joiner joiner{[&] {
+    {
+      std::lock_guard<std::mutex> l(mu);
+      stop = true;
+      cv.notify_all();
+    }
+    if (flipper.joinable()) flipper.join();
+  }};
+  auto set_pause = [&](bool p) {
+    std::unique_lock<std::mutex> l(mu);
+    pause = p;
+    cv.notify_all();
+    if (p) cv.wait(l, [&] { return paused; });
+  };
+
+  int published = 0, refused = 0, at_spare = 0;
+  for (int i = 0; i < 300; ++i) {
+    set_pause(false);
+    grpc::Status st = PublishTo(target_);
+    set_pause(true);
+    (st.ok() ? published : refused)++;
+    ASSERT_EQ(MountsBelow(outside), 0) << "round " << i << ": a Publish mounted outside the pods root";
+    ASSERT_EQ(MountsBelow(pods_root_), st.ok() ? 1 : 0) << "round " << i;
+    // The directory may have been exchanged away between the check and the
+    // mount: the mount then sits on it at the spare name, still inside the
+    // pods root (and a mount point cannot be renamed back). Undo that here.
+    if (IsMountPoint(spare)) {
+      ++at_spare;
+      ASSERT_EQ(::umount2(spare.c_str(), MNT_DETACH), 0) << std::strerror(errno);
+    }
+    {
+      std::lock_guard<std::mutex> l(mu);
+      if (swapped) {
+        ASSERT_EQ(::renameat2(AT_FDCWD, target_.c_str(), AT_FDCWD, spare.c_str(), RENAME_EXCHANGE), 0);
+        swapped = false;
+      }
+    }
+    if (st.ok()) {
+      grpc::Status u = UnpublishOf(target_);
+      ASSERT_TRUE(u.ok()) << "round " << i << ": " << u.error_message();
+    }
+    ASSERT_EQ(MountsBelow(pods_root_), 0) << "round " << i;
+  }
+  joiner.fn();
+  joiner.fn = [] {};
+  std::cout << "symlink swap: " << exchanges << " exchanges, " << published << " publishes OK (" << at_spare
+            << " of them mounted on the directory at its swapped-in name), " << refused << " refused" << std::endl;
+  // The race ran: the target did change under Publish, and both outcomes
+  // happened (else the loop tested a static case).
+  EXPECT_GT(exchanges, 300);
+  EXPECT_GT(published, 0);
+  EXPECT_GT(refused, 0);
+  EXPECT_TRUE(fs::is_empty(outside));
 }
 
 // A symlink to a directory that does not exist (yet): realpath() fails with
@@ -348,7 +493,7 @@ TEST_F(BadInputTest, CreateIsIdempotentButNotForOtherParameters) {
   ASSERT_TRUE(Get("v2", &again).ok());
   EXPECT_EQ(again.created_unix(), first.created_unix());
 
-  std::string before = Snapshot();
+  std::string before = Snapshot(), reported = Reported();
   st = Create("v2", 8 << 20, "default", {{"mode", "0750"}});
   EXPECT_EQ(st.error_code(), Code::ALREADY_EXISTS) << st.error_message();
   st = Create("v2", 4 << 20, "default", {{"mode", "0700"}});
@@ -359,16 +504,20 @@ TEST_F(BadInputTest, CreateIsIdempotentButNotForOtherParameters) {
   ASSERT_TRUE(Get("v2", &again).ok());
   EXPECT_EQ(again.size_bytes(), 4u << 20);
   EXPECT_EQ(again.parameters().at("mode"), "0750");
+  EXPECT_EQ(again.ShortDebugString(), first.ShortDebugString());
+  ExpectSameAfterRestart(before, reported);
+  EXPECT_EQ(ReadAll(pool_dir_ + "/v2/data"), "keep");
 }
 
 TEST_F(BadInputTest, ExpandSmallerIsInvalidAndUnknownVolumesAreNotFound) {
-  std::string before = Snapshot();
+  std::string before = Snapshot(), reported = Reported();
   grpc::Status st = Expand("v1", 512 << 10);
   EXPECT_EQ(st.error_code(), Code::INVALID_ARGUMENT) << st.error_message();
   EXPECT_EQ(Snapshot(), before);
   v1::Volume v;
   ASSERT_TRUE(Get("v1", &v).ok());
   EXPECT_EQ(v.size_bytes(), 1u << 20);
+  ExpectSameAfterRestart(before, reported);
 
   st = Expand("v1", 1 << 20);
   EXPECT_TRUE(st.ok()) << "expanding to the same size is a no-op: " << st.error_message();

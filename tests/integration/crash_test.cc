@@ -52,6 +52,15 @@ using Clock = std::chrono::steady_clock;
 
 constexpr uint64_t kSize = 1 << 20;
 
+// Reconcile findings (of Check's kExpected) a full run must show: the
+// frequent ones each at least once; the rare ones (an interrupted create or
+// publish: a few per 100 rounds, flags restored about once) at least once
+// together, so that the minimum cannot fail by chance (each also has a
+// deterministic test below).
+constexpr const char* kMustSee[] = {"finished deleting ", "finished unpublishing "};
+constexpr const char* kRare[] = {"was being created when nodevold stopped",
+                                 "was interrupted before mounting; rolled back", "mount flags restored as recorded"};
+
 int EnvInt(const char* name, int def) {
   const char* v = getenv(name);
   return v && *v ? std::atoi(v) : def;
@@ -709,6 +718,24 @@ TEST_F(CrashTest, KillNineAnywhereLosesAndLeaksNothing) {
   std::cout << "crash test: reconcile findings:";
   for (const auto& [kind, n] : drift_seen_) std::cout << " [" << kind << "] x" << n;
   std::cout << std::endl;
+  // A run counts only if it crashed where it claims to: kills that found
+  // calls in flight, both before and after their commit point, restarts
+  // killed again mid-recovery, and reconcile's recovery paths. With fewer
+  // rounds (NODEVOL_CRASH_ROUNDS) only the in-flight kills are required.
+  // One run of 100: 182 in flight (98 done, 80 not), 33 kills between
+  // "starting" and "ready", deleting x26, unpublishing x48, creating x4,
+  // rolled back x3, flags restored x1.
+  EXPECT_GT(inflight_total, rounds / 4) << "too few kills landed inside a call";
+  if (rounds >= 100) {
+    EXPECT_GT(outcome[0], 0) << "no in-flight call was found not done after a kill";
+    EXPECT_GT(outcome[1], 0) << "no in-flight call was found done after a kill";
+    EXPECT_GT(mid_start, 0) << "no kill landed between \"starting\" and \"ready\"";
+    for (const char* kind : kMustSee)
+      EXPECT_GE(drift_seen_[kind], 1) << "reconcile never reported \"" << kind << "\": that recovery path was not exercised";
+    int rare = 0;
+    for (const char* kind : kRare) rare += drift_seen_[kind];
+    EXPECT_GE(rare, 1) << "no interrupted create or publish was ever recovered";
+  }
 
   // Tear everything down through the API: nothing may be left behind.
   for (Model& m : models) {

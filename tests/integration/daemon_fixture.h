@@ -3,7 +3,8 @@
 // Each test gets a fresh temporary directory holding the pods root, the
 // state dir, a dir pool and the socket; the daemon binary built by this
 // tree runs there as a child process, and is driven through its gRPC API
-// (stub()) or the real nodevolctl (Ctl()). Requires root (real mounts).
+// (stub()) or the real nodevolctl (Ctl()). Requires root (real mounts):
+// without it the test skips, or fails under CI=true.
 // TearDown unmounts anything left below the sandbox and removes it.
 #pragma once
 
@@ -61,7 +62,8 @@ class DaemonFixture : public ::testing::Test {
   std::vector<v1::Volume> ListVolumes();
 
   // Whether path is a mount point in /proc/self/mountinfo (via libmount),
-  // and how many mounts lie at or below dir.
+  // and how many mounts lie at or below dir (mounts stacked at dir count
+  // one each).
   static bool IsMountPoint(const std::string& path);
   static int MountsBelow(const std::string& dir);
 

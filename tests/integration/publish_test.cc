@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -225,6 +226,15 @@ TEST_F(PublishTest, DataWrittenThroughTheTargetLandsInThePool) {
 }
 
 TEST_F(PublishTest, MountOptionsReachTheMount) {
+  // The pods root on its own tmpfs, so that "only the bind got the flags"
+  // looks at a real mount: a remount through a descriptor taken before the
+  // bind would set them on the mount holding the target (bind.cc), which
+  // is then this tmpfs (and never the host's root).
+  ASSERT_EQ(StopDaemon(), 0);
+  ASSERT_EQ(::mount("nodevol-pods", pods_root_.c_str(), "tmpfs", 0, "mode=0755"), 0) << std::strerror(errno);
+  StartDaemon();
+  ASSERT_TRUE(IsMountPoint(pods_root_));
+  ASSERT_FALSE(HasOption(MountOptions(pods_root_), "noexec")) << MountOptions(pods_root_);
   ASSERT_TRUE(CreateVolume("v1", 1 << 20).ok());
   std::string t = MakeTarget("pod-1", "data");
   v1::PublishRequest req;
@@ -240,8 +250,13 @@ TEST_F(PublishTest, MountOptionsReachTheMount) {
   EXPECT_TRUE(HasOption(opts, "nosuid")) << opts;
   EXPECT_TRUE(HasOption(opts, "nodev")) << opts;
   EXPECT_TRUE(HasOption(opts, "rw")) << opts;
-  // Only the bind got the flags, not the filesystem the pods root is on.
-  EXPECT_FALSE(HasOption(MountOptions(pods_root_), "noexec"));
+  // Only the bind got the flags, not the mount the pods root is on: its
+  // options, and a program beside the target still runs.
+  EXPECT_FALSE(HasOption(MountOptions(pods_root_), "noexec")) << MountOptions(pods_root_);
+  EXPECT_FALSE(HasOption(MountOptions(pods_root_), "nosuid")) << MountOptions(pods_root_);
+  WriteFile(pods_root_ + "/beside.sh", "#!/bin/sh\nexit 0\n");
+  ::chmod((pods_root_ + "/beside.sh").c_str(), 0755);
+  EXPECT_EQ(::access((pods_root_ + "/beside.sh").c_str(), X_OK), 0) << std::strerror(errno);
   // And the kernel enforces them: an executable file cannot be run.
   WriteFile(t + "/run.sh", "#!/bin/sh\nexit 0\n");
   ::chmod((t + "/run.sh").c_str(), 0755);

@@ -32,7 +32,7 @@ node_ctl volume list | grep -q lv1 || fail "nodevolctl volume list lacks lv1"
 step "app deleted: target unmounted, pod directory removed, staging unmounted"
 pod_delete app
 gone_after_pod "$uid1" pv-lv1
-node_wait 30 "staging mount gone after the last publication" "! findmnt --mountpoint '$staging' >/dev/null"
+node_wait 30 "staging mount gone after the last publication" "m=\$(cat /proc/self/mountinfo) && ! grep -qF ' $staging ' <<<\"\$m\""
 node_sh 'lvs_nv | grep -qx nv-lv1' || fail "the LV went with the pod"
 
 step "app recreated: the file is still there"
@@ -44,7 +44,7 @@ lv_mounted "$(target "$uid2" pv-lv1)" nv-lv1 >&2 || fail "the new pod's target i
 lv_mounted "$staging" nv-lv1 >&2 || fail "no staging mount with the second publication"
 pod_delete app
 gone_after_pod "$uid2" pv-lv1
-node_wait 30 "staging mount gone after the last publication" "! findmnt --mountpoint '$staging' >/dev/null"
+node_wait 30 "staging mount gone after the last publication" "m=\$(cat /proc/self/mountinfo) && ! grep -qF ' $staging ' <<<\"\$m\""
 
 step "inline ephemeral volume on pool lvm (32Mi)"
 pod_apply inl 'echo x > /data/f && echo write-ok; sleep 3600' \
@@ -57,7 +57,9 @@ node_sh "lvs_nv | grep -qx 'nv-$name'" || fail "no LV nv-$name: $(node_sh lvs_nv
 lv_mounted "$(target "$uid3" data)" "nv-$name" >&2 || fail "the inline volume's target is not its LV"
 pod_delete inl
 gone_after_pod "$uid3" data
-node_wait 60 "volume $name deleted" "! ctl volume list | grep -q '$name'"
-node_sh "! lvs_nv | grep -q '$name'" || fail "LV nv-$name still there: $(node_sh lvs_nv)"
-node_sh "! findmnt --mountpoint /var/lib/nvk8s/nodevol/staging/lvm/$name >/dev/null" || fail "staging mount of $name left"
+# Each negative check looks at what its tool printed and fails when the
+# tool itself fails (a daemon that does not answer lists nothing either).
+node_wait 60 "volume $name deleted" "l=\$(ctl volume list) && ! grep -q '$name' <<<\"\$l\""
+node_sh "l=\$(lvm lvs --noheadings -o lv_name nv) && ! grep -q '$name' <<<\"\$l\"" || fail "LV nv-$name still there, or lvs failed: $(node_sh lvs_nv)"
+node_sh "m=\$(cat /proc/self/mountinfo) && ! grep -qF ' /var/lib/nvk8s/nodevol/staging/lvm/$name ' <<<\"\$m\"" || fail "staging mount of $name left"
 step "PASS"

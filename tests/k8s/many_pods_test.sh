@@ -67,10 +67,15 @@ for _ in $(seq 120); do
   grep -q " $K8S_PODS_ROOT/.*nodevol.io~volume" /proc/self/mountinfo || break
   sleep 0.5
 done
-! grep -q " $K8S_PODS_ROOT/.*nodevol.io~volume" /proc/self/mountinfo || fail "mounts left: $(grep -c " $K8S_PODS_ROOT/.*nodevol.io~volume" /proc/self/mountinfo)"
+# Negative checks on what the tools said, never on a tool that failed.
+mi=$(cat /proc/self/mountinfo) || fail "cannot read the mount table"
+! grep -q " $K8S_PODS_ROOT/.*nodevol.io~volume" <<<"$mi" || fail "mounts left: $(grep -c " $K8S_PODS_ROOT/.*nodevol.io~volume" <<<"$mi")"
+pubs=-1
 for _ in $(seq 60); do
-  [[ $(ctl -o json volume list | grep -c '"published_at": \[$') -eq 0 ]] && break
+  l=$(ctl -o json volume list) || fail "nodevolctl volume list failed: $l"
+  pubs=$(grep -c '"published_at": \[$' <<<"$l" || true)
+  ((pubs == 0)) && break
   sleep 0.5
 done
-[[ $(ctl -o json volume list | grep -c '"published_at": \[$') -eq 0 ]] || fail "nodevold still lists publications"
+((pubs == 0)) || fail "nodevold still lists $pubs publications"
 step "PASS"

@@ -170,7 +170,11 @@ start_replica() { # LOG
 start_replica provisioner-b.log
 B_PID=$!
 CLEANUP_PIDS+=("$B_PID")
-sleep 5
+# The check below means something only once b has read the Lease and
+# deferred to its holder: wait for that line, not a fixed time.
+for _ in $(seq 120); do grep -qF "is led by \"$holder\"" "$K8S_WORK/logs/provisioner-b.log" && break; sleep 0.5; done
+grep -qF "is led by \"$holder\"" "$K8S_WORK/logs/provisioner-b.log" ||
+  fail "replica b never reported the lease held by $holder: $(tail -5 "$K8S_WORK/logs/provisioner-b.log")"
 ! grep -q "leading as" "$K8S_WORK/logs/provisioner-b.log" || fail "two leaders: replica b leads while $holder holds the lease"
 scrape readyz 9811 >/dev/null || fail "a standby replica must be ready"
 scrape metrics 9811 | grep -qE '^nodevol_provisioner_leader 0' || fail "standby's leader gauge is not 0"

@@ -7,9 +7,16 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <sys/syscall.h>
+
 #include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <future>
+#include <set>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "backend/nfs/nfs_client.h"
 
@@ -34,6 +41,14 @@ struct Gate {
     cv.wait(l, [&] { return open; });
   }
 };
+
+// Waits (on the server's own state, not a sleep) until the server's worker has been stuck longer
+// than `timeout`, the precondition for failing fast.
+void WaitUntilStuck(const NfsServer& s, std::chrono::milliseconds timeout) {
+  auto give_up = Clock::now() + 10s;  // a bound for a hang, not a timing check
+  while (s.CheckAnswering(timeout).ok() && Clock::now() < give_up) std::this_thread::yield();
+  ASSERT_EQ(s.CheckAnswering(timeout).code(), Status::Code::kUnavailable) << "the worker never got stuck";
+}
 
 TEST(NfsServer, CallsRunOnTheWorkerAndReturnResults) {
   auto s = NfsServer::For("unit-ok");
@@ -66,9 +81,9 @@ TEST(NfsServer, AHungCallCostsTheTimeoutOnceThenFailsFast) {
   EXPECT_LT(took, 2s);
 
   // The worker is still stuck: the next calls fail at once, naming the
-  // server and what it is stuck on, without queueing.
-  std::this_thread::sleep_for(50ms);
-  t0 = Clock::now();
+  // server and what it is stuck on, without queueing: UNAVAILABLE, not the
+  // DEADLINE_EXCEEDED ("did not start") of a call that waited in the queue.
+  WaitUntilStuck(*s, 200ms);
   std::atomic<int> ran{0};
   for (int i = 0; i < 5; ++i) {
     st = s->Call("mkdir", 200ms, [&ran] {
@@ -77,7 +92,7 @@ TEST(NfsServer, AHungCallCostsTheTimeoutOnceThenFailsFast) {
     });
     EXPECT_EQ(st.code(), Status::Code::kUnavailable) << st.ToString();
   }
-  EXPECT_LT(Clock::now() - t0, 100ms);
+  EXPECT_EQ(ran, 0);
   EXPECT_NE(st.message().find("has not answered for"), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("statfs of unit-hung:/export"), std::string::npos) << st.message();
   EXPECT_EQ(s->CheckAnswering(200ms).code(), Status::Code::kUnavailable);
@@ -95,13 +110,16 @@ TEST(NfsServer, AHungCallCostsTheTimeoutOnceThenFailsFast) {
 TEST(NfsServer, QueuedCallGivesUpWithoutRunningLater) {
   auto s = NfsServer::For("unit-busy");
   auto gate = std::make_shared<Gate>();
+  auto started = std::make_shared<std::atomic<bool>>(false);
   auto first = std::async(std::launch::async, [&] {
-    return s->Call("slow", 5s, [gate] {
+    return s->Call("slow", 5s, [gate, started] {
+      *started = true;
       gate->Wait();
       return Status::Ok();
     });
   });
-  std::this_thread::sleep_for(50ms);
+  // The slow call is on the worker, so the next one can only queue.
+  while (!*started) std::this_thread::yield();
   std::atomic<bool> ran{false};
   Status st = s->Call("queued", 100ms, [&ran] {
     ran = true;
@@ -115,6 +133,16 @@ TEST(NfsServer, QueuedCallGivesUpWithoutRunningLater) {
   EXPECT_FALSE(ran) << "a call its caller gave up on must not run later";
 }
 
+// The threads of this process but the given ones (the callers the test
+// starts, by thread id: one still exiting is not counted either; by name
+// it would not do, since a thread a caller starts inherits its name).
+int ThreadsBut(const std::set<pid_t>& callers) {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task"))
+    n += !callers.count(static_cast<pid_t>(std::stol(e.path().filename().string())));
+  return n;
+}
+
 TEST(NfsServer, ManyCallersOfADeadServerCostNoMoreThreads) {
   auto s = NfsServer::For("unit-dead");
   auto gate = std::make_shared<Gate>();
@@ -122,11 +150,21 @@ TEST(NfsServer, ManyCallersOfADeadServerCostNoMoreThreads) {
                   gate->Wait();
                   return Status::Ok();
                 }).ok());
-  std::this_thread::sleep_for(20ms);
-  std::vector<std::future<Status>> calls;
+  WaitUntilStuck(*s, 100ms);
+  const int before = ThreadsBut({});  // this one and the stuck worker
+  EXPECT_GE(before, 2);
+  std::vector<Status> results(20);
+  std::vector<pid_t> tids(20);
+  std::vector<std::thread> callers;
   for (int i = 0; i < 20; ++i)
-    calls.push_back(std::async(std::launch::async, [&] { return s->Call("more", 100ms, [] { return Status::Ok(); }); }));
-  for (auto& c : calls) EXPECT_EQ(c.get().code(), Status::Code::kUnavailable);
+    callers.emplace_back([&, i] {
+      tids[i] = static_cast<pid_t>(::syscall(SYS_gettid));
+      results[i] = s->Call("more", 100ms, [] { return Status::Ok(); });
+    });
+  for (auto& c : callers) c.join();
+  for (const Status& st : results) EXPECT_EQ(st.code(), Status::Code::kUnavailable) << st.ToString();
+  EXPECT_EQ(ThreadsBut(std::set<pid_t>(tids.begin(), tids.end())), before)
+      << "the calls to a dead server started threads of their own";
   gate->Open();
 }
 

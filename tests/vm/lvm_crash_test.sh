@@ -1,7 +1,9 @@
 #!/bin/bash
 # Runs inside a vm-run guest (tests/vm/CMakeLists.txt: vm_lvm_crash): kill -9
 # of nodevold in the middle of CreateVolume, DeleteVolume and ExpandVolume on
-# a thick and a thin LVM pool sharing VG nv, a restart after each kill, and
+# a thick and a thin LVM pool sharing VG nv, and in Publish and Unpublish,
+# where an LVM volume is staged (its LV mounted below <state>/staging) and
+# unstaged, a restart after each kill, and
 # the invariants of README's "Guarantees" checked after every restart:
 #   (a) every LV tagged nodevol.io/managed (but the thin pool) belongs to a
 #       volume nodevolctl lists: no orphan LV;
@@ -13,11 +15,19 @@
 #       is finished by the restart's reconcile; retrying the same create
 #       gives a READY volume whose filesystem takes a publication, a write
 #       and a read; retrying the delete removes the LV; retrying the expand
-#       grows the published filesystem (statfs);
+#       grows the published filesystem (statfs); retrying the publish
+#       mounts the volume at its target, once, and so does a repeat
+#       publish on the same target; retrying the unpublish leaves the
+#       target and the staging dir unmounted;
 #   (d) nothing is mounted under <state>/staging for a volume that does not
 #       exist, nothing under the pods root that no publication explains, and
-#       every recorded publication is mounted.
+#       every recorded publication is mounted;
+#   (e) nothing is staged for a volume without a publication: a reconcile
+#       that rolls back an interrupted publish without unstaging leaks the
+#       staging mount, and fails here.
 #
+# An aimed round whose program never started during the call fails: it
+# would be a kill between calls that claims to be inside one.
 # Each round names where it kills: after a random delay ("time"), or a
 # random moment after the daemon starts a given program (lvcreate, mkfs.ext4,
 # lvremove, resize2fs, lvextend), which a delay alone hits too rarely under
@@ -81,6 +91,22 @@ daemon_children() {
       else KID_DESC+=("${a[0]##*/}"); fi
     done
   done
+}
+
+# pending_calls: connections waiting in nodevold's listen backlog (ss shows
+# them as the listening socket's Recv-Q).
+pending_calls() { ss -xlnH 2>/dev/null | awk -v s="$VM_SOCKET" '$5 == s {print $3; f=1} END {if (!f) print 0}'; }
+
+# pub_record_in_call OP TARGET: the publication record of TARGET exists
+# (publish) or says "unpublishing" (unpublish): the call has begun.
+pub_record_in_call() {
+  local f
+  for f in "$VM_STATE"/publications/*.json; do
+    [[ -e $f ]] && grep -qF "\"$2\"" "$f" || continue
+    [[ $1 == publish ]] && return 0
+    grep -q '"state": *"unpublishing"' "$f" && return 0
+  done
+  return 1
 }
 
 # alive PID: the process exists and is not a zombie.
@@ -203,6 +229,8 @@ check_invariants() {
     rel=${m#"$VM_STATE"/staging/}
     name=${rel#*/}
     [[ -n ${LISTED[$name]:-} ]] || PROBLEMS+=("(d) staging mount $m, and no volume $name is listed")
+    [[ -z ${LISTED[$name]:-} || " ${LISTED_TARGET[*]} " == *" $name "* ]] ||
+      PROBLEMS+=("(e) staging mount $m of $name, which has no publication: leaked")
   done
   mounts_below "$VM_PODS"
   local -A mounted=()
@@ -272,7 +300,10 @@ check_invariants "after set-up"
 
 # ---------------------------------------------------------------- rounds
 # op pool anchor lo_ms hi_ms mode: kill at a random moment lo..hi ms after
-# the anchor (the call's start for "time", else the daemon starting that
+# the anchor (the call's start for "time", the call waiting in nodevold's
+# listen backlog while nodevold is held stopped for "sent", the volume's
+# staging mount appearing for "staged", its publication record appearing or
+# turning "unpublishing" for "record", else the daemon starting that
 # program); "delete"s take the oldest unpublished volume of the pool, the
 # "expand"s the pool's published g- volume.
 schedule=(
@@ -287,9 +318,14 @@ schedule=(
   "expand thin lvextend 0 500 daemon"
   "delete thin lvremove 0 300 all"
   "create thin lvcreate 0 600 all"
+  "publish thick staged 0 30 all"
+  "unpublish thick sent 0 40 all"
+  "publish thin sent 0 150 daemon"
+  "unpublish thin sent 0 20 daemon"
 )
+declare -A last_pub=()  # the volume the pool's last publish round published
 declare -A queue=([thick]="" [thin]="")  # unpublished volumes, oldest first
-round=0
+round=0 interrupted=0
 for entry in "${schedule[@]}"; do
   read -r op pool anchor lo hi mode <<<"$entry"
   round=$((round + 1))
@@ -306,11 +342,25 @@ for entry in "${schedule[@]}"; do
       new=$((old + 32 * MiB))
       statfs_before=$(bytes_of "${EXP_TARGET[$vol]}")
       args=(volume expand "$vol" --size "$new") ;;
+    publish)  # a new volume with a marker, published into a new pod
+      vol=p$round-$pool
+      ctl_quiet volume create "$vol" --pool "$pool" --size "$size"
+      publish_marker "$vol" "$pool"
+      t=$(vm_target "pod-k$round" "$vol")
+      args=(publish --volume "$vol" --target "$t") ;;
+    unpublish)
+      vol=${last_pub[$pool]:?no publish round for pool $pool before this unpublish}
+      t=${EXP_TARGET[$vol]}
+      args=(unpublish --target "$t") ;;
   esac
   vm_step "round $round/${#schedule[@]}: $op $vol ($pool), kill -9 [$mode] at ${anchor}+${lo}..${hi}ms"
 
   # -- the call, and the kill
   ctl_out=${VM_OUT:-/tmp}/round-$round.ctl
+  # "sent": nodevold is stopped (SIGSTOP) until the call waits in its
+  # listen backlog, then continued: the delay counts from a call that is
+  # surely there, and nodevolctl's own start-up does not eat it.
+  [[ $anchor == sent ]] && kill -STOP "$VM_NODEVOLD_PID"
   t0=$(now_us)
   vm_ctl --timeout 60 "${args[@]}" >"$ctl_out" 2>&1 &
   ctl_pid=$!
@@ -322,13 +372,22 @@ for entry in "${schedule[@]}"; do
   else
     deadline=$((t0 + 20000000))
     while :; do
-      daemon_children
-      for d in "${KID_DESC[@]}"; do [[ $d == "$anchor" || $d == "lvm $anchor" ]] && seen=$(us_since "$t0"); done
+      if [[ $anchor == staged ]]; then
+        is_mounted "$VM_STATE/staging/$pool/$vol" && seen=$(us_since "$t0")
+      elif [[ $anchor == sent ]]; then
+        (($(pending_calls) > 0)) && seen=$(us_since "$t0")
+      elif [[ $anchor == record ]]; then
+        pub_record_in_call "$op" "$t" && seen=$(us_since "$t0")
+      else
+        daemon_children
+        for d in "${KID_DESC[@]}"; do [[ $d == "$anchor" || $d == "lvm $anchor" ]] && seen=$(us_since "$t0"); done
+      fi
       [[ -n $seen ]] && break
       alive "$ctl_pid" || break
       (($(now_us) < deadline)) || break
-      nap 0.01
+      nap 0.003  # a mkfs of 32 MiB lasts ~0.2 s under TCG: poll often
     done
+    [[ $anchor == sent ]] && kill -CONT "$VM_NODEVOLD_PID"
     if [[ -n $seen ]]; then
       t_anchor=$(now_us)
       while (($(us_since "$t_anchor") < delay)); do nap 0.01; done
@@ -360,10 +419,11 @@ for entry in "${schedule[@]}"; do
       *) lv_state="inactive ($lv_state)" ;;
     esac
   fi
+  ((ctl_rc != 0)) && interrupted=$((interrupted + 1))
   where="killed at +$(secs "$killed_at")s"
   if [[ $anchor != time ]]; then
-    if [[ -n $seen ]]; then where+=" ($anchor started at +$(secs "$seen")s)"
-    else where+=" ($anchor never seen: the call ended first)"; fi
+    [[ -n $seen ]] || vm_fail "round $round: $anchor never started during the call (it ended first, or the program is not run any more; the call said: $(tail -1 "$ctl_out")): the kill was not inside $anchor, so the round proves nothing it claims (seed $seed)"
+    where+=" ($anchor started at +$(secs "$seen")s)"
   fi
   vm_log "$where; running: ${KID_DESC[*]:-nothing}; record: $rec_at_kill; LV: $lv_state; staging mounted: $staged"
   vm_log "the call: exit $ctl_rc: $(tail -1 "$ctl_out")"
@@ -405,7 +465,7 @@ for entry in "${schedule[@]}"; do
     vm_log "SABOTAGE: $sabotage (the checks below must fail)"
   fi
   exempt=""
-  [[ $op == delete ]] && exempt=$vol
+  [[ $op == delete || $op == unpublish ]] && exempt=$vol
   check_invariants "after the restart of round $round" "$exempt"
 
   # -- (c): the same call again succeeds, and the outcome is usable
@@ -435,11 +495,32 @@ for entry in "${schedule[@]}"; do
       [[ $(vm_json_get "$json" size_bytes) == "$new" ]] || vm_fail "$vol after the retried expand: $json"
       if [[ $pool == thick ]]; then EXP_GROW_THICK=$new; else EXP_GROW_THIN=$new; fi
       vm_log "retried expand: done in ${retry_s}s; statfs $statfs_before -> $statfs_after bytes" ;;
+    publish)
+      # A repeat Publish on the same target (kubelet's retry) changes nothing.
+      out=$(vm_ctl "${args[@]}" 2>&1) || vm_fail "round $round: a repeat '${args[*]}' failed: $out"
+      n=0
+      while read -r _ _ _ _ mp _; do [[ $mp == "$t" ]] && n=$((n + 1)); done </proc/self/mountinfo
+      ((n == 1)) || vm_fail "round $round: $t is mounted $n times after the retried and the repeated publish, want 1"
+      [[ $(<"$t/marker") == "${EXP_MARKER[$vol]}" ]] || vm_fail "round $round: $t does not show the marker of $vol"
+      is_mounted "$VM_STATE/staging/$pool/$vol" || vm_fail "round $round: $vol is published but not staged"
+      EXP_TARGET[$vol]=$t
+      mounts_below "${t%/*}"
+      EXP_OPTS[$vol]=${MNT_OPTS[$t]}
+      last_pub[$pool]=$vol
+      vm_log "retried publish: done in ${retry_s}s; a repeat publish kept one mount; $vol reads its marker at $t" ;;
+    unpublish)
+      is_mounted "$t" && vm_fail "round $round: $t is still mounted after the retried unpublish"
+      is_mounted "$VM_STATE/staging/$pool/$vol" && vm_fail "round $round: $vol is still staged after its last unpublish"
+      EXP_TARGET[$vol]=""
+      queue[$pool]+="${queue[$pool]:+ }$vol"
+      vm_log "retried unpublish: done in ${retry_s}s; target and staging unmounted" ;;
   esac
   check_invariants "after the retry of round $round"
 done
 
 # ---------------------------------------------------------------- the end
+vm_log "$interrupted of ${#schedule[@]} kills interrupted their call"
+((interrupted * 2 >= ${#schedule[@]})) || vm_fail "only $interrupted of ${#schedule[@]} kills landed inside their call (seed $seed)"
 vm_step "a clean restart changes nothing"
 vm_nodevold_stop
 vm_nodevold_start "${pools[@]}"

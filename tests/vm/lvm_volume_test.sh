@@ -86,12 +86,22 @@ rm "$t1/big"
 
 vm_step "a volume bigger than the pool: RESOURCE_EXHAUSTED with figures, and nothing left behind"
 before=$(lvs_of | wc -l)
+# What a refused call must leave as it was: every LV with its size and tags,
+# every record's contents, the published filesystem's size, v1 as reported.
+state_now() {
+  lvs_of
+  (cd "$VM_STATE" && find volumes publications -type f -print0 | sort -z | xargs -0 md5sum)
+  stat -f -c 'statfs %b x %S' "$t1"
+  vm_ctl -o json volume get v1
+}
+state0=$(state_now)
 expect_code RESOURCE_EXHAUSTED vm_ctl volume create huge --pool fast --size 4Gi
 grep -q "free" <<<"$(vm_ctl volume create huge --pool fast --size 4Gi 2>&1)" || vm_fail "the message gives no figures"
 (($(lvs_of | wc -l) == before)) || vm_fail "a refused create left an LV: $(lvs_of)"
 vm_ctl volume list | grep -q huge && vm_fail "a refused create left a volume record"
 [[ -e $VM_STATE/staging/fast/huge ]] && vm_fail "a refused create left a staging dir"
 expect_code RESOURCE_EXHAUSTED vm_ctl volume expand v1 --size 4Gi
+[[ $(state_now) == "$state0" ]] || vm_fail "a refused create or expand changed LVs, records or sizes: $(diff <(echo "$state0") <(state_now))"
 
 vm_step "bad requests change nothing"
 expect_code INVALID_ARGUMENT vm_ctl volume create v9 --pool fast --size 8Mi --fs-type btrfs
@@ -99,6 +109,11 @@ expect_code INVALID_ARGUMENT vm_ctl volume create v9 --pool fast --size 8Mi --pa
 expect_code INVALID_ARGUMENT vm_ctl volume create v9 --pool fast --size 100Mi --fs-type xfs
 expect_code FAILED_PRECONDITION vm_ctl volume delete v1  # still published
 (($(lvs_of | wc -l) == before)) || vm_fail "a bad request changed the LVs: $(lvs_of)"
+[[ $(state_now) == "$state0" ]] || vm_fail "a bad request changed LVs, records or sizes: $(diff <(echo "$state0") <(state_now))"
+vm_nodevold_stop
+vm_nodevold_start "$pool"
+[[ $(state_now) == "$state0" ]] || vm_fail "after the refused calls and a restart: $(diff <(echo "$state0") <(state_now))"
+vm_log "LVs, records, statfs and GetVolume unchanged by the refused calls and a restart"
 
 vm_step "the staging mount goes with the last publication; the data stays"
 staging=$VM_STATE/staging/fast/v1

@@ -128,6 +128,14 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
     return Status::FailedPrecondition("volume " + name + " is " + ToString(rec.state) + ", not ready");
   Backend* b = FindPool(rec.spec.pool);
   if (!b) return Status::FailedPrecondition("pool " + rec.spec.pool + " of volume " + name + " is not configured");
+  // fsGroup on NFS would walk a remote tree on this serving thread, holding
+  // the target's and the volume's locks for as long as the server takes
+  // (docs/nfs.md); root_squash refuses it anyway.
+  if (args.fs_group && !read_only && b->kind() == "nfs")
+    return Status::FailedPrecondition(
+        "volume " + name + " is on NFS pool " + rec.spec.pool + ", where nodevold does not apply an fsGroup (" +
+        std::to_string(*args.fs_group) + "): unset the pod's securityContext.fsGroup, or give the volume gid= and "
+        "mode= when it is created (docs/nfs.md)");
   // Every publication is nosuid,nodev unless the pool allows otherwise:
   // recorded with the publication, so reconcile restores them too.
   std::vector<std::string> mount_options = args.mount_options;

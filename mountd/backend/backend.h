@@ -63,6 +63,12 @@ class Backend {
   // Pool capacity as the backend sees it.
   virtual Status GetCapacity(Capacity* out) = 0;
 
+  // Pool option allow-suid-dev=yes (registry.cc): publications honour
+  // setuid bits and device nodes. Off by default: every publication is
+  // nosuid,nodev, so nothing a pod puts in a volume gains privilege.
+  bool allow_suid_dev() const { return allow_suid_dev_; }
+  void set_allow_suid_dev(bool allow) { allow_suid_dev_ = allow; }
+
   // At start-up: storage of this pool that no record among `known` (all
   // volume names of the node) explains goes to *unrecorded, as ready
   // records the node adopts (e.g. an LV whose record was lost); anything
@@ -71,6 +77,9 @@ class Backend {
                         std::vector<std::string>* drift) {
     return Status::Ok();
   }
+
+ private:
+  bool allow_suid_dev_ = false;
 };
 
 }  // namespace nodevol

@@ -12,8 +12,10 @@ namespace nodevol {
 
 std::vector<std::string> BackendKinds() { return {"dir", "lvm", "nfs"}; }
 
-Status MakeBackend(const std::string& pool, const std::string& kind, const Params& options,
-                   std::unique_ptr<Backend>* out, BackendEnv* env) {
+namespace {
+
+Status MakeOfKind(const std::string& pool, const std::string& kind, const Params& options,
+                  std::unique_ptr<Backend>* out, BackendEnv* env) {
   if (kind == "dir") return DirBackend::Make(pool, options, out);
   if (kind == "lvm") {
     if (!env) return Status::Internal("pool " + pool + ": lvm pools need the daemon's environment");
@@ -31,6 +33,25 @@ Status MakeBackend(const std::string& pool, const std::string& kind, const Param
     return NfsBackend::Make(pool, options, env->state_dir, out);
   }
   return Status::InvalidArgument("pool " + pool + ": unknown backend \"" + kind + "\"; this nodevold knows: dir, lvm, nfs");
+}
+
+}  // namespace
+
+// Options every kind of pool takes are taken out here; the rest go to the
+// backend.
+Status MakeBackend(const std::string& pool, const std::string& kind, const Params& options,
+                   std::unique_ptr<Backend>* out, BackendEnv* env) {
+  Params own = options;
+  bool allow_suid_dev = false;
+  if (auto it = own.find("allow-suid-dev"); it != own.end()) {
+    if (it->second != "yes" && it->second != "no")
+      return Status::InvalidArgument("pool " + pool + ": allow-suid-dev must be yes or no, not \"" + it->second + "\"");
+    allow_suid_dev = it->second == "yes";
+    own.erase(it);
+  }
+  NODEVOL_RETURN_IF_ERROR(MakeOfKind(pool, kind, own, out, env));
+  (*out)->set_allow_suid_dev(allow_suid_dev);
+  return Status::Ok();
 }
 
 }  // namespace nodevol

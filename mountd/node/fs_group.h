@@ -4,8 +4,13 @@
 // and write, directories also group execute and setgid. Like kubelet's
 // fsGroupChangePolicy OnRootMismatch, the tree is walked only when the
 // volume root does not already have the group and setgid — so publishing a
-// big, already-owned volume costs one stat. The walk stays on the volume's
-// filesystem and never follows symlinks.
+// big, already-owned volume costs one stat.
+//
+// The volume belongs to pods, which may change it during the walk: the walk
+// acts on descriptors only (fs/tree_walk.h), never follows a symlink,
+// never leaves the volume's mount, and changes an entry through a
+// descriptor of the very inode it checked. The root is changed last, so an
+// interrupted or aborted walk is redone at the next Publish.
 #pragma once
 
 #include <sys/types.h>

@@ -128,6 +128,22 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
     return Status::FailedPrecondition("volume " + name + " is " + ToString(rec.state) + ", not ready");
   Backend* b = FindPool(rec.spec.pool);
   if (!b) return Status::FailedPrecondition("pool " + rec.spec.pool + " of volume " + name + " is not configured");
+  // fsGroup on NFS would walk a remote tree on this serving thread, holding
+  // the target's and the volume's locks for as long as the server takes
+  // (docs/nfs.md); root_squash refuses it anyway.
+  if (args.fs_group && !read_only && b->kind() == "nfs")
+    return Status::FailedPrecondition(
+        "volume " + name + " is on NFS pool " + rec.spec.pool + ", where nodevold does not apply an fsGroup (" +
+        std::to_string(*args.fs_group) + "): unset the pod's securityContext.fsGroup, or give the volume gid= and "
+        "mode= when it is created (docs/nfs.md)");
+  // Every publication is nosuid,nodev unless the pool allows otherwise:
+  // recorded with the publication, so reconcile restores them too.
+  std::vector<std::string> mount_options = args.mount_options;
+  if (!b->allow_suid_dev()) {
+    for (const char* o : {"nosuid", "nodev"})
+      if (std::find(mount_options.begin(), mount_options.end(), o) == mount_options.end()) mount_options.push_back(o);
+    flags |= MS_NOSUID | MS_NODEV;
+  }
 
   if (!target.exists && ::mkdir(target.path.c_str(), 0750) != 0 && errno != EEXIST)
     return Status::FromErrno("mkdir " + target.path, errno);
@@ -147,7 +163,7 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
                                       (mounted_ro ? "read-only" : "read-write") + " from volume " + name);
 
   pub = PublicationRecord{target.path, name, source, PublicationState::kPublishing, read_only,
-                          args.mount_options, args.fs_group, args.pod};
+                          mount_options, args.fs_group, args.pod};
   NODEVOL_RETURN_IF_ERROR(store_->PutPublication(pub));
   {
     std::lock_guard<std::mutex> l(mu_);

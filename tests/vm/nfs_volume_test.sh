@@ -109,6 +109,17 @@ vm_ctl volume delete viasymlink >/dev/null 2>&1 || true
 [[ $(ls "$VM_STATE/volumes") == "$records" ]] || vm_fail "a refused create left records: $(ls "$VM_STATE/volumes")"
 rm "$NFS_EXPORT/out"
 
+vm_step "fsGroup on an NFS volume is refused at once and changes nothing (docs/nfs.md, fsGroup)"
+tg=$(vm_target pod-g v1)
+before=$(stat -c '%g %a' "$NFS_EXPORT/team-data-pv-1")
+expect_code FAILED_PRECONDITION vm_ctl publish --volume v1 --target "$tg" --fs-group 4242
+[[ -z $(nfs_mount_at "$tg") ]] || vm_fail "the refused publish left $tg mounted"
+grep -q "\"$tg\"" <<<"$(vm_ctl -o json volume get v1)" && vm_fail "the refused publish left a publication at $tg"
+[[ $(stat -c '%g %a' "$NFS_EXPORT/team-data-pv-1") == "$before" ]] || vm_fail "the refused publish changed the directory: $(stat -c '%g %a' "$NFS_EXPORT/team-data-pv-1")"
+# Read-only publications never get an fsGroup: those go through.
+vm_run vm_ctl publish --volume v1 --target "$tg" --read-only --fs-group 4242
+vm_run vm_ctl unpublish --target "$tg"
+
 vm_step "the staging mount stays while any pod uses it and goes with the last"
 vm_run vm_ctl unpublish --target "$t2"
 vm_run vm_ctl unpublish --target "$t1"

@@ -1,12 +1,17 @@
 #!/bin/bash
 # Runs inside a vm-run --systemd guest (tests/vm/CMakeLists.txt): the real
 # systemd/nodevold.service, with ExecStart pointed at the built binary,
-# under systemd as PID 1, with a dir pool and an lvm pool (VG built from
+# under systemd as PID 1, with a dir pool, an lvm pool (VG built from
 # the scratch disk by its udev by-id link; lvm runs with udevd, as on a
-# real node, not with DM_DISABLE_UDEV as in the plain-mode lvm tests).
+# real node, not with DM_DISABLE_UDEV as in the plain-mode lvm tests) and
+# an nfs pool on the guest's own nfsd (nfs_lib.sh). The unit's seccomp
+# filters apply to all of it: fsGroup, a mode=2775 volume and an NFS
+# subdirectory volume are made here under the unit as shipped (issue 25:
+# RestrictSUIDSGID=yes refused each of them with EPERM).
 #   systemd_smoke_test.sh UNIT_FILE       env: NODEVOLD, NODEVOLCTL
 #                                         disks: "lvm1" (>= 512M)
 source "$VM_LIB"
+source "$(dirname "$0")/nfs_lib.sh"
 
 unit_src=${1:?usage: systemd_smoke_test.sh path/to/nodevold.service}
 [[ $VM_MODE == systemd ]] || vm_fail "needs vm-run --systemd"
@@ -26,8 +31,12 @@ vm_run udevadm settle --timeout=60
 lvm_disk=/dev/disk/by-id/virtio-lvm1
 [[ -b $lvm_disk ]] || vm_fail "udev made no $lvm_disk (by-id: $(ls /dev/disk/by-id 2>&1 | tr '\n' ' '))"
 vm_log "$lvm_disk -> $(readlink -f $lvm_disk); udevd: $([[ -e /run/udev/control ]] && echo running || echo absent)"
+vm_step "an NFS server in the guest (rpcbind, mountd, nfsd by hand)"
+systemctl stop rpcbind.socket rpcbind.service 2>/dev/null || true
+nfs_server_start 32m
 cat >/etc/nodevol/nodevold.conf <<EOF
 pool = name=default,backend=dir,path=/var/lib/nodevol/pools/default
+pool = name=shared,backend=nfs,server=127.0.0.1,share=/,mount-options=vers=4.2
 pool = name=lvm,backend=lvm,vg=nv,type=thin,thinpool=tp,thinpool-size=80%,overprovision=2,devices=$lvm_disk
 pods-root = /var/lib/kubelet/pods
 EOF
@@ -78,6 +87,38 @@ echo hello >"$target/file"
 [[ $(</var/lib/nodevol/pools/default/v1/file) == hello ]] || vm_fail "the bind does not show the volume's directory"
 vm_run vm_ctl unpublish --target "$target"
 grep -q " $target " /proc/1/mountinfo && vm_fail "$target still mounted after unpublish"
+
+vm_step "fsGroup under the unit: the volume root gets the group and setgid"
+vm_run vm_ctl volume create g1 --pool default --size 16Mi
+mkdir /var/lib/nodevol/pools/default/g1/sub
+gtarget=$(vm_target 7f4c1d2e-0000-4000-8000-000000000003 g1)
+vm_run vm_ctl publish --volume g1 --target "$gtarget" --fs-group 4242
+for p in "$gtarget" "$gtarget/sub"; do
+  [[ $(stat -c %g "$p") == 4242 && $(stat -c %A "$p") == d???rws* ]] || vm_fail "$p after fsGroup 4242: $(stat -c '%g %A' "$p")"
+done
+vm_log "g1 root: $(stat -c '%g %A' "$gtarget"); published $(grep " $gtarget " /proc/1/mountinfo | cut -d' ' -f6)"
+grep " $gtarget " /proc/1/mountinfo | cut -d' ' -f6 | grep -q nosuid || vm_fail "$gtarget is not nosuid"
+vm_run vm_ctl unpublish --target "$gtarget"
+vm_run vm_ctl volume delete g1
+
+vm_step "a mode=2775 dir volume under the unit"
+vm_run vm_ctl volume create m1 --pool default --size 16Mi --param mode=2775
+[[ $(stat -c %a /var/lib/nodevol/pools/default/m1) == 2775 ]] || vm_fail "m1 has mode $(stat -c %a /var/lib/nodevol/pools/default/m1), want 2775"
+vm_run vm_ctl volume delete m1
+
+vm_step "an NFS subdirectory volume under the unit: made, published, written, deleted"
+vm_run vm_ctl volume create n1 --pool shared --size 10Mi --param nodevol.io/pvc-namespace=team \
+  --param nodevol.io/pvc-name=data --param nodevol.io/pv-name=pv-n1
+[[ -d $NFS_EXPORT/team-data-pv-n1 ]] || vm_fail "no directory team-data-pv-n1 on the server: $(ls -la $NFS_EXPORT)"
+ntarget=$(vm_target 7f4c1d2e-0000-4000-8000-000000000004 n1)
+vm_run vm_ctl publish --volume n1 --target "$ntarget"
+echo "nfs under systemd" >"$ntarget/file"
+sync
+[[ $(<"$NFS_EXPORT/team-data-pv-n1/file") == "nfs under systemd" ]] || vm_fail "the write did not reach the export"
+vm_run vm_ctl unpublish --target "$ntarget"
+vm_run vm_ctl volume delete n1
+[[ -e $NFS_EXPORT/team-data-pv-n1 ]] && vm_fail "team-data-pv-n1 is left on the server after delete"
+vm_log "export after delete: $(ls -A $NFS_EXPORT | tr '\n' ' ')"
 
 vm_step "the lvm pool under systemd: VG nv from $lvm_disk, a thin pool; lvm runs with udevd"
 journal=$(journalctl -u nodevold -o cat --no-pager)

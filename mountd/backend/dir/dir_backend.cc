@@ -1,7 +1,7 @@
 #include "backend/dir/dir_backend.h"
 
 #include <dirent.h>
-#include <ftw.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -10,6 +10,8 @@
 
 #include "backend/dir/project_quota.h"
 #include "backend/volume_root.h"
+#include "base/unique_fd.h"
+#include "fs/tree_walk.h"
 #include "mount/mount_table.h"
 #include "mount/target.h"
 
@@ -24,14 +26,9 @@ constexpr char kDeletingPrefix[] = ".deleting-";
 // allocation is serialized across all dir pools of the process.
 std::mutex project_id_mu;
 
-int RemoveEntry(const char* path, const struct stat*, int type, struct FTW*) {
-  int rc = (type == FTW_DP) ? ::rmdir(path) : ::unlink(path);
-  return (rc == 0 || errno == ENOENT) ? 0 : errno;
-}
-
 // FAILED_PRECONDITION when anything is mounted at or below one of `dirs`:
-// a delete must never reach into a mount. (nftw's FTW_MOUNT cannot tell:
-// on overlayfs files report their layer's device, not the directory's.)
+// a delete must never reach into a mount. (A device check cannot tell: on
+// overlayfs files report their layer's device, not the directory's.)
 Status CheckNoMountsIn(const std::vector<std::string>& dirs) {
   MountTable table;
   NODEVOL_RETURN_IF_ERROR(table.Load());
@@ -45,11 +42,32 @@ Status CheckNoMountsIn(const std::vector<std::string>& dirs) {
   return Status::Ok();
 }
 
-// Removes a tree without following symlinks.
-Status RemoveTree(const std::string& dir) {
-  int rc = ::nftw(dir.c_str(), RemoveEntry, 32, FTW_DEPTH | FTW_PHYS);
-  if (rc == -1 && errno == ENOENT) return Status::Ok();
-  if (rc != 0) return Status::FromErrno("remove " + dir, rc == -1 ? errno : rc);
+// Removes pool/name and everything below it, by descriptors only
+// (fs/tree_walk.h): never follows a symlink, never enters another mount,
+// and copes with trees deeper than PATH_MAX, which a pod can make.
+Status RemoveTree(const std::string& pool, const std::string& name) {
+  UniqueFd parent(::open(pool.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (parent.get() < 0) return Status::FromErrno("open " + pool, errno);
+  const std::string what = "remove " + pool + "/" + name;
+  UniqueFd root(::openat(parent.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (root.get() < 0) return errno == ENOENT ? Status::Ok() : Status::FromErrno(what, errno);
+  TreeWalkOps ops;
+  ops.rescan_after_removal = true;
+  ops.on_entry = [](int dir, const char* entry, const struct stat&) {
+    if (::unlinkat(dir, entry, 0) != 0 && errno != ENOENT)
+      return Status::FromErrno(std::string("unlink \"") + entry + "\"", errno);
+    return Status::Ok();
+  };
+  ops.on_child_done = [](int dir, const char* entry) {
+    if (::unlinkat(dir, entry, AT_REMOVEDIR) != 0 && errno != ENOENT)
+      return Status::FromErrno(std::string("rmdir \"") + entry + "\"", errno);
+    return Status::Ok();
+  };
+  ops.on_other_mount = [](int, const char* entry) {
+    return Status::FailedPrecondition(std::string("\"") + entry + "\" is a mount point; unmount it first");
+  };
+  NODEVOL_RETURN_IF_ERROR(WalkTree(root.get(), ops).WithContext(what));
+  if (::unlinkat(parent.get(), name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) return Status::FromErrno(what, errno);
   return Status::Ok();
 }
 
@@ -145,7 +163,7 @@ Status DirBackend::Delete(const VolumeRecord& record) {
   NODEVOL_RETURN_IF_ERROR(CheckNoMountsIn({dir, doomed}));
   if (::rename(dir.c_str(), doomed.c_str()) != 0 && errno != ENOENT)
     return Status::FromErrno("rename " + dir, errno);
-  return RemoveTree(doomed);
+  return RemoveTree(path_, kDeletingPrefix + record.spec.name);
 }
 
 Status DirBackend::Expand(VolumeRecord* record, uint64_t new_size) {

@@ -35,10 +35,21 @@ sdir_b=$(nfs_staging_mounts | awk -v a="$sdir_a" '$4 != a {print $4}')
   vm_fail "want two staging mounts with their own devices: $(nfs_staging_mounts)"
 (cd "$sdir_b/ns-v4-v4" && exec sleep 600) &
 holder=$!
-sync
+# A pod's process has a file open on v1; it writes while the server is
+# away and is killed (kubelet's SIGKILL) before the writes reach the
+# server: no sync, and its close cannot flush them. A hard mount delivers
+# them when the server is back; a forced unmount (umount -f) fails the
+# pending WRITEs with EIO and drops them (issue 30 item 1).
+unflushed=$(head -c 262144 /dev/zero | tr '\0' u)
+mkfifo /tmp/write-now
+(exec 3>"$t1/unflushed"; read -r _ </tmp/write-now; printf '%s' "$unflushed" >&3; kill -9 $BASHPID) &
+writer=$!
 
-vm_step "the server stops answering"
+vm_step "the server stops answering; a pod writes 256 KiB and is killed before they reach the server"
 nfs_server_stop
+echo go >/tmp/write-now
+wait "$writer" || true
+vm_log "writer gone; the server has $(stat -c %s "$NFS_EXPORT/ns-v1-v1/unflushed") bytes of its file"
 sleep 2  # past actimeo
 
 vm_step "Publish of another volume fails within the timeout; meanwhile the daemon answers"
@@ -131,10 +142,12 @@ vm_log "Unpublish of v1: $took ms (nodevold: $(daemon_ms Unpublish "pod-1/.*outc
 [[ -z $(nfs_mount_at "$t1") ]] || vm_fail "$t1 is still mounted"
 [[ -z $(nfs_mount_at "$sdir_a") ]] || vm_fail "v1's staging mount (nothing uses it) was not detached: $(grep -E "stays|forcing" "$VM_NODEVOLD_LOG")"
 vm_ctl volume get v1 | grep -q v1 || vm_fail "v1 lost its record"
-# nodevold's own statfs, stuck on the pool's staging mount, keeps it busy:
-# a plain unmount fails and the dead server's mount is forced off.
-grep -q "unmounting $sdir_a: .*forcing" "$VM_NODEVOLD_LOG" || vm_fail "the staging mount was not forced off: $(grep "$sdir_a" "$VM_NODEVOLD_LOG")"
-grep -E "forcing|detached lazily|staging mount .* stays" "$VM_NODEVOLD_LOG" | tail -3 | while read -r l; do vm_log "log: $l"; done || true
+# nodevold's own calls stuck on the pool's staging mount keep it busy (or
+# the unmount hangs flushing v1's writes): no process uses it, so it is
+# detached, never forced (which would drop those writes).
+grep -q "unmounting $sdir_a: .*detaching it" "$VM_NODEVOLD_LOG" || vm_fail "the staging mount was not detached: $(grep "$sdir_a" "$VM_NODEVOLD_LOG")"
+! grep -q "forcing" "$VM_NODEVOLD_LOG" || vm_fail "nodevold forced an unmount: $(grep forcing "$VM_NODEVOLD_LOG")"
+grep -E "detaching|detached lazily|staging mount .* stays" "$VM_NODEVOLD_LOG" | tail -3 | while read -r l; do vm_log "log: $l"; done || true
 start=$(now_ms)
 vm_run vm_ctl --timeout 60 unpublish --target "$t4"
 took=$(($(now_ms) - start))
@@ -148,8 +161,15 @@ vm_log "log: $(grep "use files below" "$VM_NODEVOLD_LOG" | tail -1)"
 kill "$holder"
 wait "$holder" 2>/dev/null || true
 
-vm_step "the server is back: operations recover"
+vm_step "the server is back: the killed pod's writes reach it, operations recover"
 nfs_server_resume
+for _ in $(seq 120); do
+  [[ $(stat -c %s "$NFS_EXPORT/ns-v1-v1/unflushed") == 262144 ]] && break
+  sleep 0.5
+done
+cmp -s <(printf '%s' "$unflushed") "$NFS_EXPORT/ns-v1-v1/unflushed" ||
+  vm_fail "the writes of a pod killed while the server was away are lost: the server has $(stat -c %s "$NFS_EXPORT/ns-v1-v1/unflushed") of 262144 bytes"
+vm_log "the server has all 262144 bytes the killed pod wrote during the outage"
 ok=0
 for i in $(seq 60); do
   if vm_ctl publish --volume v2 --target "$t2" >/tmp/p.out 2>&1; then ok=1; break; fi
@@ -184,8 +204,30 @@ vm_run vm_ctl publish --volume v1 --target "$t3"
 [[ $(cat "$t3/f") == "new export" ]] || vm_fail "a new publication after ESTALE shows: $(cat "$t3/f" 2>&1)"
 grep -q "binding it again\|mounting it again" "$VM_NODEVOLD_LOG" || vm_fail "nodevold did not say it replaced a stale mount"
 
+vm_step "a reboot with the server down and three publications to re-stage: the start waits for the server once"
+vm_nodevold_stop
+nfs_server_stop
+# What a reboot leaves: no mounts (detached here: the server cannot answer
+# an unmount), the records.
+for t in "$t1" "$t2" "$t3"; do umount -l "$t"; done
+for m in $(nfs_mounts_below "$VM_STATE/nfs" | awk '{print $4}' | sort -r); do umount -l "$m"; done
+[[ -z $(nfs_mounts_below "$VM_STATE/nfs") ]] || vm_fail "mounts left after the simulated reboot: $(nfs_mounts_below "$VM_STATE/nfs")"
+from=$(wc -l <"$VM_NODEVOLD_LOG")
+start=$(now_ms)
+vm_nodevold_start "$pool" --pool=name=local,backend=dir,path=/var/tmp/local-pool
+took=$(($(now_ms) - start))
+restage=$(tail -n +"$((from + 1))" "$VM_NODEVOLD_LOG" | grep "staging the volume failed" || true)
+fast=$(grep -c "not mounting from it for another" <<<"$restage" || true)
+vm_log "start: $took ms; re-stages that failed: $(wc -l <<<"$restage"), at once: $fast"
+# One mount.nfs waits the timeout; the other two fail at once instead of
+# each waiting too (3 x 30 s with the default timeout: past systemd's start
+# limit, a restart loop).
+((fast >= 2)) || vm_fail "each re-stage waited for the dead server: $restage"
+nfs_server_resume
+
 vm_step "clean up (v4's staging mount, kept for the process, goes with v4's next unpublish)"
-vm_run vm_ctl publish --volume v4 --target "$t4"
+for _ in $(seq 60); do vm_ctl publish --volume v4 --target "$t4" >/tmp/p.out 2>&1 && break; sleep 1; done
+[[ -n $(nfs_mount_at "$t4") ]] || vm_fail "publish of v4 after the server came back: $(cat /tmp/p.out)"
 for t in "$t1" "$t2" "$t3" "$t4"; do vm_run vm_ctl unpublish --target "$t"; done
 for v in v1 v2 v4; do vm_run vm_ctl volume delete $v; done
 nfs_expect_unmounted "NFS mounts left"

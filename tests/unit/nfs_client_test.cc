@@ -168,6 +168,47 @@ TEST(NfsServer, ManyCallersOfADeadServerCostNoMoreThreads) {
   gate->Open();
 }
 
+// Issue 30 item 3: after a mount found the server unreachable, mounts
+// fail at once (no mount.nfs, no timeout paid again) until it answers.
+TEST(NfsServer, MountsFailFastWhileTheServerWasFoundUnreachable) {
+  auto s = NfsServer::For("unit-unreachable.invalid");
+  EXPECT_TRUE(s->CheckMountable().ok());
+  s->NoteUnreachable(Status::DeadlineExceeded("NFS server unit-unreachable.invalid did not answer within 30.0 s"), 1h);
+  char tmpl[] = "/tmp/nfs-mnt-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  Status st = MountNfs("unit-unreachable.invalid", "/export", tmpl, "", 30s);
+  ::rmdir(tmpl);
+  EXPECT_EQ(st.code(), Status::Code::kUnavailable) << st.ToString();
+  EXPECT_NE(st.message().find("was not reachable"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("did not answer within 30.0 s"), std::string::npos) << st.message();
+  // Any answer from the server forgets it.
+  EXPECT_TRUE(s->Call("statfs", 1s, [] { return Status::Ok(); }).ok());
+  EXPECT_TRUE(s->CheckMountable().ok());
+  s->NoteUnreachable(Status::Unavailable("refused"), 1h);
+  s->NoteAnswered();
+  EXPECT_TRUE(s->CheckMountable().ok());
+}
+
+// Issue 30 item 8: a /proc scan that blocks (a process stuck in a fault
+// on a dead server holds its map lock) counts as "in use" at the deadline
+// instead of holding the unmount, and the staging lock, forever.
+TEST(ProcessesUsingWithin, AScanThatBlocksCountsAsInUse) {
+  auto gate = std::make_shared<Gate>();
+  std::vector<std::string> users =
+      ProcessesUsingWithin({"/x"}, 100ms, [gate](const std::vector<std::string>&) {
+        gate->Wait();
+        return std::vector<std::string>{};
+      });
+  gate->Open();
+  ASSERT_EQ(users.size(), 1u);
+  EXPECT_NE(users[0].find("did not finish"), std::string::npos) << users[0];
+  // A scan that finishes gives its answer.
+  users = ProcessesUsingWithin({"/x"}, 10s, [](const std::vector<std::string>&) {
+    return std::vector<std::string>{"42 (sleep)"};
+  });
+  EXPECT_EQ(users, std::vector<std::string>{"42 (sleep)"});
+}
+
 TEST(NfsSpec, Brackets) {
   EXPECT_EQ(NfsSpec("10.0.0.5", "/export"), "10.0.0.5:/export");
   EXPECT_EQ(NfsSpec("fd00::5", "/export"), "[fd00::5]:/export");

@@ -74,6 +74,22 @@ TEST(NfsMountOptions, FailedAddChangesNothing) {
 
 Status Pool(Params p, NfsPoolOptions* o) { return ParseNfsPoolOptions("shared", p, o); }
 
+// Issue 30 item 8: a mount sharing another's superblock (sharecache) shows
+// that one's timeo, retrans, nconnect, fsc, noresvport in mountinfo.
+TEST(NfsMountOptions, OptionsNotAppliedByASharedSuperblock) {
+  const std::string super = "rw,vers=4.2,rsize=1048576,hard,proto=tcp,timeo=77,retrans=3,sec=sys,addr=127.0.0.1";
+  EXPECT_TRUE(OptionsNotApplied("retrans=3,timeo=77,vers=4.2", super).empty());
+  EXPECT_TRUE(OptionsNotApplied("", super).empty());
+  EXPECT_TRUE(OptionsNotApplied("nconnect=1,nofsc,resvport", super).empty());
+  EXPECT_EQ(OptionsNotApplied("retrans=3,timeo=50,vers=4.2", super), std::vector<std::string>{"timeo=50"});
+  EXPECT_EQ(OptionsNotApplied("nconnect=2,retrans=5", super), (std::vector<std::string>{"nconnect=2", "retrans=5"}));
+  EXPECT_EQ(OptionsNotApplied("fsc,noresvport", super), (std::vector<std::string>{"fsc", "noresvport"}));
+  EXPECT_TRUE(OptionsNotApplied("nconnect=2,fsc", super + ",nconnect=2,fsc").empty());
+  EXPECT_EQ(OptionsNotApplied("nofsc", super + ",fsc"), std::vector<std::string>{"nofsc"});
+  // Options the kernel compares (or shows otherwise) are not judged here.
+  EXPECT_TRUE(OptionsNotApplied("soft,actimeo=1,nosharecache", super).empty());
+}
+
 TEST(NfsPoolOptions, Defaults) {
   NfsPoolOptions o;
   ASSERT_TRUE(Pool({{"server", "10.0.0.5"}, {"share", "/export"}}, &o).ok());

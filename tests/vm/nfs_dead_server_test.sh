@@ -8,7 +8,9 @@
 source "$VM_LIB"
 source "$(dirname "$0")/nfs_lib.sh"
 
-timeout=5
+# 15 s, not less: on a loaded host a mount.nfs under TCG has taken over
+# 5 s with the server alive, which then counts as unreachable.
+timeout=15
 vm_step "NFS server, and nodevold with an nfs pool (timeout=$timeout s, hard, actimeo=1) and a dir pool"
 nfs_server_start 32m
 mkdir -p /var/tmp/local-pool && mount -t tmpfs -o size=64m tmpfs /var/tmp/local-pool
@@ -33,13 +35,25 @@ vm_run vm_ctl publish --volume v4 --target "$t4"
 sdir_b=$(nfs_staging_mounts | awk -v a="$sdir_a" '$4 != a {print $4}')
 [[ -n $sdir_a && -n $sdir_b && $(nfs_dev_of "$sdir_a") != $(nfs_dev_of "$sdir_b") ]] ||
   vm_fail "want two staging mounts with their own devices: $(nfs_staging_mounts)"
-(cd "$sdir_b/ns-v4-v4" && exec sleep 600) &
+# That process has a file open there and writes 256 KiB into it while
+# the server is away, without sync: the writes sit in the page cache, and
+# the flusher (expiry lowered to 1 s) has WRITEs for them in flight when
+# nodevold unmounts. A hard mount delivers them when the server is back;
+# a forced unmount (umount -f, what nodevold did before issue 30 item 1)
+# fails the pending WRITEs with EIO and drops them.
+echo 100 >/proc/sys/vm/dirty_expire_centisecs
+echo 50 >/proc/sys/vm/dirty_writeback_centisecs
+unflushed=$(head -c 262144 /dev/zero | tr '\0' u)
+mkfifo /tmp/write-now
+(cd "$sdir_b/ns-v4-v4" && exec 3>unflushed && read -r _ </tmp/write-now && printf '%s' "$unflushed" >&3 &&
+  exec sleep 600) &
 holder=$!
-sync
 
-vm_step "the server stops answering"
+vm_step "the server stops answering; a process writes 256 KiB on v4 without sync"
 nfs_server_stop
-sleep 2  # past actimeo
+echo go >/tmp/write-now
+sleep 2  # past actimeo (and the flusher's 1 s expiry)
+vm_log "the server has $(stat -c %s "$NFS_EXPORT/ns-v4-v4/unflushed") bytes of that file"
 
 vm_step "Publish of another volume fails within the timeout; meanwhile the daemon answers"
 t2=$(vm_target pod-2 v2)
@@ -86,7 +100,8 @@ expect_code UNAVAILABLE vm_ctl publish --volume v2 --target "$t2"
 took=$(($(now_ms) - start))
 vm_log "second Publish: $took ms"
 d=$(daemon_ms Publish "volume=v2.*outcome=UNAVAILABLE")
-((d < 1000)) || vm_fail "the second Publish took $d ms in nodevold; it should fail fast"
+# "At once": well below the timeout (a loaded host has taken 2.5 s for any call).
+((d < timeout * 1000 / 3)) || vm_fail "the second Publish took $d ms in nodevold; it should fail fast"
 start=$(now_ms)
 cap=$(vm_ctl -o json capacity) || vm_fail "GetCapacity failed with one server dead: $cap"
 vm_log "GetCapacity: $(($(now_ms) - start)) ms; shared: $(vm_json_get "$(vm_ctl -o json capacity shared)" total_bytes) bytes (the last figures)"
@@ -101,7 +116,7 @@ start=$(now_ms)
 expect_code UNAVAILABLE vm_ctl stats --target "$t1"
 took=$(($(now_ms) - start))
 d=$(daemon_ms GetVolumeStats "outcome=UNAVAILABLE")
-((d < 1000)) || vm_fail "the second GetVolumeStats took $d ms in nodevold; it should fail fast"
+((d < 5000)) || vm_fail "the second GetVolumeStats took $d ms in nodevold; it should fail fast"
 
 start=$(now_ms)
 out=$(vm_ctl volume create v5 --pool shared --size 10Mi $(claim v5) 2>&1) && vm_fail "CreateVolume succeeded with the server dead"
@@ -117,7 +132,7 @@ start=$(now_ms)
 vm_nodevold_start "$pool" --pool=name=local,backend=dir,path=/var/tmp/local-pool
 took=$(($(now_ms) - start))
 vm_log "start with the server dead: $took ms; drift: $(vm_ctl info | grep -c "v[0-9]") lines about volumes"
-((took < 30000)) || vm_fail "nodevold took $took ms to start with the server dead"
+((took < 4 * timeout * 1000)) || vm_fail "nodevold took $took ms to start with the server dead"
 [[ -n $(nfs_mount_at "$t1") && -n $(nfs_mount_at "$t4") ]] || vm_fail "a restart lost a publication's mount"
 vm_ctl info | grep -q "127.0.0.1" && vm_log "info: $(vm_ctl info | grep "127.0.0.1" | head -2 | tr '\n' ' ')"
 
@@ -131,10 +146,12 @@ vm_log "Unpublish of v1: $took ms (nodevold: $(daemon_ms Unpublish "pod-1/.*outc
 [[ -z $(nfs_mount_at "$t1") ]] || vm_fail "$t1 is still mounted"
 [[ -z $(nfs_mount_at "$sdir_a") ]] || vm_fail "v1's staging mount (nothing uses it) was not detached: $(grep -E "stays|forcing" "$VM_NODEVOLD_LOG")"
 vm_ctl volume get v1 | grep -q v1 || vm_fail "v1 lost its record"
-# nodevold's own statfs, stuck on the pool's staging mount, keeps it busy:
-# a plain unmount fails and the dead server's mount is forced off.
-grep -q "unmounting $sdir_a: .*forcing" "$VM_NODEVOLD_LOG" || vm_fail "the staging mount was not forced off: $(grep "$sdir_a" "$VM_NODEVOLD_LOG")"
-grep -E "forcing|detached lazily|staging mount .* stays" "$VM_NODEVOLD_LOG" | tail -3 | while read -r l; do vm_log "log: $l"; done || true
+# nodevold's own calls stuck on the pool's staging mount keep it busy (or
+# the unmount hangs flushing v1's writes): no process uses it, so it is
+# detached, never forced (which would drop those writes).
+grep -q "unmounting $sdir_a: .*detaching it" "$VM_NODEVOLD_LOG" || vm_fail "the staging mount was not detached: $(grep "$sdir_a" "$VM_NODEVOLD_LOG")"
+! grep -q "forcing" "$VM_NODEVOLD_LOG" || vm_fail "nodevold forced an unmount: $(grep forcing "$VM_NODEVOLD_LOG")"
+grep -E "detaching|detached lazily|staging mount .* stays" "$VM_NODEVOLD_LOG" | tail -3 | while read -r l; do vm_log "log: $l"; done || true
 start=$(now_ms)
 vm_run vm_ctl --timeout 60 unpublish --target "$t4"
 took=$(($(now_ms) - start))
@@ -143,13 +160,21 @@ vm_log "Unpublish of v4: $took ms (nodevold: $(daemon_ms Unpublish "pod-4/.*outc
 ((took < (3 * timeout + 15) * 1000)) || vm_fail "Unpublish took $took ms"
 [[ -z $(nfs_mount_at "$t4") ]] || vm_fail "$t4 is still mounted"
 [[ -n $(nfs_mount_at "$sdir_b") ]] || vm_fail "the staging mount a process uses was detached"
-grep -q "$holder (sleep) use files below $sdir_b" "$VM_NODEVOLD_LOG" || vm_fail "the log does not name the process using $sdir_b"
+grep -q "$holder ([a-z_]*) use files below $sdir_b" "$VM_NODEVOLD_LOG" || vm_fail "the log does not name the process using $sdir_b"
 vm_log "log: $(grep "use files below" "$VM_NODEVOLD_LOG" | tail -1)"
+
+vm_step "the server is back: the writes made during the outage reach it, operations recover"
+nfs_server_resume
+# Its write may itself have waited for the server: let it finish (the
+# process then becomes sleep), then end it; its close flushes what is
+# still pending.
+for _ in $(seq 240); do [[ $(cat "/proc/$holder/comm" 2>/dev/null) != sleep ]] || break; sleep 0.5; done
+vm_log "the writer is now: $(cat "/proc/$holder/comm" 2>/dev/null || echo gone)"
 kill "$holder"
 wait "$holder" 2>/dev/null || true
-
-vm_step "the server is back: operations recover"
-nfs_server_resume
+cmp -s <(printf '%s' "$unflushed") "$NFS_EXPORT/ns-v4-v4/unflushed" ||
+  vm_fail "writes made during the outage are lost: the server has $(stat -c %s "$NFS_EXPORT/ns-v4-v4/unflushed") of 262144 bytes"
+vm_log "the server has all 262144 bytes written during the outage"
 ok=0
 for i in $(seq 60); do
   if vm_ctl publish --volume v2 --target "$t2" >/tmp/p.out 2>&1; then ok=1; break; fi
@@ -184,8 +209,30 @@ vm_run vm_ctl publish --volume v1 --target "$t3"
 [[ $(cat "$t3/f") == "new export" ]] || vm_fail "a new publication after ESTALE shows: $(cat "$t3/f" 2>&1)"
 grep -q "binding it again\|mounting it again" "$VM_NODEVOLD_LOG" || vm_fail "nodevold did not say it replaced a stale mount"
 
+vm_step "a reboot with the server down and three publications to re-stage: the start waits for the server once"
+vm_nodevold_stop
+nfs_server_stop
+# What a reboot leaves: no mounts (detached here: the server cannot answer
+# an unmount), the records.
+for t in "$t1" "$t2" "$t3"; do umount -l "$t"; done
+for m in $(nfs_mounts_below "$VM_STATE/nfs" | awk '{print $4}' | sort -r); do umount -l "$m"; done
+[[ -z $(nfs_mounts_below "$VM_STATE/nfs") ]] || vm_fail "mounts left after the simulated reboot: $(nfs_mounts_below "$VM_STATE/nfs")"
+from=$(wc -l <"$VM_NODEVOLD_LOG")
+start=$(now_ms)
+vm_nodevold_start "$pool" --pool=name=local,backend=dir,path=/var/tmp/local-pool
+took=$(($(now_ms) - start))
+restage=$(tail -n +"$((from + 1))" "$VM_NODEVOLD_LOG" | grep "staging the volume failed" || true)
+fast=$(grep -c "not mounting from it for another" <<<"$restage" || true)
+vm_log "start: $took ms; re-stages that failed: $(wc -l <<<"$restage"), at once: $fast"
+# One mount.nfs waits the timeout; the other two fail at once instead of
+# each waiting too (3 x 30 s with the default timeout: past systemd's start
+# limit, a restart loop).
+((fast >= 2)) || vm_fail "each re-stage waited for the dead server: $restage"
+nfs_server_resume
+
 vm_step "clean up (v4's staging mount, kept for the process, goes with v4's next unpublish)"
-vm_run vm_ctl publish --volume v4 --target "$t4"
+for _ in $(seq 60); do vm_ctl publish --volume v4 --target "$t4" >/tmp/p.out 2>&1 && break; sleep 1; done
+[[ -n $(nfs_mount_at "$t4") ]] || vm_fail "publish of v4 after the server came back: $(cat /tmp/p.out)"
 for t in "$t1" "$t2" "$t3" "$t4"; do vm_run vm_ctl unpublish --target "$t"; done
 for v in v1 v2 v4; do vm_run vm_ctl volume delete $v; done
 nfs_expect_unmounted "NFS mounts left"

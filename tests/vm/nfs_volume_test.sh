@@ -63,6 +63,17 @@ for o in vers=4.2 timeo=77 retrans=3 acregmin=1 acdirmax=1 hard; do
   grep -q "\(^\|,\)$o\(,\|$\)" <<<"$opts" || vm_fail "staging mount lacks $o: $opts"
 done
 
+vm_step "options a shared superblock would silently drop are refused, naming the fix (issue 30 item 8)"
+# timeo is not compared when the kernel looks for a superblock to share:
+# without nosharecache this mount would get the staging mount's timeo=77.
+expect_code FAILED_PRECONDITION vm_ctl volume create sb1 --pool shared --size 10Mi $(claim team sb pv-sb1) --param mountOptions=timeo=50
+[[ $(nfs_staging_mounts | wc -l) == 1 ]] || vm_fail "the refused mount was left: $(nfs_staging_mounts)"
+[[ ! -e $NFS_EXPORT/team-sb-pv-sb1 ]] || vm_fail "the refused create made its directory"
+vm_ctl volume delete sb1 >/dev/null 2>&1 || true
+vm_run vm_ctl volume create sb2 --pool shared --size 10Mi $(claim team sb pv-sb2) --param "mountOptions=timeo=50,nosharecache"
+vm_run vm_ctl volume delete sb2
+[[ $(nfs_staging_mounts | wc -l) == 1 ]] || vm_fail "want the one staging mount: $(nfs_staging_mounts)"
+
 vm_step "data written through one target is read through the other, and on the server"
 echo "hello from pod-1" >"$t1/greeting"
 [[ $(cat "$t2/greeting") == "hello from pod-1" ]] || vm_fail "pod-2 does not see pod-1's file"
@@ -188,6 +199,24 @@ vm_log "capacity: total=$total free=$free"
 ((free > 0 && free <= total)) || vm_fail "free $free"
 nfs_expect_unmounted "capacity left the export mounted"
 
+vm_step "a state dir named through a symlink, with a trailing slash: the staging mount still goes with its last user"
+# The mount table shows canonical paths; nodevold resolves its state dir at
+# start so that its staging mounts and binds match them (issue 30 item 7).
+vm_nodevold_stop
+ln -sfn "$VM_STATE" /run/state-link
+"$NODEVOLD" --config="$VM_SANDBOX/nodevold.conf" --socket="$VM_SOCKET" --state-dir=/run/state-link/ \
+  --pods-root="$VM_PODS" --metrics-address=off --log-target=stderr --log-level=debug "$pool" \
+  </dev/null >>"$VM_NODEVOLD_LOG" 2>&1 &
+VM_NODEVOLD_PID=$!
+for _ in $(seq 300); do [[ -S $VM_SOCKET ]] && vm_ctl info >/dev/null 2>&1 && break; sleep 0.1; done
+vm_ctl info >/dev/null || vm_fail "nodevold with --state-dir=/run/state-link/ did not start"
+t8=$(vm_target pod-8 v2)
+vm_run vm_ctl publish --volume v2 --target "$t8"
+[[ $(cat "$t8/f") == "before restart" ]] || vm_fail "pod-8 does not see v2's data"
+[[ $(nfs_staging_mounts | wc -l) == 1 ]] || vm_fail "want one staging mount: $(nfs_staging_mounts)"
+vm_run vm_ctl unpublish --target "$t8"
+nfs_expect_unmounted "with the state dir named through a symlink, the unpublish left NFS mounts"
+
 vm_step "delete, retain, archive, archiveOnDelete"
 vm_run vm_ctl volume delete v1  # pool default: delete
 [[ ! -e $NFS_EXPORT/team-data-pv-1 ]] || vm_fail "delete left team-data-pv-1"
@@ -213,6 +242,18 @@ vm_run vm_ctl volume delete old2
 [[ ! -e $NFS_EXPORT/team-old-pv-o1 ]] || vm_fail "archiveOnDelete=false did not delete"
 [[ -d $NFS_EXPORT/archived-team-old-pv-o2 ]] || vm_fail "archiveOnDelete=true did not archive"
 [[ -d /etc && -e /bin/sh ]] || vm_fail "deleting a tree with a symlink to / removed the node's files"
+vm_step "a tree 500 deep with files at every level is deleted; only the volume's tombstone is ever touched"
+vm_run vm_ctl volume create deep --pool shared --size 10Mi $(claim team deep pv-d)
+(cd "$NFS_EXPORT/team-deep-pv-d" && for i in $(seq 500); do echo "$i" >f && mkdir d && cd d; done)
+ok=0
+for i in $(seq 10); do  # DEADLINE_EXCEEDED goes on at the next DeleteVolume
+  if vm_ctl volume delete deep >/tmp/d.out 2>&1; then ok=1; break; fi
+  grep -q DEADLINE_EXCEEDED /tmp/d.out || vm_fail "delete of the deep tree: $(cat /tmp/d.out)"
+done
+((ok)) || vm_fail "the deep tree is still not deleted after 10 DeleteVolume calls"
+vm_log "deep tree deleted in $i DeleteVolume call(s)"
+[[ ! -e $NFS_EXPORT/team-deep-pv-d ]] || vm_fail "delete left team-deep-pv-d"
+[[ -z $(cd "$NFS_EXPORT" && find . -name '.nodevol-*') ]] || vm_fail "tombstones left: $(cd "$NFS_EXPORT" && find . -maxdepth 2 -name '.nodevol-*')"
 vm_run vm_ctl volume delete v2
 [[ ! -e $NFS_EXPORT/team/projects/x && -d $NFS_EXPORT/team/projects ]] || vm_fail "v2: want team/projects kept, x removed: $(tree_of)"
 vm_run vm_ctl volume delete whole

@@ -2,8 +2,11 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -43,84 +46,89 @@ std::string Dirname(const std::string& rel) {
 
 std::string Basename(const std::string& rel) { return rel.substr(rel.rfind('/') + 1); }
 
-bool Exists(int dirfd, const std::string& name) {
+// *exists for `name` in dirfd; any error but ENOENT (EACCES under a
+// root-squashed parent, ESTALE) is returned, never taken for "exists".
+Status Lookup(int dirfd, const std::string& name, const std::string& what, bool* exists) {
   struct stat st;
-  return ::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT;
+  if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    *exists = true;
+    return Status::Ok();
+  }
+  int err = errno;
+  if (err == EACCES || err == EPERM)
+    return Status::FailedPrecondition("look up " + what + "/" + name + ": " + std::strerror(err) +
+                                      " (the server refuses nodevold, root_squash?)");
+  if (err == ESTALE)
+    return Status::Unavailable("look up " + what + "/" + name + ": stale file handle (the export was re-created)");
+  if (err != ENOENT) return Status::FromErrno("look up " + what + "/" + name, err);
+  *exists = false;
+  return Status::Ok();
 }
 
-// Names in a directory (a snapshot: removing while reading an NFS
-// directory can skip entries).
-Status List(int dirfd, const std::string& what, std::vector<std::pair<std::string, unsigned char>>* out) {
-  int fd = ::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Status::FromErrno("open " + what, errno);
+bool IsDirEntry(int dirfd, const struct dirent* e) {
+  if (e->d_type != DT_UNKNOWN) return e->d_type == DT_DIR;
+  struct stat st;
+  return ::fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool Dots(const char* n) { return n[0] == '.' && (n[1] == 0 || (n[1] == '.' && n[2] == 0)); }
+
+// Empties the directory `name` in `top` (the tombstone) by one level: files
+// are removed, subdirectories are moved up into `top` under fresh names,
+// for a later pass over `top` to deal with. *progress when anything went.
+Status Flatten(int top, const std::string& name, const std::string& what, RemoveCursor* c,
+               std::chrono::steady_clock::time_point until, bool* progress) {
+  int fd = OpenAt2(top, name, O_RDONLY | O_DIRECTORY);
+  if (fd < 0) {
+    if (errno == ENOENT) return Status::Ok();
+    if (errno == ENOTDIR || errno == ELOOP) {  // replaced by a file or symlink meanwhile
+      if (::unlinkat(top, name.c_str(), 0) != 0 && errno != ENOENT) return Status::FromErrno("remove " + what, errno);
+      *progress = true;
+      return Status::Ok();
+    }
+    return OpenError("open " + what, errno);
+  }
   DIR* d = ::fdopendir(fd);
   if (!d) {
     ::close(fd);
     return Status::FromErrno("read " + what, errno);
   }
+  Status st;
   errno = 0;
   while (struct dirent* e = ::readdir(d)) {
-    std::string n = e->d_name;
-    if (n != "." && n != "..") out->emplace_back(n, e->d_type);
+    if (Dots(e->d_name)) continue;
+    if (*progress && std::chrono::steady_clock::now() > until) break;
+    const std::string n = e->d_name;
+    if (!IsDirEntry(::dirfd(d), e)) {
+      if (::unlinkat(::dirfd(d), n.c_str(), 0) != 0 && errno != ENOENT) {
+        st = Status::FromErrno("remove " + what + "/" + n, errno);
+        break;
+      }
+      *progress = true;
+    } else {
+      // Up into the tombstone, whose every entry goes anyway: replacing
+      // one of them (an empty directory of the same name) loses nothing.
+      bool moved = false;
+      for (int tries = 0; tries < 64 && !moved; ++tries) {
+        std::string to = ".nodevol-rm-" + std::to_string(c->next_name++);
+        if (::renameat(::dirfd(d), n.c_str(), top, to.c_str()) == 0) {
+          moved = true;
+        } else if (errno == ENOENT) {
+          break;
+        } else if (errno != EEXIST && errno != ENOTEMPTY && errno != ENOTDIR && errno != EISDIR) {
+          st = Status::FromErrno("move " + what + "/" + n + " up to remove it", errno);
+          break;
+        }
+      }
+      if (!st.ok()) break;
+      if (!moved) continue;
+      *progress = true;
+    }
     errno = 0;
   }
-  int err = errno;
+  if (st.ok() && errno != 0) st = Status::FromErrno("read " + what, errno);
   ::closedir(d);
-  if (err) return Status::FromErrno("read " + what, err);
-  return Status::Ok();
-}
-
-// Empties the directory open at `dirfd` and removes it as `name` in `parent`.
-Status RemoveTree(int parent, const std::string& name, const std::string& what,
-                  std::chrono::steady_clock::time_point until, bool* done) {
-  UniqueFd fd(OpenAt2(parent, name, O_RDONLY | O_DIRECTORY));
-  if (fd.get() < 0) {
-    if (errno == ENOENT) {
-      *done = true;
-      return Status::Ok();
-    }
-    if (errno == ENOTDIR || errno == ELOOP) {  // a file or symlink: remove the entry itself
-      if (::unlinkat(parent, name.c_str(), 0) != 0 && errno != ENOENT) return Status::FromErrno("remove " + what, errno);
-      *done = true;
-      return Status::Ok();
-    }
-    return OpenError("open " + what, errno);
-  }
-  for (int pass = 0; pass < 3; ++pass) {
-    std::vector<std::pair<std::string, unsigned char>> entries;
-    NODEVOL_RETURN_IF_ERROR(List(fd.get(), what, &entries));
-    if (entries.empty()) break;
-    for (const auto& [n, type] : entries) {
-      if (std::chrono::steady_clock::now() > until) {
-        *done = false;
-        return Status::Ok();
-      }
-      bool dir = type == DT_DIR;
-      if (type == DT_UNKNOWN) {
-        struct stat st;
-        dir = ::fstatat(fd.get(), n.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
-      }
-      if (dir) {
-        bool sub_done = false;
-        NODEVOL_RETURN_IF_ERROR(RemoveTree(fd.get(), n, what + "/" + n, until, &sub_done));
-        if (!sub_done) {
-          *done = false;
-          return Status::Ok();
-        }
-      } else if (::unlinkat(fd.get(), n.c_str(), 0) != 0 && errno != ENOENT) {
-        return Status::FromErrno("remove " + what + "/" + n, errno);
-      }
-    }
-  }
-  if (::unlinkat(parent, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
-    if (errno == ENOTEMPTY || errno == EEXIST || errno == EBUSY)
-      return Status::FailedPrecondition("cannot remove " + what +
-                                        ": it is still not empty (files open on some NFS client stay as .nfs* "
-                                        "until closed); delete again later");
-    return Status::FromErrno("remove " + what, errno);
-  }
-  *done = true;
-  return Status::Ok();
+  return st;
 }
 
 std::string UtcStamp() {
@@ -163,6 +171,21 @@ Status OpenBelow(const std::string& root, const std::string& rel, UniqueFd* out)
   return Status::Ok();
 }
 
+Status BindBelow(const std::string& root, const std::string& rel, const std::string& target) {
+  UniqueFd fd;
+  NODEVOL_RETURN_IF_ERROR(OpenBelow(root, rel, &fd));
+  struct statfs sfs;
+  if (::fstatfs(fd.get(), &sfs) != 0) return Status::FromErrno("statfs " + root + "/" + rel, errno);
+  if (sfs.f_type != NFS_SUPER_MAGIC)
+    return Status::FailedPrecondition("bind " + root + (rel.empty() ? "" : "/" + rel) + " on " + target +
+                                      ": it is not on NFS (the export is not mounted at " + root +
+                                      " right now: unmounted or being mounted again); try again");
+  std::string src = "/proc/self/fd/" + std::to_string(fd.get());
+  if (::mount(src.c_str(), target.c_str(), nullptr, MS_BIND, nullptr) != 0)
+    return Status::FromErrno("bind " + root + "/" + rel + " on " + target, errno);
+  return Status::Ok();
+}
+
 Status MakeVolumeDir(const std::string& root, const std::string& rel, const VolumeRoot& vroot, bool chown) {
   UniqueFd cur;
   NODEVOL_RETURN_IF_ERROR(OpenBelow(root, "", &cur));
@@ -187,16 +210,116 @@ Status MakeVolumeDir(const std::string& root, const std::string& rel, const Volu
   return Status::Ok();
 }
 
-Status RemoveVolumeDir(const std::string& root, const std::string& rel,
-                       std::chrono::steady_clock::time_point until, bool* done) {
-  UniqueFd parent;
-  Status st = OpenBelow(root, Dirname(rel), &parent);
-  if (st.code() == Status::Code::kNotFound) {
-    *done = true;
-    return Status::Ok();
+RemoveCursor::~RemoveCursor() {
+  if (dir) ::closedir(static_cast<DIR*>(dir));
+}
+
+Status RemoveVolumeDir(const std::string& root, const std::string& rel, const std::string& tombstone,
+                       std::chrono::steady_clock::time_point until, RemoveCursor* c, bool* done) {
+  *done = false;
+  const std::string dirname = Dirname(rel);
+  const std::string what = root + "/" + (dirname.empty() ? "" : dirname + "/") + tombstone;
+  if (!c->dir) {
+    UniqueFd parent;
+    Status st = OpenBelow(root, dirname, &parent);
+    if (st.code() == Status::Code::kNotFound) {
+      *done = true;
+      return Status::Ok();
+    }
+    NODEVOL_RETURN_IF_ERROR(st);
+    bool have_tomb = false;
+    NODEVOL_RETURN_IF_ERROR(Lookup(parent.get(), tombstone, root + "/" + dirname, &have_tomb));
+    if (!have_tomb) {
+      // The first step of every delete: the volume's name is free from now
+      // on, and nothing below touches anything but the tombstone.
+      if (::renameat(parent.get(), Basename(rel).c_str(), parent.get(), tombstone.c_str()) != 0) {
+        if (errno == ENOENT) {
+          *done = true;
+          return Status::Ok();
+        }
+        return Status::FromErrno("rename " + root + "/" + rel + " to " + tombstone, errno);
+      }
+    }
+    int fd = OpenAt2(parent.get(), tombstone, O_RDONLY | O_DIRECTORY);
+    if (fd < 0) {
+      if (errno == ENOENT) {
+        *done = true;
+        return Status::Ok();
+      }
+      if (errno == ENOTDIR || errno == ELOOP) {  // the volume's path was a file or symlink
+        if (::unlinkat(parent.get(), tombstone.c_str(), 0) != 0 && errno != ENOENT)
+          return Status::FromErrno("remove " + what, errno);
+        *done = true;
+        return Status::Ok();
+      }
+      return OpenError("open " + what, errno);
+    }
+    DIR* d = ::fdopendir(fd);
+    if (!d) {
+      ::close(fd);
+      return Status::FromErrno("read " + what, errno);
+    }
+    int pfd = ::dup(parent.get());
+    if (pfd < 0) {
+      int err = errno;
+      ::closedir(d);
+      return Status::FromErrno("dup", err);
+    }
+    c->parent.reset(pfd);
+    c->dir = d;
+    c->pass_saw = c->pass_removed = false;
   }
-  NODEVOL_RETURN_IF_ERROR(st);
-  return RemoveTree(parent.get(), Basename(rel), root + "/" + rel, until, done);
+  DIR* d = static_cast<DIR*>(c->dir);
+  const int top = ::dirfd(d);
+  // The time is checked between entries, after the first: every slice
+  // gets somewhere, however short.
+  for (bool did_one = false;;) {
+    if (did_one && std::chrono::steady_clock::now() > until) return Status::Ok();
+    errno = 0;
+    struct dirent* e = ::readdir(d);
+    if (!e) {
+      if (errno != 0) return Status::FromErrno("read " + what, errno);
+      // End of a pass. Entries can be skipped while an NFS directory
+      // changes under a reader: pass again until one sees nothing.
+      if (c->pass_saw) {
+        c->idle_passes = c->pass_removed ? 0 : c->idle_passes + 1;
+        if (c->idle_passes < 2) {
+          c->pass_saw = c->pass_removed = false;
+          ::rewinddir(d);
+          continue;
+        }
+      }
+      if (::unlinkat(c->parent.get(), tombstone.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
+        if (errno == ENOTEMPTY || errno == EEXIST || errno == EBUSY)
+          return Status::FailedPrecondition("cannot remove " + what + " (the volume's directory, renamed): it is "
+                                            "still not empty (files open on some NFS client stay as .nfs* until "
+                                            "closed); delete again later");
+        return Status::FromErrno("remove " + what, errno);
+      }
+      *done = true;
+      return Status::Ok();
+    }
+    if (Dots(e->d_name)) continue;
+    did_one = true;
+    c->pass_saw = true;
+    const std::string n = e->d_name;
+    if (!IsDirEntry(top, e)) {
+      if (::unlinkat(top, n.c_str(), 0) != 0 && errno != ENOENT) return Status::FromErrno("remove " + what + "/" + n, errno);
+      c->pass_removed = true;
+      continue;
+    }
+    if (::unlinkat(top, n.c_str(), AT_REMOVEDIR) == 0 || errno == ENOENT) {
+      c->pass_removed = true;
+      continue;
+    }
+    if (errno != ENOTEMPTY && errno != EEXIST)
+      return Status::FromErrno("remove " + what + "/" + n, errno);
+    bool progress = false;
+    NODEVOL_RETURN_IF_ERROR(Flatten(top, n, what + "/" + n, c, until, &progress));
+    if (progress) c->pass_removed = true;
+    // Emptied now unless the deadline came first; a later pass removes it.
+    if (::unlinkat(top, n.c_str(), AT_REMOVEDIR) == 0) c->pass_removed = true;
+  }
 }
 
 Status ArchiveVolumeDir(const std::string& root, const std::string& rel, std::string* archived_as) {
@@ -206,7 +329,10 @@ Status ArchiveVolumeDir(const std::string& root, const std::string& rel, std::st
   if (st.code() == Status::Code::kNotFound) return Status::Ok();
   NODEVOL_RETURN_IF_ERROR(st);
   std::string leaf = Basename(rel);
-  if (!Exists(parent.get(), leaf)) return Status::Ok();
+  const std::string where = root + (Dirname(rel).empty() ? "" : "/" + Dirname(rel));
+  bool exists = false;
+  NODEVOL_RETURN_IF_ERROR(Lookup(parent.get(), leaf, where, &exists));
+  if (!exists) return Status::Ok();
   // Names stay within 255 bytes: the leaf is shortened, never the suffix.
   auto fit = [&](const std::string& suffix) {
     std::string prefix = "archived-";
@@ -214,10 +340,20 @@ Status ArchiveVolumeDir(const std::string& root, const std::string& rel, std::st
     return prefix + leaf.substr(0, room) + suffix;
   };
   std::string name = fit("");
-  if (Exists(parent.get(), name)) {
+  NODEVOL_RETURN_IF_ERROR(Lookup(parent.get(), name, where, &exists));
+  if (exists) {
     std::string stamp = "-" + UtcStamp();
     name = fit(stamp);
-    for (int n = 2; Exists(parent.get(), name); ++n) name = fit(stamp + "-" + std::to_string(n));
+    // Bounded: a server that says every name exists must not spin the
+    // worker forever.
+    for (int n = 2;; ++n) {
+      NODEVOL_RETURN_IF_ERROR(Lookup(parent.get(), name, where, &exists));
+      if (!exists) break;
+      if (n > 1000)
+        return Status::FailedPrecondition("archive " + root + "/" + rel + ": 1000 archive names in " + where +
+                                          " are taken; remove old archives");
+      name = fit(stamp + "-" + std::to_string(n));
+    }
   }
   // NFS has no RENAME_NOREPLACE; the names were checked just above.
   if (::renameat(parent.get(), leaf.c_str(), parent.get(), name.c_str()) != 0)

@@ -33,15 +33,50 @@ Status OpenBelow(const std::string& root, const std::string& rel, UniqueFd* out)
 // directory is reused (a retried create, or the provisioner's behaviour).
 Status MakeVolumeDir(const std::string& root, const std::string& rel, const VolumeRoot& vroot, bool chown);
 
+// Binds the directory `rel` below the NFS mount at `root` ("" = its root)
+// onto `target`, through a descriptor: refuses (FAILED_PRECONDITION, no
+// mount made) when the directory it opened is not on NFS, i.e. `root` is
+// not mounted at that instant (an unmount racing the bind would otherwise
+// put the node's own empty directory into a pod).
+Status BindBelow(const std::string& root, const std::string& rel, const std::string& target);
+
+// Progress of one removal, kept by the caller between slices: the open
+// tombstone, its directory stream (a slice reads on where the last one
+// stopped) and counters. Memory is bounded whatever the tree's depth or
+// width: two directory streams at most. Use it on one worker only.
+struct RemoveCursor {
+  RemoveCursor() = default;
+  ~RemoveCursor();
+  RemoveCursor(const RemoveCursor&) = delete;
+  RemoveCursor& operator=(const RemoveCursor&) = delete;
+
+  UniqueFd parent;          // the directory holding the tombstone
+  void* dir = nullptr;      // DIR* of the tombstone, open at a pass's position
+  uint64_t next_name = 0;   // for directories moved up into the tombstone
+  bool pass_saw = false;    // this pass over the tombstone saw an entry
+  bool pass_removed = false;
+  int idle_passes = 0;      // passes in a row that saw entries but removed none
+};
+
 // Removes `rel` below `root` and everything in it, never following a
 // symlink, until done (*done = true) or `until` passes (*done = false;
-// call again to go on). Missing is done.
-Status RemoveVolumeDir(const std::string& root, const std::string& rel,
-                       std::chrono::steady_clock::time_point until, bool* done);
+// call again, with the same cursor or a fresh one, to go on). First the
+// directory is renamed to `tombstone` (".nodevol-deleting-<volume>") in
+// its parent; from then on only the tombstone is touched, so a claim that
+// re-creates `rel` meanwhile, or a rename on the server, never has its
+// data removed. A tombstone left by an earlier call is what is removed
+// (without looking at `rel` again). Iterative: a subdirectory that is not
+// empty has its entries moved up into the tombstone, so depth costs
+// neither stack nor memory. Missing is done. EACCES, ESTALE and every
+// other error are returned.
+Status RemoveVolumeDir(const std::string& root, const std::string& rel, const std::string& tombstone,
+                       std::chrono::steady_clock::time_point until, RemoveCursor* cursor, bool* done);
 
 // Renames the last segment of `rel` to "archived-<segment>" in the same
 // directory, or "archived-<segment>-<UTC time>[-N]" when that exists;
-// *archived_as gets the new relative path. Missing is success ("").
+// *archived_as gets the new relative path. Missing is success (""). A
+// name that cannot be looked up (EACCES, ESTALE) is an error, not a taken
+// name.
 Status ArchiveVolumeDir(const std::string& root, const std::string& rel, std::string* archived_as);
 
 }  // namespace nodevol

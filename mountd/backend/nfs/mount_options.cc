@@ -1,5 +1,6 @@
 #include "backend/nfs/mount_options.h"
 
+#include <algorithm>
 #include <cctype>
 #include <set>
 #include <vector>
@@ -192,6 +193,42 @@ std::string NfsMountOptions::ToString() const {
 std::string NfsMountOptions::Get(const std::string& group) const {
   auto it = by_group_.find(group);
   return it == by_group_.end() ? "" : it->second;
+}
+
+std::vector<std::string> OptionsNotApplied(const std::string& requested, const std::string& super) {
+  auto split = [](const std::string& text) {
+    std::vector<std::string> out;
+    size_t start = 0;
+    while (start <= text.size()) {
+      size_t comma = text.find(',', start);
+      if (comma == std::string::npos) comma = text.size();
+      if (comma > start) out.push_back(text.substr(start, comma - start));
+      start = comma + 1;
+    }
+    return out;
+  };
+  std::vector<std::string> shown = split(super);
+  auto has = [&](const std::string& o) { return std::find(shown.begin(), shown.end(), o) != shown.end(); };
+  auto key = [](const std::string& o) { return o.substr(0, o.find('=')); };
+  std::vector<std::string> out;
+  for (const std::string& o : split(requested)) {
+    const std::string k = key(o);
+    bool missing = false;
+    if (k == "timeo" || k == "retrans") {
+      missing = !has(o);
+    } else if (k == "nconnect") {
+      // The kernel shows nconnect only above 1.
+      missing = o != "nconnect=1" ? !has(o) : std::any_of(shown.begin(), shown.end(), [&](const std::string& s) {
+        return key(s) == "nconnect";
+      });
+    } else if (o == "fsc" || o == "noresvport") {
+      missing = !has(o);
+    } else if (o == "nofsc" || o == "resvport") {
+      missing = has(o == "nofsc" ? "fsc" : "noresvport");
+    }
+    if (missing) out.push_back(o);
+  }
+  return out;
 }
 
 }  // namespace nodevol

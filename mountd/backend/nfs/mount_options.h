@@ -19,6 +19,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 
@@ -40,5 +41,13 @@ class NfsMountOptions {
  private:
   std::map<std::string, std::string> by_group_;  // group -> option as given ("timeo=600", "soft")
 };
+
+// Of the options in `requested` (canonical, as ToString) that the kernel
+// does not compare when it looks for a superblock to share (timeo,
+// retrans, nconnect, fsc/nofsc, resvport/noresvport), those that the
+// superblock options of the mount made with them (`super`, as mountinfo
+// shows them) do not show: what a shared superblock silently did not
+// apply. Empty when all took effect.
+std::vector<std::string> OptionsNotApplied(const std::string& requested, const std::string& super);
 
 }  // namespace nodevol

@@ -5,15 +5,18 @@
 #include <spdlog/spdlog.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
+#include <sys/statfs.h>
+#include <linux/magic.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 
 #include "backend/claim_params.h"
 #include "backend/nfs/export_dirs.h"
+#include "backend/nfs/mount_options.h"
 #include "backend/nfs/mountinfo.h"
 #include "backend/nfs/nfs_client.h"
 #include "backend/nfs/path_pattern.h"
@@ -48,6 +51,15 @@ std::string Hash16(const std::string& text) {
   return out;
 }
 
+// ".nodevol-deleting-<volume>": where a volume's directory goes when its
+// delete starts (export_dirs.h). Within 255 bytes: a long name is cut
+// and made unique again by its hash.
+std::string Tombstone(const std::string& volume) {
+  const std::string prefix = ".nodevol-deleting-";
+  if (prefix.size() + volume.size() <= 255) return prefix + volume;
+  return prefix + volume.substr(0, 255 - prefix.size() - 17) + "-" + Hash16(volume);
+}
+
 std::string Parent(const std::string& path) { return path.substr(0, path.rfind('/')); }
 
 bool IsStale(const Status& st) { return st.message().find("stale file handle") != std::string::npos; }
@@ -78,7 +90,13 @@ Status NfsBackend::Make(const std::string& pool, const Params& options, const st
   if (::access("/sbin/mount.nfs", X_OK) != 0 && ::access("/usr/sbin/mount.nfs", X_OK) != 0)
     return Status::FailedPrecondition("pool " + pool +
                                       ": mount.nfs is not installed (Debian/Ubuntu: nfs-common; RHEL: nfs-utils)");
-  std::string root = state_dir + "/nfs";
+  // Canonical, as the mount table shows it: a state dir given with a
+  // trailing slash or through a symlink would otherwise never match a
+  // staging mount or bind there, and they would never be unmounted.
+  char* real = ::realpath(state_dir.c_str(), nullptr);
+  if (!real) return Status::FromErrno("pool " + pool + ": state dir " + state_dir, errno);
+  std::string root = std::string(real) + (std::string(real) == "/" ? "nfs" : "/nfs");
+  std::free(real);
   NODEVOL_RETURN_IF_ERROR(MakeDir0700(root));
   NODEVOL_RETURN_IF_ERROR(MakeDir0700(root + "/volumes"));
   // A per-volume bind dir that is no mount point (after a reboot) must not
@@ -228,11 +246,33 @@ Status NfsBackend::Acquire(const Volume& v, std::string* dir) {
     std::shared_ptr<NfsServer> server = NfsServer::For(v.server);
     NODEVOL_RETURN_IF_ERROR(server->CheckAnswering(timeout()));
     NODEVOL_RETURN_IF_ERROR(MountNfs(v.server, v.share, *dir, v.options, timeout()));
+    NODEVOL_RETURN_IF_ERROR(CheckApplied(v, *dir));
     spdlog::info("pool {}: mounted {} ({}) at {}", pool_, NfsSpec(v.server, v.share),
                  v.options.empty() ? "default options" : v.options, *dir);
   }
   ++s->holds;
   return Status::Ok();
+}
+
+Status NfsBackend::CheckApplied(const Volume& v, const std::string& dir) {
+  // With sharecache, a mount whose options differ from another mount of
+  // the export only in ones the kernel does not compare gets that mount's
+  // superblock, and its own options are silently dropped: refuse it.
+  std::vector<MountInfo> mounts;
+  NODEVOL_RETURN_IF_ERROR(LoadMountInfo(&mounts));
+  const MountInfo* m = FindMount(mounts, dir);
+  if (!m) return Status::Ok();
+  std::vector<std::string> lost = OptionsNotApplied(v.options, m->options);
+  if (lost.empty()) return Status::Ok();
+  std::string list;
+  for (const std::string& o : lost) list += (list.empty() ? "" : ",") + o;
+  Status un = UnmountNfs(dir, v.server, timeout());
+  if (!un.ok()) spdlog::warn("pool {}: unmounting {} again: {}", pool_, dir, un.message());
+  return Status::FailedPrecondition("mount options " + list + " of " + NfsSpec(v.server, v.share) +
+                                    " did not take effect: the kernel gave this mount the superblock of another "
+                                    "mount of the export (sharecache), whose options differ only in ones it does "
+                                    "not compare; add nosharecache to the volume's mountOptions, or give every "
+                                    "mount of the export the same options (the pool's mount-options)");
 }
 
 Status NfsBackend::Release(const Volume& v) {
@@ -274,10 +314,19 @@ Status NfsBackend::Replace(const Volume& v) {
   if (!l.try_lock_for(timeout()))
     return Status::Unavailable("NFS server " + v.server + ": the staging mount of " + NfsSpec(v.server, v.share) +
                                " is busy; try again");
+  // Another Stage may have replaced it while this one waited for the lock:
+  // unmounting that fresh mount would pull it from under its bind.
+  Status fresh = NfsServer::For(v.server)->Call("stat of " + NfsSpec(v.server, v.share), timeout(),
+                                                [dir] { return StatFresh(dir); });
+  if (!IsStale(fresh)) return fresh;
   spdlog::warn("pool {}: {} at {} answers ESTALE (the export was re-created on the server); mounting it again", pool_,
                NfsSpec(v.server, v.share), dir);
+  // Binds happen under this lock (Stage), so none lands between the two;
+  // other holders' calls on the stale mount fail ESTALE anyway, and their
+  // open descriptors only make the unmount a lazy one.
   NODEVOL_RETURN_IF_ERROR(UnmountNfs(dir, v.server, timeout()));
-  return MountNfs(v.server, v.share, dir, v.options, timeout());
+  NODEVOL_RETURN_IF_ERROR(MountNfs(v.server, v.share, dir, v.options, timeout()));
+  return CheckApplied(v, dir);
 }
 
 Status NfsBackend::UnbindVolume(const Volume& v, const std::string& volume) {
@@ -362,10 +411,13 @@ Status NfsBackend::Delete(const VolumeRecord& record) {
                                       [sdir, v](std::string* out) { return ArchiveVolumeDir(sdir, v.subdir, out); }, &as);
     if (st.ok() && !as.empty()) spdlog::info("pool {}: volume {}: {} archived as {}", pool_, name, where, as);
   } else {
-    // In slices of at most a second, so other calls on the server get their
-    // turn on its worker between them.
+    // Renamed to its tombstone first, then removed in slices of at most a
+    // second, so other calls on the server get their turn on its worker
+    // between them; the cursor keeps each slice's place.
     auto deadline = Clock::now() + timeout();
     bool done = false;
+    auto cursor = std::make_shared<RemoveCursor>();
+    const std::string tomb = Tombstone(name);
     while (st.ok() && !done) {
       if (Clock::now() >= deadline) {
         st = Status::DeadlineExceeded("removing " + where + " takes longer than " + Secs(timeout()) +
@@ -374,8 +426,9 @@ Status NfsBackend::Delete(const VolumeRecord& record) {
       }
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
       st = server->CallFor<bool>("remove " + where, left,
-                                 [sdir, v](bool* out) {
-                                   return RemoveVolumeDir(sdir, v.subdir, Clock::now() + std::chrono::seconds(1), out);
+                                 [sdir, v, tomb, cursor](bool* out) {
+                                   return RemoveVolumeDir(sdir, v.subdir, tomb, Clock::now() + std::chrono::seconds(1),
+                                                          cursor.get(), out);
                                  },
                                  &done);
     }
@@ -420,14 +473,16 @@ Status NfsBackend::Stage(const VolumeRecord& record, std::string* path) {
     NODEVOL_RETURN_IF_ERROR(st);
     NODEVOL_RETURN_IF_ERROR(MakeDir0700(vdir));
     std::string subdir = v.whole_export ? "" : v.subdir;
-    st = server->Call("bind of " + (subdir.empty() ? spec : subdir + " in " + spec), timeout(), [sdir, subdir, vdir] {
-      UniqueFd fd;
-      NODEVOL_RETURN_IF_ERROR(OpenBelow(sdir, subdir, &fd));
-      std::string src = "/proc/self/fd/" + std::to_string(fd.get());
-      if (::mount(src.c_str(), vdir.c_str(), nullptr, MS_BIND, nullptr) != 0)
-        return Status::FromErrno("bind " + sdir + "/" + subdir + " on " + vdir, errno);
-      return Status::Ok();
-    });
+    // Under the staging mount's lock, which Replace takes to unmount and
+    // mount again: a bind never lands in between. BindBelow refuses a
+    // directory that is not on NFS all the same.
+    Staging* s = Staging::For(sdir);
+    std::unique_lock<std::timed_mutex> l(s->mu, std::defer_lock);
+    if (!l.try_lock_for(timeout()))
+      return Status::Unavailable("NFS server " + v.server + ": the staging mount of " + spec + " has been busy for " +
+                                 Secs(timeout()) + "; try again");
+    st = server->Call("bind of " + (subdir.empty() ? spec : subdir + " in " + spec), timeout(),
+                      [sdir, subdir, vdir] { return BindBelow(sdir, subdir, vdir); });
     if (st.code() == Status::Code::kNotFound)
       return Status::NotFound("directory " + v.subdir + " of volume " + name + " is missing on " + spec +
                               " (removed on the server?)");
@@ -481,6 +536,9 @@ Status NfsBackend::GetCapacity(Capacity* out) {
   std::unique_lock<std::mutex> refresh(refresh_mu_, std::try_to_lock);
   if (!refresh.owns_lock()) {
     std::lock_guard<std::mutex> l(capacity_mu_);
+    if (!capacity_known_)
+      return Status::Unavailable("capacity of " + NfsSpec(options_.server, options_.share) +
+                                 " is being read for the first time; try again");
     *out = capacity_;
     return Status::Ok();
   }
@@ -491,30 +549,29 @@ Status NfsBackend::GetCapacity(Capacity* out) {
   v.server = options_.server;
   v.share = options_.share;
   v.options = options_.mount_options.ToString();
-  // Any staging mount of the export will do; the pool's own first.
-  std::string dir;
-  for (const MountInfo& m : mounts)
-    if (Parent(m.target) == root_ && IsNfsType(m.fstype) && m.source == spec && dir != StagingDir(v)) dir = m.target;
+  // The pool's own staging mount, under a hold: a statfs racing its
+  // unmount would read the node's own disk as the export.
+  const MountInfo* m = FindMount(mounts, StagingDir(v));
+  bool mounted = m && IsNfsType(m->fstype);
   {
     std::lock_guard<std::mutex> l(capacity_mu_);
-    bool fresh_enough = capacity_time_ != Clock::time_point{} && Clock::now() - capacity_time_ < kUnmountedCapacityAge;
-    if (dir.empty() && fresh_enough) {
+    bool fresh_enough = capacity_known_ && Clock::now() - capacity_time_ < kUnmountedCapacityAge;
+    if (!mounted && fresh_enough) {
       *out = capacity_;
       return Status::Ok();
     }
   }
-  bool held = false;
-  Status st;
-  if (dir.empty()) {
-    st = Acquire(v, &dir);
-    held = st.ok();
-  }
+  std::string dir;
+  Status st = Acquire(v, &dir);
+  bool held = st.ok();
   Capacity cap;
   if (st.ok()) {
     st = server_->CallFor<Capacity>("statfs of " + spec, timeout(),
                                     [dir](Capacity* c) {
-                                      struct statvfs vfs;
-                                      if (::statvfs(dir.c_str(), &vfs) != 0) return Status::FromErrno("statfs " + dir, errno);
+                                      struct statfs vfs;
+                                      if (::statfs(dir.c_str(), &vfs) != 0) return Status::FromErrno("statfs " + dir, errno);
+                                      if (vfs.f_type != NFS_SUPER_MAGIC)
+                                        return Status::Unavailable("statfs " + dir + ": the export is not mounted there");
                                       c->total_bytes = static_cast<uint64_t>(vfs.f_blocks) * vfs.f_frsize;
                                       c->free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
                                       return Status::Ok();
@@ -523,10 +580,18 @@ Status NfsBackend::GetCapacity(Capacity* out) {
   }
   if (held) Release(v);
   std::lock_guard<std::mutex> l(capacity_mu_);
+  if (!st.ok() && !capacity_known_) {
+    // No figures at all: "0 bytes free" would make CreateVolume say
+    // RESOURCE_EXHAUSTED (look elsewhere) where the truth is the server's
+    // error, which the next call retries.
+    if (capacity_error_.empty())
+      spdlog::warn("pool {}: capacity cannot be read yet: {}", pool_, st.message());
+    capacity_error_ = st.message();
+    return st;
+  }
   capacity_time_ = Clock::now();
   if (!st.ok()) {
-    // The last figures stand while the server does not answer (0 if there
-    // are none yet): a CreateVolume then fails with the server's own error
+    // The last figures stand while the server does not answer: a CreateVolume then fails with the server's own error
     // (UNAVAILABLE naming it) rather than a made-up "0 bytes free". Said
     // once per outage, not at every poll.
     if (capacity_error_.empty())
@@ -536,6 +601,7 @@ Status NfsBackend::GetCapacity(Capacity* out) {
     if (!capacity_error_.empty()) spdlog::info("pool {}: capacity of {} known again", pool_, spec);
     capacity_error_.clear();
     capacity_ = cap;
+    capacity_known_ = true;
   }
   *out = capacity_;
   return Status::Ok();

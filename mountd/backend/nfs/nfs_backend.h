@@ -17,20 +17,23 @@
 // NFS pool on it. Stage binds the volume's directory inside that mount to
 // <state dir>/nfs/volumes/<volume> and returns that path; pods get bind
 // mounts of it. The per-volume bind is the volume's reference on the
-// staging mount: made under the staging mount's lock before Stage returns,
-// so an Unstage of another volume can never unmount the export between a
-// Stage and the pod's bind (binding a just-unmounted staging dir would put
-// the pod's data on the node's disk). A staging mount is unmounted when the
+// staging mount: made under the staging mount's lock (which Replace and
+// every unmount take) before Stage returns, so neither an Unstage of
+// another volume nor the replacement of a stale mount can unmount the
+// export between a Stage and the pod's bind (binding a just-unmounted
+// staging dir would put the pod's data on the node's disk); the bind also
+// refuses a descriptor that is not on NFS. Paths under the state dir are
+// canonical (realpath at Make), as the mount table shows them. A staging mount is unmounted when the
 // last mount of its device other than itself goes; who still uses it is
 // read from the mount table, never counted in memory or on disk, so a crash
 // cannot get the count wrong, and a restarted nodevold finds and reuses the
 // staging mount by its path. (With the kernel's default sharecache, a
 // mount of the same export made by someone else with the same options
 // shares the device and counts as a user too: conservative, the staging
-// mount then stays. Mounts whose options differ only in ones the kernel
-// does not compare, like nconnect, share the superblock as well, and the
-// second one's options are not applied: nosharecache avoids both and
-// makes the count exact; so it is accepted, not refused.) Only nodevold's
+// mount then stays. A mount whose options differ only in ones the kernel
+// does not compare, like timeo or nconnect, would share the superblock as
+// well without its options: it is unmounted again and refused, naming
+// nosharecache, which avoids both and makes the count exact.) Only nodevold's
 // own in-flight Create/Delete/Stage are counted in memory, so they are not
 // unmounted under.
 //
@@ -121,6 +124,9 @@ class NfsBackend : public Backend {
   Status Acquire(const Volume& v, std::string* dir);
   // Drops the hold; unmounts the staging mount when nothing uses it.
   Status Release(const Volume& v);
+  // Unmounts a fresh staging mount whose options a shared superblock did
+  // not apply, with FAILED_PRECONDITION saying how to fix it.
+  Status CheckApplied(const Volume& v, const std::string& dir);
   Status ReleaseLocked(const Volume& v, Staging* s);
   // Unmounts the staging mount if nothing uses it, without a hold to drop.
   Status Release0(const Volume& v);
@@ -138,8 +144,9 @@ class NfsBackend : public Backend {
   // One refresh at a time; a caller that finds one running gets the last
   // figures at once instead of waiting for the server with it.
   std::mutex refresh_mu_;
-  std::mutex capacity_mu_;  // guards the four below
+  std::mutex capacity_mu_;  // guards the five below
   Capacity capacity_;
+  bool capacity_known_ = false;  // capacity_ was read at least once
   std::chrono::steady_clock::time_point capacity_time_{};
   std::string capacity_error_;
 };

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <fstream>
 #include <map>
 #include <thread>
@@ -84,6 +85,10 @@ void NfsServer::Loop() {
     auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - running_since_);
     if (took > std::chrono::seconds(5))
       spdlog::warn("NFS server {}: {} took {} (the server was slow or not answering)", name_, t->what, Seconds(took));
+    if (st.ok()) {
+      unreachable_until_ = {};
+      unreachable_why_.clear();
+    }
     t->status = std::move(st);
     t->done = true;
     t->fn = nullptr;  // drop captures now
@@ -99,6 +104,29 @@ Status NfsServer::CheckAnswering(std::chrono::milliseconds timeout) const {
   if (stuck <= timeout) return Status::Ok();
   return Status::Unavailable("NFS server " + name_ + " has not answered for " + Seconds(stuck) + " (" +
                              running_->what + " is still waiting for it); try again when it is back");
+}
+
+Status NfsServer::CheckMountable() const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto now = Clock::now();
+  if (now >= unreachable_until_) return Status::Ok();
+  auto ago = std::chrono::duration_cast<std::chrono::milliseconds>(now - unreachable_at_);
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(unreachable_until_ - now);
+  return Status::Unavailable("NFS server " + name_ + " was not reachable " + Seconds(ago) + " ago (" +
+                             unreachable_why_ + "); not mounting from it for another " + Seconds(left));
+}
+
+void NfsServer::NoteUnreachable(const Status& why, std::chrono::milliseconds for_how_long) {
+  std::lock_guard<std::mutex> l(mu_);
+  unreachable_at_ = Clock::now();
+  unreachable_until_ = unreachable_at_ + for_how_long;
+  unreachable_why_ = why.message();
+}
+
+void NfsServer::NoteAnswered() {
+  std::lock_guard<std::mutex> l(mu_);
+  unreachable_until_ = {};
+  unreachable_why_.clear();
 }
 
 Status NfsServer::Call(const std::string& what, std::chrono::milliseconds timeout, std::function<Status()> fn) {
@@ -128,22 +156,34 @@ Status MountNfs(const std::string& server, const std::string& share, const std::
   std::string tool = FirstExisting({"/sbin/mount.nfs", "/usr/sbin/mount.nfs"});
   if (tool.empty())
     return Status::FailedPrecondition("mount.nfs is not installed (Debian/Ubuntu: nfs-common; RHEL: nfs-utils)");
+  std::shared_ptr<NfsServer> srv = NfsServer::For(server);
+  NODEVOL_RETURN_IF_ERROR(srv->CheckMountable());
   std::vector<std::string> argv = {tool, NfsSpec(server, share), dir};
   if (!options.empty()) argv.insert(argv.end(), {"-o", options});
   RunOptions ro;
   ro.timeout = timeout;
   RunResult r;
   NODEVOL_RETURN_IF_ERROR(Run(argv, ro, &r));
-  if (r.success()) return Status::Ok();
+  if (r.success()) {
+    srv->NoteAnswered();
+    return Status::Ok();
+  }
   std::string what = "mount " + NfsSpec(server, share) + (options.empty() ? "" : " -o " + options) + " on " + dir;
-  if (r.timed_out)
-    return Status::DeadlineExceeded("NFS server " + server + " did not answer within " + Seconds(timeout) + " (" +
-                                    what + ")");
+  if (r.timed_out) {
+    Status st = Status::DeadlineExceeded("NFS server " + server + " did not answer within " + Seconds(timeout) +
+                                         " (" + what + ")");
+    srv->NoteUnreachable(st, timeout);
+    return st;
+  }
   std::string err = r.Describe();
   for (const char* down : {"Connection refused", "timed out", "No route to host", "Network is unreachable",
                            "Failed to resolve", "not responding", "Name or service not known"})
-    if (err.find(down) != std::string::npos)
-      return Status::Unavailable("NFS server " + server + " is not reachable: " + what + ": mount.nfs " + err);
+    if (err.find(down) != std::string::npos) {
+      Status st = Status::Unavailable("NFS server " + server + " is not reachable: " + what + ": mount.nfs " + err);
+      srv->NoteUnreachable(st, timeout);
+      return st;
+    }
+  srv->NoteAnswered();  // it answered no
   return Status::FailedPrecondition("NFS server " + server + " refused " + what + ": mount.nfs " + err);
 }
 
@@ -195,6 +235,30 @@ std::vector<std::string> ProcessesUsing(const std::vector<std::string>& dirs, bo
   return out;
 }
 
+std::vector<std::string> ProcessesUsingWithin(
+    const std::vector<std::string>& dirs, std::chrono::milliseconds timeout,
+    std::function<std::vector<std::string>(const std::vector<std::string>&)> scan) {
+  if (!scan) scan = [](const std::vector<std::string>& d) { return ProcessesUsing(d, false); };
+  struct Result {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    std::vector<std::string> users;
+  };
+  auto r = std::make_shared<Result>();
+  std::thread([r, dirs, scan = std::move(scan)] {
+    std::vector<std::string> users = scan(dirs);
+    std::lock_guard<std::mutex> l(r->mu);
+    r->users = std::move(users);
+    r->done = true;
+    r->cv.notify_all();
+  }).detach();
+  std::unique_lock<std::mutex> l(r->mu);
+  if (r->cv.wait_for(l, timeout, [&] { return r->done; })) return r->users;
+  return {"(unknown: the scan of /proc did not finish within " + Seconds(timeout) +
+          "; a process may be stuck in a fault on the server)"};
+}
+
 Status UnmountNfs(const std::string& dir, const std::string& server, std::chrono::milliseconds timeout) {
   if (!StillNfsMounted(dir)) return Status::Ok();
   std::string tool = FirstExisting({"/bin/umount", "/usr/bin/umount", "/sbin/umount"});
@@ -206,29 +270,34 @@ Status UnmountNfs(const std::string& dir, const std::string& server, std::chrono
   // which would stat the mount point.
   NODEVOL_RETURN_IF_ERROR(Run({tool, "-i", "-c", dir}, ro, &r));
   if (!StillNfsMounted(dir)) return Status::Ok();
-  // A quick failure (busy) on a live server is the operator's to sort
-  // out. On a dead one our own worker, stuck in a call below dir, is
-  // enough to make it busy: go on.
-  bool dead = r.timed_out || !NfsServer::For(server)->CheckAnswering(std::chrono::milliseconds(0)).ok();
-  if (!dead) return Status::FailedPrecondition("unmount " + dir + " (NFS " + server + "): umount " + r.Describe());
-  spdlog::warn("NFS server {}: unmounting {}: {}; the server does not answer: forcing", server, dir, r.Describe());
-  NODEVOL_RETURN_IF_ERROR(Run({tool, "-i", "-c", "-f", dir}, ro, &r));
-  if (!StillNfsMounted(dir)) return Status::Ok();
-  std::vector<std::string> users = ProcessesUsing({dir}, false);
+  // Busy, or stuck flushing to a server that does not answer. Never -f: a
+  // forced unmount fails every pending WRITE and COMMIT with EIO and drops
+  // the pages, writes a pod that already left believes are safe; a hard
+  // mount delivers them when the server is back. When no process uses
+  // anything below dir (nodevold's own worker stuck in a call there is
+  // no user), detach it: the kernel keeps the superblock, flushes it when
+  // the server answers and frees it then.
+  std::vector<std::string> users = ProcessesUsingWithin({dir}, timeout);
   if (!users.empty()) {
     std::string list;
     for (const std::string& u : users) list += (list.empty() ? "" : ", ") + u;
+    Status answering = NfsServer::For(server)->CheckAnswering(timeout);
+    if (!r.timed_out && answering.ok())
+      return Status::FailedPrecondition("unmount " + dir + " (NFS " + server + "): busy: " + list + " use files below " +
+                                        dir + "; left mounted");
     return Status::Unavailable("NFS server " + server + " is not answering and " + list + " use files below " + dir +
-                               "; left mounted (nodevold detaches a dead server's mount only when nothing uses it)");
+                               "; left mounted (nodevold detaches a mount only when nothing uses it)");
   }
+  spdlog::warn("NFS server {}: unmounting {}: umount {}; no process uses it: detaching it (the kernel writes what is "
+               "pending when the server answers, then frees it)",
+               server, dir, r.Describe());
   NODEVOL_RETURN_IF_ERROR(Run({tool, "-i", "-c", "-l", dir}, ro, &r));
   if (!StillNfsMounted(dir)) {
-    spdlog::warn("NFS server {}: {} detached lazily (the server does not answer; the kernel frees it when it can)",
-                 server, dir);
+    spdlog::warn("NFS server {}: {} detached lazily", server, dir);
     return Status::Ok();
   }
-  return Status::Unavailable("NFS server " + server + " is not answering and " + dir +
-                             " could not be unmounted, even lazily: umount " + r.Describe());
+  return Status::Unavailable("NFS server " + server + ": " + dir + " could not be unmounted, even lazily: umount " +
+                             r.Describe());
 }
 
 }  // namespace nodevol

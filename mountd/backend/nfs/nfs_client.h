@@ -60,6 +60,18 @@ class NfsServer {
   // `timeout`, else OK. Cheap; used before starting a mount.nfs.
   Status CheckAnswering(std::chrono::milliseconds timeout) const;
 
+  // A mount that found the server unreachable (no answer within the
+  // timeout, connection refused, no route) is remembered for as long as
+  // that timeout: mounts meanwhile fail at once with UNAVAILABLE quoting
+  // it instead of each paying the timeout and a mount.nfs child (at start
+  // with the server down, N publications to re-stage would cost N
+  // timeouts). Any answer from the server (a mount, a call that returns)
+  // forgets it. MountNfs does both; CheckMountable is for callers that
+  // would wait for something else first.
+  Status CheckMountable() const;
+  void NoteUnreachable(const Status& why, std::chrono::milliseconds for_how_long);
+  void NoteAnswered();
+
  private:
   struct Task;
   explicit NfsServer(std::string name);
@@ -71,6 +83,8 @@ class NfsServer {
   std::deque<std::shared_ptr<Task>> queue_;
   std::shared_ptr<Task> running_;
   std::chrono::steady_clock::time_point running_since_;
+  std::chrono::steady_clock::time_point unreachable_at_{}, unreachable_until_{};
+  std::string unreachable_why_;
 };
 
 // "server:/share", with an IPv6 address in brackets: what mount.nfs takes
@@ -81,6 +95,8 @@ std::string NfsSpec(const std::string& server, const std::string& share);
 // `timeout`: DEADLINE_EXCEEDED or UNAVAILABLE naming the server when it
 // does not answer or refuses the connection, FAILED_PRECONDITION when it
 // answers no (no such export, access denied), quoting mount.nfs.
+// UNAVAILABLE at once, without a mount.nfs, while an earlier mount of the
+// server found it unreachable less than `timeout` ago (CheckMountable).
 Status MountNfs(const std::string& server, const std::string& share, const std::string& dir,
                 const std::string& options, std::chrono::milliseconds timeout);
 
@@ -90,15 +106,25 @@ Status MountNfs(const std::string& server, const std::string& share, const std::
 // worker may hold a directory of a volume it is removing).
 std::vector<std::string> ProcessesUsing(const std::vector<std::string>& dirs, bool include_self = true);
 
+// ProcessesUsing(dirs, false) on a thread of its own, waited for at most
+// `timeout`: reading a process's /proc/PID/maps waits for its memory map
+// lock, which a process stuck in a fault on a dead NFS server holds
+// forever. A scan that does not finish in time counts as "in use" (one
+// line saying so); the thread is left to finish on its own. `scan` is
+// the seam for tests.
+std::vector<std::string> ProcessesUsingWithin(
+    const std::vector<std::string>& dirs, std::chrono::milliseconds timeout,
+    std::function<std::vector<std::string>(const std::vector<std::string>&)> scan = nullptr);
+
 // Unmounts the NFS mount at `dir` without ever blocking longer than about
-// 3 x `timeout`: umount -i -c (no umount.nfs, no stat of the path) as a
-// child; if that hangs, or fails while the server's worker is stuck (the
-// stuck call alone keeps the mount busy), umount -f (aborts the server's
-// pending requests); if it is still mounted and no process but nodevold
-// uses anything below `dir`, umount -l (detach now, freed when the last
-// reference goes). When a process does use it: UNAVAILABLE naming the
-// processes, left mounted. A quick failure on a live server (busy) is
-// FAILED_PRECONDITION.
+// 2 x `timeout`: umount -i -c (no umount.nfs, no stat of the path) as a
+// child; if that fails (busy) or hangs (flushing to a server that does not
+// answer) and no process but nodevold uses anything below `dir`, umount -l
+// (detached now; the kernel writes what is pending when the server answers
+// and frees it then). Never umount -f: that fails pending writes with EIO
+// and drops them. When a process does use it: FAILED_PRECONDITION naming
+// the processes (UNAVAILABLE when the server has not answered for longer
+// than `timeout`), left mounted.
 // `server` is for messages. Not mounted is success.
 Status UnmountNfs(const std::string& dir, const std::string& server, std::chrono::milliseconds timeout);
 

@@ -294,9 +294,10 @@ TEST(StoreTrace, DurableRecordsAreFsyncedAroundTheRename) {
   std::vector<Event> events;
   std::map<std::string, std::string> fd_path;
   std::ifstream in(trace);
-  std::regex open_re(R"re(openat\(AT_FDCWD, "([^"]+)".*\) = (\d+))re");
-  std::regex fsync_re(R"re((?:fsync|fdatasync)\((\d+)\) = 0)re");
-  std::regex rename_re(R"re(rename(?:at2?)?\(.*"([^"]+)", .*"([^"]+)".*\) = 0)re");
+  // strace pads short calls: "fsync(3)         = 0".
+  std::regex open_re(R"re(openat\(AT_FDCWD, "([^"]+)".*\)\s+= (\d+))re");
+  std::regex fsync_re(R"re((?:fsync|fdatasync)\((\d+)\)\s+= 0)re");
+  std::regex rename_re(R"re(rename(?:at2?)?\(.*"([^"]+)", .*"([^"]+)".*\)\s+= 0)re");
   std::smatch m;
   for (std::string line; std::getline(in, line);) {
     if (std::regex_search(line, m, open_re)) fd_path[m[2]] = m[1];

@@ -4,6 +4,9 @@
 #include <grpcpp/grpcpp.h>
 #include <sys/mount.h>
 #include <sys/wait.h>
+
+#include <csignal>
+#include <thread>
 #include <unistd.h>
 
 #include <cerrno>
@@ -334,11 +337,22 @@ TEST_F(ReconcileTest, RecordOfANewerFormatStopsTheStartAndChangesNothing) {
   newer.replace(at, 11, "\"format\": 2");
   std::ofstream(pub_file, std::ios::trunc) << newer;
 
+  size_t log_before = ReadAll(log_path_).size();
   pid_t pid = SpawnDaemon();
   ASSERT_GT(pid, 0);
   int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << "nodevold started on a record it cannot read";
+  bool exited = false;
+  // Until it exits or says it is ready (then it started: the bug).
+  while (!(exited = waitpid(pid, &status, WNOHANG) == pid)) {
+    if (ReadAll(log_path_).find(" ready: ", log_before) != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (!exited) {
+    ::kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    ADD_FAILURE() << "nodevold started on a record it cannot read";
+  }
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << "status " << status;
   EXPECT_TRUE(Contains(ReadAll(log_path_), "newer nodevold")) << ReadAll(log_path_);
   EXPECT_EQ(ReadAll(pub_file), newer) << "the record was moved or changed";
   EXPECT_FALSE(fs::exists(pub_file + ".corrupt"));

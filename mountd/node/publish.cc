@@ -266,6 +266,16 @@ Status Node::UnpublishLocked(const PublicationRecord& p) {
                                         "; unmount that first");
     if (ms == MountState::kMountedSource) NODEVOL_RETURN_IF_ERROR(Unmount(pub.target));
   }
+  // An inline volume's last publication: its durable "deleting" record
+  // goes first, so a crash after the publication record is gone still
+  // finishes the deletion (reconcile deletes nothing for want of a record).
+  VolumeRecord doomed;
+  if (LookupVolume(pub.volume, &doomed) && doomed.ephemeral && doomed.state != VolumeState::kDeleting &&
+      PublishedAt(pub.volume).size() == 1) {
+    doomed.state = VolumeState::kDeleting;
+    NODEVOL_RETURN_IF_ERROR(store_->PutVolume(doomed));
+    SaveVolumeInMemory(doomed);
+  }
   NODEVOL_RETURN_IF_ERROR(store_->RemovePublication(pub.target));
   {
     std::lock_guard<std::mutex> l(mu_);

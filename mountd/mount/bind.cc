@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstring>
 #include <map>
 
 #include "mount/mount_table.h"
@@ -116,7 +117,12 @@ Status BindMount(const std::string& source, const std::string& target, bool read
     return Status::FromErrno("bind mount " + source + " on " + target, errno);
   if (!read_only && flags == 0) return Status::Ok();
   Status st = Remount(source, target, read_only, flags);
-  if (!st.ok()) ::umount2(target.c_str(), UMOUNT_NOFOLLOW);
+  if (st.ok()) return st;
+  // A bind left without its read-only remount is a writable view of the
+  // volume: say so when it cannot be taken away again.
+  if (::umount2(target.c_str(), UMOUNT_NOFOLLOW) != 0 && errno != EINVAL)
+    return Status::Internal(st.message() + "; unmounting the bind again failed too (" + std::strerror(errno) +
+                            "): " + target + " is still mounted without its flags");
   return st;
 }
 
@@ -138,6 +144,21 @@ Status Remount(const std::string& source, const std::string& target, bool read_o
   if (read_only) flags |= MS_RDONLY;
   if (::mount(nullptr, mounted.proc_path().c_str(), nullptr, MS_BIND | MS_REMOUNT | flags, nullptr) != 0)
     return Status::FromErrno("remount " + target + " with flags", errno);
+  return Status::Ok();
+}
+
+Status CheckNotBound(const std::string& dir) {
+  struct statx d;
+  if (::statx(AT_FDCWD, dir.c_str(), AT_STATX_DONT_SYNC | AT_SYMLINK_NOFOLLOW, STATX_TYPE | STATX_INO, &d) != 0)
+    return errno == ENOENT ? Status::Ok() : Status::FromErrno("statx " + dir, errno);
+  MountTable table;
+  NODEVOL_RETURN_IF_ERROR(table.Load());
+  for (const MountEntry& e : table.entries()) {
+    struct statx m;
+    if (e.target == dir || !StatCached(e.target, false, &m).ok()) continue;
+    if (m.stx_dev_major == d.stx_dev_major && m.stx_dev_minor == d.stx_dev_minor && m.stx_ino == d.stx_ino)
+      return Status::FailedPrecondition(dir + " is still mounted at " + e.target + "; unmount that first");
+  }
   return Status::Ok();
 }
 

@@ -40,7 +40,8 @@ Status InspectMount(const std::string& source, const std::string& target, MountS
 Status ParseBindOptions(const std::vector<std::string>& options, unsigned long* flags);
 
 // Bind-mounts source onto target, then applies MS_RDONLY and flags.
-// On failure nothing stays mounted.
+// On failure nothing stays mounted, unless the error says the cleanup
+// unmount failed too (the caller must then unmount, see Publish's undo).
 Status BindMount(const std::string& source, const std::string& target, bool read_only,
                  unsigned long flags);
 
@@ -48,6 +49,11 @@ Status BindMount(const std::string& source, const std::string& target, bool read
 // target, after checking target shows source. Used by BindMount and by
 // reconcile to finish a bind whose flags were not applied yet.
 Status Remount(const std::string& source, const std::string& target, bool read_only, unsigned long flags);
+
+// FAILED_PRECONDITION naming the mount point when any mount in the table
+// shows `dir` itself (by device and inode, cached attributes): a bind of a
+// volume's directory anywhere, not only below it. A missing dir is OK.
+Status CheckNotBound(const std::string& dir);
 
 // Unmounts the top mount at target (never following a symlink). A target
 // that is not a mount point is success.

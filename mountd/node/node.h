@@ -13,7 +13,10 @@
 //   volume record still owns.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -72,6 +75,9 @@ struct PublishArgs {
   std::vector<std::string> mount_options;
   std::optional<uint32_t> fs_group;
   PodIdentity pod;
+  // When the caller stops waiting (its gRPC deadline): a Publish past it
+  // undoes itself rather than leave a mount nobody will tear down.
+  std::chrono::system_clock::time_point deadline = std::chrono::system_clock::time_point::max();
 };
 
 struct VolumeStats {
@@ -123,10 +129,12 @@ class Node {
   bool LookupVolume(const std::string& name, VolumeRecord* out) const;
   bool LookupPublication(const std::string& target, PublicationRecord* out) const;
   std::vector<std::string> PublishedAt(const std::string& volume) const;
+  bool ShowsKnownVolume(const struct statx& st) const;
   void SaveVolumeInMemory(const VolumeRecord& v);
   void AddDrift(std::string line);
   void Reconcile();
   void ReconcilePublication(PublicationRecord pub);
+  void RollBack(const PublicationRecord& pub, const std::string& why);
   void AdoptUnrecorded(std::vector<VolumeRecord>* vols);
 
   const std::string pods_root_;

@@ -81,6 +81,12 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
     NODEVOL_RETURN_IF_ERROR(ValidateVolumeName(name));
   }
 
+  // kubelet makes the pod volume directory before it calls mount; one
+  // that is missing belongs to a pod that is gone.
+  if (!target.exists)
+    return Status::FailedPrecondition("target " + target.path + " does not exist; kubelet creates it before "
+                                      "publishing, so its pod is gone or the path is wrong");
+
   LockTable::Guard tg(&locks_, TargetKey(target.path));
   LockTable::Guard vg(&locks_, VolumeKey(name));
   *volume = name;
@@ -95,8 +101,14 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
       return Status::FailedPrecondition("volume " + name + " is already published at " + target.path + " " +
                                         (pub.read_only ? "read-only" : "read-write") + "; unpublish it first");
     MountState ms;
-    NODEVOL_RETURN_IF_ERROR(InspectMount(pub.source, target.path, &ms));
-    if (pub.state == PublicationState::kPublished && ms == MountState::kMountedSource) return Status::Ok();
+    bool ro = false;
+    NODEVOL_RETURN_IF_ERROR(InspectMount(pub.source, target.path, &ms, &ro));
+    if (pub.state == PublicationState::kPublished && ms == MountState::kMountedSource && ro == read_only)
+      return Status::Ok();
+    if (ms == MountState::kMountedSource && ro != read_only)
+      return Status::FailedPrecondition("publication of " + name + " at " + target.path + " is mounted " +
+                                        (ro ? "read-only" : "read-write") + ", not as recorded; unpublish it and "
+                                        "publish again");
     return Status::FailedPrecondition("publication of " + name + " at " + target.path + " is " +
                                       ToString(pub.state) + " and the target is " +
                                       (ms == MountState::kNotMounted ? "not mounted" : "mounted") +
@@ -145,8 +157,6 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
     flags |= MS_NOSUID | MS_NODEV;
   }
 
-  if (!target.exists && ::mkdir(target.path.c_str(), 0750) != 0 && errno != EEXIST)
-    return Status::FromErrno("mkdir " + target.path, errno);
 
   std::string source;
   NODEVOL_RETURN_IF_ERROR(b->Stage(rec, &source).WithContext("stage volume " + name));
@@ -163,8 +173,10 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
                                       (mounted_ro ? "read-only" : "read-write") + " from volume " + name);
 
   pub = PublicationRecord{target.path, name, source, PublicationState::kPublishing, read_only,
-                          mount_options, args.fs_group, args.pod};
-  NODEVOL_RETURN_IF_ERROR(store_->PutPublication(pub));
+                          mount_options, args.fs_group, args.pod, adopt};
+  // Durable for an inline volume: it ties the volume to its target across
+  // a power loss (reconcile never deletes an inline volume for want of it).
+  NODEVOL_RETURN_IF_ERROR(store_->PutPublication(pub, /*durable=*/args.inline_spec.has_value()));
   {
     std::lock_guard<std::mutex> l(mu_);
     publications_[target.path] = pub;
@@ -182,9 +194,14 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
   if (args.fs_group && !read_only) st = ApplyFsGroup(source, *args.fs_group);
   if (!st.ok()) return undo(st);
   if (!adopt) {
+    if (std::chrono::system_clock::now() >= args.deadline)
+      return undo(Status::DeadlineExceeded("publish of " + name + " at " + target.path +
+                                           " passed its caller's deadline before mounting; undone"));
+    // Set before the call: a BindMount whose remount and cleanup both
+    // failed leaves a bind, which undo must find and remove.
+    mounted = true;
     st = BindMount(source, target.path, read_only, (flags & ~MS_RDONLY) | InheritedBindFlags(source));
     if (!st.ok()) return undo(st);
-    mounted = true;
   }
   pub.state = PublicationState::kPublished;
   st = store_->PutPublication(pub);
@@ -204,13 +221,36 @@ Status Node::Unpublish(const std::string& path, bool* was_published) {
   if (!*was_published) {
     if (!target.exists) return Status::Ok();
     struct statx stx;
-    if (StatCached(target.path, false, &stx).ok() && (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
+    if (StatCached(target.path, false, &stx).ok() && (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT)) {
+      // A bind of one of our volumes whose record was lost: kubelet's
+      // teardown would otherwise retry forever.
+      if (ShowsKnownVolume(stx)) return Unmount(target.path);
       return Status::FailedPrecondition("target " + target.path +
                                         " is mounted, but not by nodevold; nodevold leaves it alone");
+    }
     return Status::Ok();
   }
   LockTable::Guard vg(&locks_, VolumeKey(pub.volume));
   return UnpublishLocked(pub);
+}
+
+// Whether st (a mount root) shows a volume's directory: one a dir volume
+// records, or the source of a recorded publication. Cached attributes only.
+bool Node::ShowsKnownVolume(const struct statx& st) const {
+  std::vector<std::string> dirs;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const auto& [_, v] : volumes_)
+      if (auto it = v.attributes.find("path"); it != v.attributes.end()) dirs.push_back(it->second);
+    for (const auto& [_, p] : publications_) dirs.push_back(p.source);
+  }
+  for (const std::string& d : dirs) {
+    struct statx ds;
+    if (StatCached(d, true, &ds).ok() && ds.stx_dev_major == st.stx_dev_major &&
+        ds.stx_dev_minor == st.stx_dev_minor && ds.stx_ino == st.stx_ino)
+      return true;
+  }
+  return false;
 }
 
 // Unmounts, forgets the publication, unstages after the last one, and
@@ -241,6 +281,16 @@ Status Node::UnpublishLocked(const PublicationRecord& p) {
                                         " now shows another mount on top of volume " + pub.volume +
                                         "; unmount that first");
     if (ms == MountState::kMountedSource) NODEVOL_RETURN_IF_ERROR(Unmount(pub.target));
+  }
+  // An inline volume's last publication: its durable "deleting" record
+  // goes first, so a crash after the publication record is gone still
+  // finishes the deletion (reconcile deletes nothing for want of a record).
+  VolumeRecord doomed;
+  if (LookupVolume(pub.volume, &doomed) && doomed.ephemeral && doomed.state != VolumeState::kDeleting &&
+      PublishedAt(pub.volume).size() == 1) {
+    doomed.state = VolumeState::kDeleting;
+    NODEVOL_RETURN_IF_ERROR(store_->PutVolume(doomed));
+    SaveVolumeInMemory(doomed);
   }
   NODEVOL_RETURN_IF_ERROR(store_->RemovePublication(pub.target));
   {

@@ -4,11 +4,20 @@
 //   volume creating      left as is; CreateVolume finishes it, DeleteVolume drops it
 //   volume deleting      deletion finished (it was asked for and is idempotent)
 //   volume ready, data missing            reported as drift, record kept
-//   publication publishing, mounted       completed (read-only and flags applied)
+//   publication publishing, mounted       rolled back: unmounted (the call never
+//                                         returned OK, the caller may have gone)
+//   publication publishing, adopted       completed (the mount was not ours to undo)
 //   publication publishing, not mounted   rolled back (the caller saw an error)
 //   publication published, bind missing   bind re-created when the target dir exists
-//   publication unpublishing              unmount finished, record removed
-//   ephemeral volume without publication  deleted (it was scratch space)
+//   publication published, flags lost     remounted as recorded; the record stays
+//                                         until that works
+//   publication unpublishing              unmount finished, record removed (an
+//                                         inline volume deleted with it)
+//   ephemeral volume without publication  kept and reported: an absent or lost
+//                                         record (power loss, pods filesystem not
+//                                         mounted yet) is no leave to delete data;
+//                                         only a durable "deleting" or
+//                                         "unpublishing" record is
 //   mount from one of our volumes under the pods root without a record
 //                                         reported as drift, left alone
 //   storage a backend finds without a record (lvcreate done, record lost)
@@ -63,10 +72,13 @@ void Node::Reconcile() {
       continue;
     }
     bool existed = false;
-    if (v.state == VolumeState::kDeleting || (v.ephemeral && PublishedAt(name).empty())) {
+    if (v.state == VolumeState::kDeleting) {
       Status st = DeleteLocked(name, &existed);
       AddDrift(st.ok() ? "finished deleting " + std::string(v.ephemeral ? "inline " : "") + "volume " + name
                        : "could not finish deleting volume " + name + ": " + st.message());
+    } else if (v.ephemeral && PublishedAt(name).empty()) {
+      AddDrift("inline volume " + name + " has no publication; kept (a publish of its target reuses it, "
+               "DeleteVolume removes it)");
     } else if (v.state == VolumeState::kCreating) {
       AddDrift("volume " + name + " was being created when nodevold stopped; CreateVolume finishes it");
     } else if (Status st = b->Check(v); !st.ok()) {
@@ -134,14 +146,29 @@ void Node::AdoptUnrecorded(std::vector<VolumeRecord>* vols) {
   }
 }
 
+// Drops the record of a publication with nothing mounted at its target and
+// unstages its volume after its last publication. An inline volume stays:
+// only an Unpublish ("unpublishing") deletes it.
+void Node::RollBack(const PublicationRecord& pub, const std::string& why) {
+  if (Status st = store_->RemovePublication(pub.target); !st.ok()) {
+    AddDrift("publication of " + pub.volume + " at " + pub.target + ": " + why + ", but removing its record failed: " +
+             st.message());
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    publications_.erase(pub.target);
+  }
+  AddDrift("publication of " + pub.volume + " at " + pub.target + ": " + why);
+  VolumeRecord rec;
+  Backend* b = LookupVolume(pub.volume, &rec) && PublishedAt(pub.volume).empty() ? FindPool(rec.spec.pool) : nullptr;
+  if (b)
+    if (Status st = b->Unstage(rec); !st.ok())
+      AddDrift("volume " + pub.volume + ": unstaging after a rolled back publication failed: " + st.message());
+}
+
 void Node::ReconcilePublication(PublicationRecord pub) {
-  auto forget = [&](const std::string& why) {
-    if (store_->RemovePublication(pub.target).ok()) {
-      std::lock_guard<std::mutex> l(mu_);
-      publications_.erase(pub.target);
-    }
-    AddDrift("publication of " + pub.volume + " at " + pub.target + ": " + why);
-  };
+  auto forget = [&](const std::string& why) { RollBack(pub, why); };
   if (pub.state == PublicationState::kUnpublishing) {
     Status st = UnpublishLocked(pub);
     AddDrift(st.ok() ? "finished unpublishing " + pub.volume + " from " + pub.target
@@ -175,13 +202,24 @@ void Node::ReconcilePublication(PublicationRecord pub) {
     return;
   }
   if (pub.state == PublicationState::kPublishing && ms == MountState::kNotMounted) {
-    forget("was interrupted before mounting; rolled back");
+    RollBack(pub, "was interrupted before mounting; rolled back");
+    return;
+  }
+  if (pub.state == PublicationState::kPublishing && !pub.adopted) {
+    // The call never returned OK: its caller saw an error or gave up, and
+    // kubelet never tears down a mount whose call failed.
+    s = Unmount(pub.target);
+    if (!s.ok()) {
+      AddDrift("publication of " + pub.volume + " at " + pub.target + ": was interrupted after mounting; "
+               "unmounting it failed: " + s.message() + "; record kept");
+      return;
+    }
+    RollBack(pub, "was interrupted after mounting; unmounted and rolled back");
     return;
   }
   unsigned long flags = 0;
   ParseBindOptions(pub.mount_options, &flags);  // validated when recorded
   flags &= ~MS_RDONLY;
-  flags |= InheritedBindFlags(pub.source);
   if (ms == MountState::kNotMounted) {
     // The source may need staging first (after a reboot an LV or an NFS
     // export is not mounted, and its staging dir is an empty directory of
@@ -199,13 +237,16 @@ void Node::ReconcilePublication(PublicationRecord pub) {
                s.message() + "; record kept");
       return;
     }
-    s = BindMount(pub.source, pub.target, pub.read_only, flags);
+    // Only now: after a reboot Stage has just mounted what the bind
+    // inherits nosuid,nodev from.
+    s = BindMount(pub.source, pub.target, pub.read_only, flags | InheritedBindFlags(pub.source));
     AddDrift("publication of " + pub.volume + " at " + pub.target +
              (s.ok() ? ": bind mount was missing; re-created" : ": bind mount is missing and re-creating failed: " + s.message()));
     if (!s.ok()) return;
-  } else {
-    // A crash between the bind and its remount leaves a plain rw bind:
-    // apply the recorded read-only state and flags (idempotent).
+  } else if (!pub.adopted) {
+    flags |= InheritedBindFlags(pub.source);
+    // Flags lost while nodevold was away (a remount by hand): apply the
+    // recorded read-only state and flags again (idempotent).
     // Flags from the mount table: statvfs(2) of an NFS bind asks the server.
     auto flags_of = [&](std::string* out) {
       MountTable t;
@@ -216,9 +257,12 @@ void Node::ReconcilePublication(PublicationRecord pub) {
     std::string before, after;
     bool got = flags_of(&before);
     s = Remount(pub.source, pub.target, pub.read_only, flags);
-    if (!s.ok())
-      AddDrift("publication of " + pub.volume + " at " + pub.target + ": restoring its mount flags failed: " + s.message());
-    else if (got && flags_of(&after) && after != before)
+    if (!s.ok()) {
+      AddDrift("publication of " + pub.volume + " at " + pub.target + ": restoring its mount flags failed: " +
+               s.message() + "; record kept as " + ToString(pub.state));
+      return;
+    }
+    if (got && flags_of(&after) && after != before)
       AddDrift("publication of " + pub.volume + " at " + pub.target + ": mount flags restored as recorded" +
                (pub.read_only && !ro ? " (made read-only)" : ""));
   }

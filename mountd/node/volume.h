@@ -50,6 +50,7 @@ struct PublicationRecord {
   std::vector<std::string> mount_options;
   std::optional<uint32_t> fs_group;
   PodIdentity pod;
+  bool adopted = false;       // the mount was there before Publish (never ours to undo)
 };
 
 const char* ToString(VolumeState s);

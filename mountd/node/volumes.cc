@@ -2,6 +2,7 @@
 #include <ctime>
 
 #include "base/names.h"
+#include "mount/bind.h"
 #include "node/node.h"
 
 namespace nodevol {
@@ -171,6 +172,10 @@ Status Node::DeleteLocked(const std::string& name, bool* existed) {
     return Status::FailedPrecondition("volume " + name + " is published at " + targets[0] +
                                       (targets.size() > 1 ? " and " + std::to_string(targets.size() - 1) + " more" : "") +
                                       "; unpublish it first");
+  // A bind no record explains (a lost record, a bind by hand) still shows
+  // the data to someone.
+  if (auto path = rec.attributes.find("path"); path != rec.attributes.end())
+    NODEVOL_RETURN_IF_ERROR(CheckNotBound(path->second).WithContext("volume " + name));
   Backend* b = FindPool(rec.spec.pool);
   if (!b)
     return Status::FailedPrecondition("volume " + name + " is in pool " + rec.spec.pool +

@@ -203,7 +203,7 @@ grpc::Status NodeService::ListVolumes(grpc::ServerContext*, const v1::ListVolume
   });
 }
 
-grpc::Status NodeService::Publish(grpc::ServerContext*, const v1::PublishRequest* req, v1::PublishResponse* resp) {
+grpc::Status NodeService::Publish(grpc::ServerContext* ctx, const v1::PublishRequest* req, v1::PublishResponse* resp) {
   std::string label = req->has_inline_() ? "(inline)" : req->volume();
   return Run("Publish", label, req->target(), [&] {
     NODEVOL_RETURN_IF_ERROR(LocalOnly("Publish"));
@@ -218,6 +218,7 @@ grpc::Status NodeService::Publish(grpc::ServerContext*, const v1::PublishRequest
     a.mount_options.assign(req->mount_options().begin(), req->mount_options().end());
     if (req->has_fs_group()) a.fs_group = req->fs_group();
     a.pod = {req->pod().uid(), req->pod().name(), req->pod().namespace_(), req->pod().service_account()};
+    a.deadline = ctx->deadline();
     std::string volume, target;
     NODEVOL_RETURN_IF_ERROR(node_->Publish(a, &volume, &target));
     if (a.inline_spec) capacity_->Poke();

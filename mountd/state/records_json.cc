@@ -6,7 +6,18 @@ namespace nodevol {
 namespace {
 
 using nlohmann::json;
-constexpr int kFormat = 1;
+
+// A file's format decides who may read it (records_json.h): a newer one
+// is refused as UNIMPLEMENTED, never mistaken for a corrupt file.
+Status CheckFormat(const json& j) {
+  const json* f = j.is_object() && j.contains("format") ? &j.at("format") : nullptr;
+  if (!f || !f->is_number_integer() || f->get<int64_t>() < 1)
+    return Status::FailedPrecondition("no valid \"format\" field");
+  if (f->get<int64_t>() > kRecordFormat)
+    return Status::Unimplemented("record format " + f->dump() + " is newer than this nodevold reads (up to " +
+                                 std::to_string(kRecordFormat) + ")");
+  return Status::Ok();
+}
 
 const char* kVolumeStates[] = {"creating", "ready", "deleting"};
 const char* kPublicationStates[] = {"publishing", "published", "unpublishing"};
@@ -29,7 +40,7 @@ const char* ToString(PublicationState s) { return kPublicationStates[static_cast
 
 std::string VolumeToJson(const VolumeRecord& v) {
   json j = {
-      {"format", kFormat},
+      {"format", kRecordFormat},
       {"name", v.spec.name},
       {"pool", v.spec.pool},
       {"size_bytes", v.spec.size_bytes},
@@ -47,8 +58,7 @@ std::string VolumeToJson(const VolumeRecord& v) {
 Status VolumeFromJson(const std::string& text, VolumeRecord* v) {
   try {
     json j = json::parse(text);
-    if (j.at("format").get<int>() != kFormat)
-      return Status::FailedPrecondition("unknown record format " + j.at("format").dump());
+    NODEVOL_RETURN_IF_ERROR(CheckFormat(j));
     v->spec.name = j.at("name").get<std::string>();
     v->spec.pool = j.at("pool").get<std::string>();
     v->spec.size_bytes = j.at("size_bytes").get<uint64_t>();
@@ -68,7 +78,7 @@ Status VolumeFromJson(const std::string& text, VolumeRecord* v) {
 
 std::string PublicationToJson(const PublicationRecord& p) {
   json j = {
-      {"format", kFormat},
+      {"format", kRecordFormat},
       {"target", p.target},
       {"volume", p.volume},
       {"source", p.source},
@@ -78,6 +88,7 @@ std::string PublicationToJson(const PublicationRecord& p) {
       {"fs_group", p.fs_group ? json(*p.fs_group) : json(nullptr)},
       {"pod", {{"uid", p.pod.uid}, {"name", p.pod.name}, {"namespace", p.pod.ns},
                {"service_account", p.pod.service_account}}},
+      {"adopted", p.adopted},  // optional: older readers ignore it
   };
   return j.dump(2) + "\n";
 }
@@ -85,8 +96,7 @@ std::string PublicationToJson(const PublicationRecord& p) {
 Status PublicationFromJson(const std::string& text, PublicationRecord* p) {
   try {
     json j = json::parse(text);
-    if (j.at("format").get<int>() != kFormat)
-      return Status::FailedPrecondition("unknown record format " + j.at("format").dump());
+    NODEVOL_RETURN_IF_ERROR(CheckFormat(j));
     p->target = j.at("target").get<std::string>();
     p->volume = j.at("volume").get<std::string>();
     p->source = j.at("source").get<std::string>();
@@ -99,6 +109,7 @@ Status PublicationFromJson(const std::string& text, PublicationRecord* p) {
     const json& pod = j.at("pod");
     p->pod = {pod.at("uid").get<std::string>(), pod.at("name").get<std::string>(),
               pod.at("namespace").get<std::string>(), pod.at("service_account").get<std::string>()};
+    p->adopted = j.contains("adopted") && j.at("adopted").get<bool>();
   } catch (const json::exception& e) {
     return Status::FailedPrecondition(std::string("malformed publication record: ") + e.what());
   }

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <algorithm>
 #include <cstdio>
+#include <map>
 
 #include "state/atomic_file.h"
 #include "state/records_json.h"
@@ -37,42 +38,85 @@ bool EndsWith(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// Lists the *.json files of a directory, sorted.
-Status ListJson(const std::string& dir, std::vector<std::string>* names) {
+// Teardown intent recorded by renaming "<file>" to "<file><suffix>" when the
+// state filesystem has no room for a new file (store.h).
+constexpr std::string_view kDeletingSuffix = ".deleting";
+constexpr std::string_view kUnpublishingSuffix = ".unpublishing";
+
+// Lists the record files of a directory (*.json and their tombstones), sorted.
+Status ListRecords(const std::string& dir, std::vector<std::string>* names) {
   DIR* d = ::opendir(dir.c_str());
   if (!d) return Status::FromErrno("opendir " + dir, errno);
   while (struct dirent* e = ::readdir(d)) {
     std::string n = e->d_name;
-    if (n[0] != '.' && EndsWith(n, ".json")) names->push_back(n);
+    if (n[0] != '.' && (EndsWith(n, ".json") || EndsWith(n, std::string(".json") + std::string(kDeletingSuffix)) ||
+                        EndsWith(n, std::string(".json") + std::string(kUnpublishingSuffix))))
+      names->push_back(n);
   }
   ::closedir(d);
   std::sort(names->begin(), names->end());
   return Status::Ok();
 }
 
-template <typename Record, typename Parse>
-void LoadDir(const std::string& dir, Parse parse, std::vector<Record>* out,
-             std::vector<std::string>* problems) {
+// Reads every record of a directory. Changes nothing unless all of them
+// were read: a file that cannot be read (EIO, EMFILE) or was written in a
+// newer format fails the load and is left where it is; only a file that
+// fails to parse in a format this nodevold writes is moved aside.
+template <typename Record, typename Parse, typename Mark>
+Status LoadDir(const std::string& dir, Parse parse, Mark mark, std::vector<Record>* out,
+               std::vector<std::string>* problems) {
   std::vector<std::string> names;
-  Status st = ListJson(dir, &names);
-  if (!st.ok()) {
-    problems->push_back(st.message());
-    return;
-  }
+  NODEVOL_RETURN_IF_ERROR(ListRecords(dir, &names));
+  std::map<std::string, Record> by_file;  // tombstones replace the plain file
+  std::vector<std::pair<std::string, std::string>> corrupt;  // path, why
   for (const std::string& n : names) {
     std::string path = dir + "/" + n;
     std::string text;
     Record r;
-    st = ReadWholeFile(path, &text);
-    if (st.ok()) st = parse(text, &r);
-    if (st.ok()) {
-      out->push_back(std::move(r));
+    Status st = ReadWholeFile(path, &text);
+    if (!st.ok())
+      return Status::Internal("cannot read record " + path + " (" + st.message() +
+                              "); nothing was changed: fix the state filesystem and start again");
+    st = parse(text, &r);
+    if (st.code() == Status::Code::kUnimplemented)
+      return Status::FailedPrecondition("record " + path + " was written by a newer nodevold: " + st.message() +
+                                        "; run that version again (or one that reads it), nothing was changed");
+    if (!st.ok()) {
+      corrupt.emplace_back(path, st.message());
       continue;
     }
+    std::string base = n.substr(0, n.rfind(".json") + 5);
+    bool tombstone = base != n;
+    if (tombstone) mark(n.substr(base.size()), &r);
+    if (tombstone || !by_file.count(base)) by_file[base] = std::move(r);
+  }
+  for (auto& [_, r] : by_file) out->push_back(std::move(r));
+  for (const auto& [path, why] : corrupt) {
     std::string aside = path + ".corrupt";
     std::rename(path.c_str(), aside.c_str());
-    problems->push_back("record " + path + " is unreadable (" + st.message() + "); moved to " + aside);
+    problems->push_back("record " + path + " is unreadable (" + why + "); moved to " + aside);
   }
+  return Status::Ok();
+}
+
+// Writes a record; a teardown state (`suffix` non-empty) that cannot be
+// written as a new file is recorded by renaming the existing one, which
+// needs no free blocks, so a full disk never blocks freeing space.
+Status PutRecord(const std::string& dir, const std::string& name, const std::string& json, bool durable,
+                 std::string_view suffix) {
+  Status st = WriteFileAtomic(dir, name, json, durable);
+  if (st.ok() || suffix.empty()) return st;
+  std::string from = dir + "/" + name, to = from + std::string(suffix);
+  if (::rename(from.c_str(), to.c_str()) != 0) return st;
+  if (durable) {
+    int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 || ::fsync(fd) != 0) {
+      if (fd >= 0) ::close(fd);
+      return st;
+    }
+    ::close(fd);
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -102,26 +146,45 @@ Status Store::Open() {
 
 Status Store::Load(std::vector<VolumeRecord>* volumes, std::vector<PublicationRecord>* publications,
                    std::vector<std::string>* problems) {
-  LoadDir<VolumeRecord>(dir_ + "/" + kVolumes, VolumeFromJson, volumes, problems);
-  LoadDir<PublicationRecord>(dir_ + "/" + kPublications, PublicationFromJson, publications, problems);
+  // Parse both directories before moving anything aside.
+  std::vector<VolumeRecord> vols;
+  std::vector<PublicationRecord> pubs;
+  std::vector<std::string> vol_problems, pub_problems;
+  auto mark_volume = [](std::string_view, VolumeRecord* v) { v->state = VolumeState::kDeleting; };
+  auto mark_publication = [](std::string_view, PublicationRecord* p) { p->state = PublicationState::kUnpublishing; };
+  NODEVOL_RETURN_IF_ERROR(LoadDir<VolumeRecord>(dir_ + "/" + kVolumes, VolumeFromJson, mark_volume, &vols,
+                                                &vol_problems));
+  NODEVOL_RETURN_IF_ERROR(LoadDir<PublicationRecord>(dir_ + "/" + kPublications, PublicationFromJson,
+                                                     mark_publication, &pubs, &pub_problems));
+  for (auto& v : vols) volumes->push_back(std::move(v));
+  for (auto& p : pubs) publications->push_back(std::move(p));
+  for (auto& p : vol_problems) problems->push_back(std::move(p));
+  for (auto& p : pub_problems) problems->push_back(std::move(p));
   return Status::Ok();
 }
 
 Status Store::PutVolume(const VolumeRecord& v) {
-  return WriteFileAtomic(dir_ + "/" + kVolumes, v.spec.name + ".json", VolumeToJson(v));
+  return PutRecord(dir_ + "/" + kVolumes, v.spec.name + ".json", VolumeToJson(v), /*durable=*/true,
+                   v.state == VolumeState::kDeleting ? kDeletingSuffix : "");
 }
 
 Status Store::RemoveVolume(const std::string& name) {
-  return RemoveFile(dir_ + "/" + kVolumes, name + ".json");
+  std::string dir = dir_ + "/" + kVolumes;
+  // The plain file first: a crash in between leaves the tombstone, which
+  // says "deleting", never an older state.
+  NODEVOL_RETURN_IF_ERROR(RemoveFile(dir, name + ".json"));
+  return RemoveFile(dir, name + ".json" + std::string(kDeletingSuffix));
 }
 
-Status Store::PutPublication(const PublicationRecord& p) {
-  return WriteFileAtomic(dir_ + "/" + kPublications, TargetFileName(p.target), PublicationToJson(p),
-                         /*durable=*/false);
+Status Store::PutPublication(const PublicationRecord& p, bool durable) {
+  return PutRecord(dir_ + "/" + kPublications, TargetFileName(p.target), PublicationToJson(p), durable,
+                   p.state == PublicationState::kUnpublishing ? kUnpublishingSuffix : "");
 }
 
 Status Store::RemovePublication(const std::string& target) {
-  return RemoveFile(dir_ + "/" + kPublications, TargetFileName(target), /*durable=*/false);
+  std::string dir = dir_ + "/" + kPublications, name = TargetFileName(target);
+  NODEVOL_RETURN_IF_ERROR(RemoveFile(dir, name, /*durable=*/false));
+  return RemoveFile(dir, name + std::string(kUnpublishingSuffix), /*durable=*/false);
 }
 
 }  // namespace nodevol

@@ -11,13 +11,24 @@
 // without a record. The Store keeps no index; the node layer holds the
 // in-memory view.
 //
-// Volume records describe data on disk and are fsync'ed (file and
-// directory) before a call returns, so they also survive a power loss.
-// Publication records describe mounts, which a power loss or reboot erases
-// anyway; they are replaced atomically but not fsync'ed, which keeps seven
-// fsyncs off every pod start and stop. After a power loss a publication
-// record may be stale or missing; reconcile settles both against the (then
-// empty) mount table and kubelet publishes again.
+// Durability: volume records describe data on disk and are fsync'ed (file
+// and directory) before a call returns, so they survive a power loss.
+// Publication records describe mounts, which a power loss erases anyway;
+// they are replaced atomically but fsync'ed only when the caller asks (the
+// first record of an inline volume's publication), which keeps seven fsyncs
+// off every pod start and stop. After a power loss a publication record may
+// be stale or missing; reconcile never reads an absent record as leave to
+// delete anything (node/reconcile.cc).
+//
+// Teardown intent without free space: writing "deleting" or "unpublishing"
+// needs a new file; when that fails (a full state filesystem) the record is
+// renamed to "<file>.deleting" / "<file>.unpublishing" instead, which Load
+// reads as that state. Removing a record removes the plain file first.
+//
+// Formats: Load refuses (FAILED_PRECONDITION, nothing changed) a record of a
+// newer format (records_json.h) and any file it cannot read (EIO, EMFILE);
+// only a file that fails to parse in a format this nodevold writes is moved
+// aside as "<file>.corrupt".
 #pragma once
 
 #include <string>
@@ -39,14 +50,15 @@ class Store {
   // another nodevold holds it), drops temp files left by a crash.
   Status Open();
 
-  // Reads every record. A file that cannot be parsed is renamed to
-  // "<file>.corrupt" (kept for the operator) and described in *problems.
+  // Reads every record (see Formats above). A file that cannot be parsed is
+  // renamed to "<file>.corrupt" (kept for the operator) and described in
+  // *problems.
   Status Load(std::vector<VolumeRecord>* volumes, std::vector<PublicationRecord>* publications,
               std::vector<std::string>* problems);
 
   Status PutVolume(const VolumeRecord& v);
   Status RemoveVolume(const std::string& name);
-  Status PutPublication(const PublicationRecord& p);
+  Status PutPublication(const PublicationRecord& p, bool durable = false);
   Status RemovePublication(const std::string& target);
 
   const std::string& dir() const { return dir_; }

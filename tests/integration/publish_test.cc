@@ -14,7 +14,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "backend/registry.h"
 #include "daemon_fixture.h"
+#include "node/node.h"
+#include "state/store.h"
 #include "mount/mount_table.h"
 
 namespace nodevol::testing {
@@ -424,14 +427,89 @@ TEST_F(PublishTest, OneVolumeAtSeveralTargetsSharesTheData) {
   EXPECT_EQ(ReadAll(b + "/shared"), "both");
 }
 
-TEST_F(PublishTest, MissingTargetDirectoryIsCreated) {
+// kubelet makes the target before it calls mount: a missing one belongs to
+// a pod that is gone, and a bind made there would never be torn down.
+TEST_F(PublishTest, MissingTargetDirectoryIsRefused) {
   ASSERT_TRUE(CreateVolume("v1", 1 << 20).ok());
   std::string t = MakeTarget("pod-1", "data", /*create=*/false);
   ASSERT_FALSE(fs::exists(t));
   grpc::Status st = Publish("v1", t);
-  ASSERT_TRUE(st.ok()) << st.error_message();
-  EXPECT_TRUE(fs::is_directory(t));
-  EXPECT_TRUE(IsMountPoint(t));
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << st.error_message();
+  EXPECT_NE(st.error_message().find("does not exist"), std::string::npos) << st.error_message();
+  EXPECT_FALSE(fs::exists(t)) << "Publish must not create the target";
+  EXPECT_EQ(GetVolume("v1").published_at_size(), 0);
+
+  // Nor an inline volume for it.
+  v1::PublishRequest req;
+  req.mutable_inline_()->set_pool("default");
+  req.mutable_inline_()->set_size_bytes(1 << 20);
+  req.set_target(t);
+  v1::PublishResponse resp;
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx);
+  EXPECT_EQ(stub()->Publish(&ctx, req, &resp).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_FALSE(fs::exists(t));
+  EXPECT_EQ(ListVolumes().size(), 1u);
+}
+
+// A Publish whose caller has stopped waiting (the flex driver's timeout
+// during a long fsGroup) must not leave a bind: kubelet never tears down a
+// mount whose call failed. The domain is driven directly (the deadline is
+// what gRPC passes in), with real mounts.
+TEST_F(PublishTest, PublishPastItsDeadlineUndoesItself) {
+  ASSERT_EQ(StopDaemon(), 0);
+  std::string state = root_ + "/node-state";
+  Store store(state);
+  ASSERT_TRUE(store.Open().ok());
+  std::map<std::string, std::unique_ptr<Backend>> pools;
+  ASSERT_TRUE(MakeBackend("default", "dir", {{"path", pool_dir_}}, &pools["default"]).ok());
+  Node node(fs::canonical(pods_root_).string(), &store, std::move(pools));
+  ASSERT_TRUE(node.Start().ok());
+  VolumeView view;
+  ASSERT_TRUE(node.CreateVolume({"v1", "default", 1 << 20, "", {}}, &view).ok());
+  std::string a = MakeTarget("pod-1", "data"), b = MakeTarget("pod-2", "scratch");
+  PublishArgs args;
+  args.volume = "v1";
+  args.target = a;
+  args.fs_group = 4242;
+  args.deadline = std::chrono::system_clock::now() - std::chrono::seconds(1);
+  std::string volume, target;
+  Status st = node.Publish(args, &volume, &target);
+  EXPECT_EQ(st.code(), Status::Code::kDeadlineExceeded) << st.message();
+  EXPECT_FALSE(IsMountPoint(a)) << "a bind nobody waits for was left";
+  EXPECT_TRUE(fs::is_empty(state + "/publications"));
+
+  PublishArgs inl;
+  inl.inline_spec = InlineSpec{"default", 1 << 20, "", {}};
+  inl.target = b;
+  inl.deadline = args.deadline;
+  st = node.Publish(inl, &volume, &target);
+  EXPECT_EQ(st.code(), Status::Code::kDeadlineExceeded) << st.message();
+  EXPECT_FALSE(IsMountPoint(b));
+  EXPECT_FALSE(fs::exists(pool_dir_ + "/" + volume)) << "the inline volume made for it stays";
+
+  args.deadline = std::chrono::system_clock::now() + std::chrono::hours(1);
+  st = node.Publish(args, &volume, &target);
+  EXPECT_TRUE(st.ok()) << st.message();
+  EXPECT_TRUE(IsMountPoint(a));
+  bool was = false;
+  EXPECT_TRUE(node.Unpublish(a, &was).ok());
+  EXPECT_FALSE(IsMountPoint(a));
+}
+
+// A read-only publication whose bind was made writable behind nodevold's
+// back is not "already published": a repeat Publish must not accept it.
+TEST_F(PublishTest, RepeatPublishRefusesAReadOnlyBindMadeWritable) {
+  ASSERT_TRUE(CreateVolume("v1", 1 << 20).ok());
+  std::string t = MakeTarget("pod-1", "data");
+  ASSERT_TRUE(Publish("v1", t, /*read_only=*/true).ok());
+  ASSERT_TRUE(Publish("v1", t, /*read_only=*/true).ok()) << "the plain repeat is idempotent";
+  ASSERT_EQ(::mount(nullptr, t.c_str(), nullptr, MS_BIND | MS_REMOUNT, nullptr), 0) << strerror(errno);
+  grpc::Status st = Publish("v1", t, /*read_only=*/true);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << "a writable bind accepted as read-only";
+  EXPECT_NE(st.error_message().find("read-write"), std::string::npos) << st.error_message();
+  EXPECT_TRUE(Unpublish(t).ok());
+  EXPECT_FALSE(IsMountPoint(t));
 }
 
 TEST_F(PublishTest, SymlinkStayingInsideIsResolved) {

@@ -3,10 +3,15 @@
 #include <fcntl.h>
 #include <grpcpp/grpcpp.h>
 #include <sys/mount.h>
+#include <sys/wait.h>
+
+#include <csignal>
+#include <thread>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -83,6 +88,20 @@ class ReconcileTest : public DaemonFixture {
       std::sort(targets.begin(), targets.end());
     }
     return out;
+  }
+
+  // Publishes an inline volume at target; its name ("" on failure).
+  std::string PublishInline(const std::string& target) {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx);
+    v1::PublishRequest req;
+    req.mutable_inline_()->set_pool("default");
+    req.mutable_inline_()->set_size_bytes(1 << 20);
+    req.set_target(target);
+    v1::PublishResponse resp;
+    grpc::Status st = stub()->Publish(&ctx, req, &resp);
+    EXPECT_TRUE(st.ok()) << st.error_message();
+    return st.ok() ? resp.volume() : "";
   }
 
   grpc::Status PublishWith(const std::string& volume, const std::string& target, bool read_only,
@@ -256,22 +275,190 @@ TEST_F(ReconcileTest, PublishedInlineVolumeSurvivesARestart) {
   EXPECT_TRUE(fs::is_empty(pool_dir_));
 }
 
-TEST_F(ReconcileTest, InlineVolumeOfAPodRemovedWhileStoppedIsDeleted) {
+// Absence is no leave to delete: a pod directory gone while nodevold was
+// away (or kubelet's pods filesystem not mounted yet at boot) looks the
+// same, so the inline volume is kept, reported, and DeleteVolume removes it.
+TEST_F(ReconcileTest, InlineVolumeOfAPodRemovedWhileStoppedIsKeptAndReported) {
   std::string t = MakeTarget("pod-1", "scratch");
-  grpc::ClientContext ctx;
-  SetDeadline(&ctx);
-  v1::PublishRequest req;
-  req.mutable_inline_()->set_pool("default");
-  req.mutable_inline_()->set_size_bytes(1 << 20);
-  req.set_target(t);
-  v1::PublishResponse resp;
-  ASSERT_TRUE(stub()->Publish(&ctx, req, &resp).ok());
+  std::string name = PublishInline(t);
+  ASSERT_FALSE(name.empty());
+  std::ofstream(t + "/scratch") << "pod data";
   ASSERT_EQ(StopDaemon(), 0);
   ASSERT_EQ(::umount2(t.c_str(), 0), 0);
-  fs::remove_all(pods_root_ + "/pod-1");
+  fs::rename(pods_root_ + "/pod-1", root_ + "/pod-1-away");  // the pods filesystem is not there yet
   StartDaemon();
-  EXPECT_TRUE(Published().empty()) << "the inline volume of a gone pod is scratch space to delete";
+  EXPECT_TRUE(Published()[name].empty());
+  EXPECT_EQ(ReadAll(pool_dir_ + "/" + name + "/scratch"), "pod data") << "inline volume deleted for want of a record";
+  bool mentioned = false;
+  for (const std::string& d : Drift()) mentioned |= Contains(d, name) && Contains(d, "kept");
+  EXPECT_TRUE(mentioned) << DriftText();
+
+  // The pods filesystem comes back and kubelet publishes again: same data.
+  fs::rename(root_ + "/pod-1-away", pods_root_ + "/pod-1");
+  EXPECT_EQ(PublishInline(t), name);
+  EXPECT_EQ(ReadAll(t + "/scratch"), "pod data");
+  ASSERT_TRUE(Unpublish(t).ok());
+  EXPECT_TRUE(Published().empty()) << "Unpublish deletes the inline volume";
   EXPECT_TRUE(fs::is_empty(pool_dir_));
+}
+
+// Power loss right after an inline Publish: the mounts are gone, and a
+// publication record that never reached the disk is gone too. The volume
+// record survived; the volume must survive with it.
+TEST_F(ReconcileTest, InlineVolumeWhosePublicationRecordIsLostIsKept) {
+  std::string t = MakeTarget("pod-1", "scratch");
+  std::string name = PublishInline(t);
+  ASSERT_FALSE(name.empty());
+  std::ofstream(t + "/scratch") << "pod data";
+  KillDaemon();
+  ASSERT_EQ(::umount2(t.c_str(), 0), 0);
+  for (const auto& e : fs::directory_iterator(state_dir_ + "/publications")) fs::remove(e.path());
+  StartDaemon();
+  EXPECT_EQ(ReadAll(pool_dir_ + "/" + name + "/scratch"), "pod data");
+  EXPECT_EQ(PublishInline(t), name) << "kubelet's republish";
+  EXPECT_EQ(ReadAll(t + "/scratch"), "pod data") << "the republish got an empty volume";
+  ASSERT_TRUE(Unpublish(t).ok());
+  EXPECT_TRUE(fs::is_empty(pool_dir_));
+}
+
+// A record written by a newer nodevold (a downgrade with live pods): this
+// one must refuse to start and change nothing, never read it as absent.
+TEST_F(ReconcileTest, RecordOfANewerFormatStopsTheStartAndChangesNothing) {
+  std::string t = MakeTarget("pod-1", "scratch");
+  std::string name = PublishInline(t);
+  ASSERT_FALSE(name.empty());
+  std::ofstream(t + "/scratch") << "pod data";
+  ASSERT_EQ(StopDaemon(), 0);
+  std::string pub_file;
+  for (const auto& e : fs::directory_iterator(state_dir_ + "/publications")) pub_file = e.path().string();
+  std::string rec = ReadAll(pub_file), newer = rec;
+  size_t at = newer.find("\"format\": 1");
+  ASSERT_NE(at, std::string::npos) << rec;
+  newer.replace(at, 11, "\"format\": 2");
+  std::ofstream(pub_file, std::ios::trunc) << newer;
+
+  size_t log_before = ReadAll(log_path_).size();
+  pid_t pid = SpawnDaemon();
+  ASSERT_GT(pid, 0);
+  int status = 0;
+  bool exited = false;
+  // Until it exits or says it is ready (then it started: the bug).
+  while (!(exited = waitpid(pid, &status, WNOHANG) == pid)) {
+    if (ReadAll(log_path_).find(" ready: ", log_before) != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (!exited) {
+    ::kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    ADD_FAILURE() << "nodevold started on a record it cannot read";
+  }
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << "status " << status;
+  EXPECT_TRUE(Contains(ReadAll(log_path_), "newer nodevold")) << ReadAll(log_path_);
+  EXPECT_EQ(ReadAll(pub_file), newer) << "the record was moved or changed";
+  EXPECT_FALSE(fs::exists(pub_file + ".corrupt"));
+  EXPECT_TRUE(IsMountPoint(t)) << "the live bind was touched";
+  EXPECT_EQ(ReadAll(t + "/scratch"), "pod data");
+
+  // Upgrading back: everything is as it was.
+  std::ofstream(pub_file, std::ios::trunc) << rec;
+  StartDaemon();
+  EXPECT_EQ(Published()[name], std::vector<std::string>{t});
+  EXPECT_TRUE(Drift().empty()) << DriftText();
+  ASSERT_TRUE(Unpublish(t).ok());
+}
+
+// DeleteVolume must not remove a directory something still shows, wherever
+// that bind is (a publication whose record was lost, a bind by hand).
+TEST_F(ReconcileTest, DeleteRefusesWhileTheVolumeIsBoundElsewhere) {
+  ASSERT_TRUE(CreateVolume("v1", 1 << 20).ok());
+  std::ofstream(pool_dir_ + "/v1/file") << "data";
+  std::string elsewhere = root_ + "/elsewhere";
+  fs::create_directories(elsewhere);
+  ASSERT_EQ(::mount((pool_dir_ + "/v1").c_str(), elsewhere.c_str(), nullptr, MS_BIND, nullptr), 0) << strerror(errno);
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx);
+  v1::DeleteVolumeRequest req;
+  req.set_name("v1");
+  v1::DeleteVolumeResponse resp;
+  grpc::Status st = stub()->DeleteVolume(&ctx, req, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << st.error_message();
+  EXPECT_TRUE(Contains(st.error_message(), elsewhere)) << st.error_message();
+  EXPECT_EQ(ReadAll(elsewhere + "/file"), "data") << "data deleted under a live bind";
+  ASSERT_EQ(::umount2(elsewhere.c_str(), 0), 0);
+  grpc::ClientContext ctx2;
+  SetDeadline(&ctx2);
+  st = stub()->DeleteVolume(&ctx2, req, &resp);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+}
+
+// A bind of one of our volumes whose publication record is gone: start
+// leaves it alone and reports it, and kubelet's Unpublish removes it (it
+// would retry forever against "not by nodevold").
+TEST_F(ReconcileTest, UnpublishRemovesABindOfAKnownVolumeWithoutARecord) {
+  ASSERT_TRUE(CreateVolume("v1", 1 << 20).ok());
+  std::string t = MakeTarget("pod-1", "data");
+  ASSERT_TRUE(Publish("v1", t).ok());
+  std::ofstream(t + "/file") << "data";
+  ASSERT_EQ(StopDaemon(), 0);
+  for (const auto& e : fs::directory_iterator(state_dir_ + "/publications")) fs::remove(e.path());
+  StartDaemon();
+  EXPECT_TRUE(IsMountPoint(t)) << "start must not touch a mount it has no record of";
+  bool mentioned = false;
+  for (const std::string& d : Drift()) mentioned |= Contains(d, t) && Contains(d, "no publication record");
+  EXPECT_TRUE(mentioned) << DriftText();
+  grpc::Status st = Unpublish(t);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  EXPECT_FALSE(IsMountPoint(t));
+  EXPECT_EQ(ReadAll(pool_dir_ + "/v1/file"), "data") << "unmounting deletes nothing";
+}
+
+// Pods evicted for disk pressure must still be torn down when the state
+// filesystem is full (a dir pool sharing it filled it): "unpublishing" and
+// "deleting" are recorded without allocating.
+TEST_F(ReconcileTest, TeardownWorksOnAFullStateFilesystem) {
+  ASSERT_EQ(StopDaemon(), 0);
+  fs::remove_all(state_dir_);
+  fs::create_directories(state_dir_);
+  ASSERT_EQ(::mount("nodevol-state", state_dir_.c_str(), "tmpfs", 0, "size=256k,mode=0700"), 0) << strerror(errno);
+  StartDaemon();
+  ASSERT_TRUE(CreateVolume("v1", 1 << 20).ok());
+  std::string t = MakeTarget("pod-1", "data");
+  ASSERT_TRUE(Publish("v1", t).ok());
+  {
+    std::ofstream filler(state_dir_ + "/filler");
+    std::string block(4096, 'x');
+    while (filler.write(block.data(), block.size()) && filler.flush()) {
+    }
+  }
+  {
+    int fd = ::open((state_dir_ + "/probe").c_str(), O_CREAT | O_WRONLY, 0600);
+    ASSERT_GE(fd, 0) << strerror(errno);
+    char c = 'x';
+    ASSERT_EQ(::write(fd, &c, 1), -1) << "the state filesystem is not full";
+    EXPECT_EQ(errno, ENOSPC);
+    ::close(fd);
+    ::unlink((state_dir_ + "/probe").c_str());
+  }
+
+  grpc::Status st = Unpublish(t);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  EXPECT_FALSE(IsMountPoint(t));
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx);
+  v1::DeleteVolumeRequest req;
+  req.set_name("v1");
+  v1::DeleteVolumeResponse resp;
+  st = stub()->DeleteVolume(&ctx, req, &resp);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  EXPECT_TRUE(fs::is_empty(pool_dir_));
+
+  // Nothing comes back after a restart.
+  fs::remove(state_dir_ + "/filler");
+  Restart();
+  EXPECT_TRUE(Published().empty());
+  EXPECT_TRUE(Drift().empty()) << DriftText();
+  ASSERT_EQ(StopDaemon(), 0);
+  ASSERT_EQ(::umount2(state_dir_.c_str(), 0), 0);
 }
 
 TEST_F(ReconcileTest, PublicationsSurviveAKill) {

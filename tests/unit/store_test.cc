@@ -1,10 +1,15 @@
 #include "state/store.h"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <regex>
 #include <fstream>
 
 #include "state/atomic_file.h"
@@ -117,6 +122,106 @@ TEST_F(StoreTest, CorruptRecordIsMovedAsideAndReported) {
   EXPECT_FALSE(fs::exists(dir_ + "/volumes/bad.json"));
 }
 
+// A downgrade: records of a newer nodevold are neither corrupt nor absent.
+TEST_F(StoreTest, RecordOfANewerFormatFailsTheLoadAndIsLeftAlone) {
+  {
+    Store s(dir_);
+    ASSERT_TRUE(s.Open().ok());
+    ASSERT_TRUE(s.PutVolume(Volume("good")).ok());
+  }
+  std::string newer = "{\"format\": 2, \"name\": \"v2\", \"something\": \"new\"}\n";
+  std::ofstream(dir_ + "/volumes/v2.json") << newer;
+  std::ofstream(dir_ + "/volumes/bad.json") << "{\"format\": 1, \"name\": ";
+  Store s(dir_);
+  ASSERT_TRUE(s.Open().ok());
+  std::vector<VolumeRecord> vols;
+  std::vector<PublicationRecord> pubs;
+  std::vector<std::string> problems;
+  Status st = s.Load(&vols, &pubs, &problems);
+  EXPECT_EQ(st.code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(st.message().find("v2.json"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("newer nodevold"), std::string::npos) << st.message();
+  std::string got;
+  ASSERT_TRUE(ReadWholeFile(dir_ + "/volumes/v2.json", &got).ok());
+  EXPECT_EQ(got, newer);
+  EXPECT_FALSE(fs::exists(dir_ + "/volumes/v2.json.corrupt"));
+  EXPECT_TRUE(fs::exists(dir_ + "/volumes/bad.json")) << "a failed load moves nothing aside";
+}
+
+// EIO or EMFILE reading a good record: the load fails and moves nothing.
+// (A directory named like a record makes read(2) fail with EISDIR.)
+TEST_F(StoreTest, RecordThatCannotBeReadFailsTheLoadAndIsLeftAlone) {
+  {
+    Store s(dir_);
+    ASSERT_TRUE(s.Open().ok());
+    ASSERT_TRUE(s.PutVolume(Volume("good")).ok());
+  }
+  fs::create_directory(dir_ + "/volumes/unreadable.json");
+  Store s(dir_);
+  ASSERT_TRUE(s.Open().ok());
+  std::vector<VolumeRecord> vols;
+  std::vector<PublicationRecord> pubs;
+  std::vector<std::string> problems;
+  Status st = s.Load(&vols, &pubs, &problems);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("unreadable.json"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("nothing was changed"), std::string::npos) << st.message();
+  EXPECT_TRUE(fs::is_directory(dir_ + "/volumes/unreadable.json"));
+  EXPECT_FALSE(fs::exists(dir_ + "/volumes/unreadable.json.corrupt"));
+  EXPECT_TRUE(problems.empty());
+}
+
+// A full state filesystem must not block teardown: when "deleting" or
+// "unpublishing" cannot be written as a new file, the record is renamed to
+// a tombstone that loads as that state. (A directory where the temp file
+// goes makes the write fail as ENOSPC would.)
+TEST_F(StoreTest, TeardownIntentIsRecordedWhenANewFileCannotBeWritten) {
+  PublicationRecord p;
+  p.target = "/pods/u/volumes/nodevol.io~volume/data";
+  p.volume = "v1";
+  p.source = "/srv/v1";
+  p.state = PublicationState::kPublished;
+  {
+    Store s(dir_);
+    ASSERT_TRUE(s.Open().ok());
+    ASSERT_TRUE(s.PutVolume(Volume("v1")).ok());
+    ASSERT_TRUE(s.PutPublication(p).ok());
+  }
+  std::string pub_name;
+  for (const auto& e : fs::directory_iterator(dir_ + "/publications")) pub_name = e.path().filename().string();
+  Store s(dir_);
+  ASSERT_TRUE(s.Open().ok());
+  fs::create_directory(dir_ + "/volumes/.tmp-v1.json");
+  fs::create_directory(dir_ + "/publications/.tmp-" + pub_name);
+  VolumeRecord v = Volume("v1");
+  v.state = VolumeState::kDeleting;
+  ASSERT_TRUE(s.PutVolume(v).ok());
+  p.state = PublicationState::kUnpublishing;
+  ASSERT_TRUE(s.PutPublication(p).ok());
+  VolumeRecord ready = Volume("v1");
+  EXPECT_FALSE(s.PutVolume(ready).ok()) << "only teardown states fall back to a rename";
+  EXPECT_TRUE(fs::exists(dir_ + "/volumes/v1.json.deleting"));
+  EXPECT_FALSE(fs::exists(dir_ + "/volumes/v1.json"));
+
+  std::vector<VolumeRecord> vols;
+  std::vector<PublicationRecord> pubs;
+  std::vector<std::string> problems;
+  ASSERT_TRUE(s.Load(&vols, &pubs, &problems).ok());
+  ASSERT_EQ(vols.size(), 1u);
+  EXPECT_EQ(vols[0].state, VolumeState::kDeleting);
+  ASSERT_EQ(pubs.size(), 1u);
+  EXPECT_EQ(pubs[0].state, PublicationState::kUnpublishing);
+  EXPECT_TRUE(problems.empty());
+
+  ASSERT_TRUE(s.RemovePublication(p.target).ok());
+  ASSERT_TRUE(s.RemoveVolume("v1").ok());
+  vols.clear();
+  pubs.clear();
+  ASSERT_TRUE(s.Load(&vols, &pubs, &problems).ok());
+  EXPECT_TRUE(vols.empty());
+  EXPECT_TRUE(pubs.empty());
+}
+
 TEST_F(StoreTest, TempFilesFromACrashAreDroppedOnOpen) {
   fs::create_directories(dir_ + "/volumes");
   std::ofstream(dir_ + "/volumes/.tmp-v9.json") << "{half";
@@ -135,6 +240,106 @@ TEST(AtomicFile, ReplacesWholeFile) {
   ASSERT_TRUE(ReadWholeFile(d + "/f", &got).ok());
   EXPECT_EQ(got, "second");
   EXPECT_FALSE(fs::exists(d + "/.tmp-f"));
+  fs::remove_all(d);
+}
+
+// What the durability trace below records: run under strace by it.
+TEST(StoreTrace, DISABLED_WriteRecords) {
+  const char* dir = std::getenv("NODEVOL_TRACE_DIR");
+  if (!dir) GTEST_SKIP() << "run by StoreTrace.DurableRecordsAreFsyncedAroundTheRename";
+  Store s(dir);
+  ASSERT_TRUE(s.Open().ok());
+  VolumeRecord v;
+  v.spec = {"v1", "default", 1 << 20, "", {}};
+  v.state = VolumeState::kReady;
+  ASSERT_TRUE(s.PutVolume(v).ok());
+  PublicationRecord p;
+  p.volume = "v1";
+  p.source = "/srv/v1";
+  p.target = "/pods/durable";
+  ASSERT_TRUE(s.PutPublication(p, /*durable=*/true).ok());
+  p.target = "/pods/plain";
+  ASSERT_TRUE(s.PutPublication(p).ok());
+}
+
+// The power-loss promise of store.h, checked on the system calls: a durable
+// record is fsync'ed as a temp file before the rename and its directory is
+// fsync'ed after it; a plain publication record is renamed without either.
+TEST(StoreTrace, DurableRecordsAreFsyncedAroundTheRename) {
+  if (::access("/usr/bin/strace", X_OK) != 0) GTEST_SKIP() << "strace is not installed (apt-get install strace)";
+  char tmpl[] = "/tmp/nodevol-trace-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  std::string d = tmpl, state = d + "/state", trace = d + "/trace";
+  std::string self = fs::read_symlink("/proc/self/exe").string();
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::setenv("NODEVOL_TRACE_DIR", state.c_str(), 1);
+    int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, 1);
+    ::execl("/usr/bin/strace", "strace", "-f", "-qq", "-o", trace.c_str(), "-e",
+            "trace=openat,fsync,fdatasync,rename,renameat,renameat2", self.c_str(),
+            "--gtest_also_run_disabled_tests", "--gtest_filter=StoreTrace.DISABLED_WriteRecords",
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "strace run failed, status " << status;
+
+  // Events in order: ("open", path, fd), ("fsync", path of fd), ("rename", to).
+  struct Event {
+    std::string kind, path;
+  };
+  std::vector<Event> events;
+  std::map<std::string, std::string> fd_path;
+  std::ifstream in(trace);
+  // strace pads short calls: "fsync(3)         = 0".
+  std::regex open_re(R"re(openat\(AT_FDCWD, "([^"]+)".*\)\s+= (\d+))re");
+  std::regex fsync_re(R"re((?:fsync|fdatasync)\((\d+)\)\s+= 0)re");
+  std::regex rename_re(R"re(rename(?:at2?)?\(.*"([^"]+)", .*"([^"]+)".*\)\s+= 0)re");
+  std::smatch m;
+  for (std::string line; std::getline(in, line);) {
+    if (std::regex_search(line, m, open_re)) fd_path[m[2]] = m[1];
+    else if (std::regex_search(line, m, fsync_re)) events.push_back({"fsync", fd_path[m[1]]});
+    else if (std::regex_search(line, m, rename_re)) events.push_back({"rename " + std::string(m[1]), m[2]});
+  }
+  auto find = [&](const std::string& kind, const std::string& path) {
+    for (size_t i = 0; i < events.size(); ++i)
+      if (events[i].kind == kind && events[i].path == path) return static_cast<int>(i);
+    return -1;
+  };
+  auto rename_to = [&](const std::string& path) {
+    for (size_t i = 0; i < events.size(); ++i)
+      if (events[i].kind.rfind("rename ", 0) == 0 && events[i].path == path) return static_cast<int>(i);
+    return -1;
+  };
+  std::string all;
+  for (const Event& e : events) all += e.kind + " " + e.path + "\n";
+
+  auto durable = [&](const std::string& dir, const std::string& name) {
+    int r = rename_to(dir + "/" + name);
+    ASSERT_GE(r, 0) << name << " never renamed into place:\n" << all;
+    EXPECT_EQ(events[r].kind, "rename " + dir + "/.tmp-" + name);
+    int f = find("fsync", dir + "/.tmp-" + name);
+    EXPECT_GE(f, 0) << name << ": temp file never fsync'ed:\n" << all;
+    EXPECT_LT(f, r) << name << ": fsync after the rename:\n" << all;
+    bool dir_after = false;
+    for (size_t i = r + 1; i < events.size(); ++i) dir_after |= events[i].kind == "fsync" && events[i].path == dir;
+    EXPECT_TRUE(dir_after) << name << ": directory not fsync'ed after the rename:\n" << all;
+  };
+  durable(state + "/volumes", "v1.json");
+  std::string pubs = state + "/publications";
+  std::vector<std::string> pub_files;
+  for (const auto& e : fs::directory_iterator(pubs)) pub_files.push_back(e.path().filename().string());
+  ASSERT_EQ(pub_files.size(), 2u);
+  // Which file is which: the durable one was written first.
+  std::string first = rename_to(pubs + "/" + pub_files[0]) < rename_to(pubs + "/" + pub_files[1]) ? pub_files[0]
+                                                                                                   : pub_files[1];
+  std::string plain = first == pub_files[0] ? pub_files[1] : pub_files[0];
+  durable(pubs, first);
+  EXPECT_GE(rename_to(pubs + "/" + plain), 0) << all;
+  EXPECT_LT(find("fsync", pubs + "/.tmp-" + plain), 0) << "a plain publication record was fsync'ed:\n" << all;
   fs::remove_all(d);
 }
 

@@ -145,6 +145,8 @@ int main(int argc, char** argv) {
     req.set_name("bench");
     req.set_pool("default");
     req.set_size_bytes(64 << 20);
+    // The claim's namespace: nodevold publishes the volume only into its pods.
+    (*req.mutable_parameters())["nodevol.io/pvc-namespace"] = "default";
     if (stub->CreateVolume(&ctx, req, &created).ok()) break;
     if (tries == 10) Die("nodevold did not start");
   }

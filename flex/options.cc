@@ -125,6 +125,15 @@ bool ParseMountOptions(std::string_view json, Options* out, std::string* error) 
   }
 
   out->pod = {Get(m, kPodUid), Get(m, kPodName), Get(m, kPodNamespace), Get(m, kServiceAccount)};
+  // nodevold lets a pod use only volumes of its own namespace; kubelet sends
+  // the namespace on every mount and a pod author cannot write it (the API
+  // reserves kubernetes.io/ keys). Without it there is nothing to check.
+  if (out->pod.namespace_.empty()) {
+    *error = "option " + std::string(kPodNamespace) +
+             " is missing: kubelet passes it on every mount, and nodevold needs it to check which namespace may "
+             "use the volume";
+    return false;
+  }
   out->mount_options = SplitCommas(Get(m, kMountOptions));
 
   out->volume = Get(m, kVolume);

@@ -36,19 +36,19 @@ TEST(FlexOptions, NamedVolumeWithKubeletKeys) {
 }
 
 TEST(FlexOptions, ReadOnlyAndMountOptions) {
-  Options o = MustParse(R"({"kubernetes.io/readwrite":"ro","volume":"v","mountOptions":"nosuid, nodev,,noexec"})");
+  Options o = MustParse(R"({"kubernetes.io/pod.namespace":"ns","kubernetes.io/readwrite":"ro","volume":"v","mountOptions":"nosuid, nodev,,noexec"})");
   EXPECT_TRUE(o.read_only);
   EXPECT_EQ(o.mount_options, (std::vector<std::string>{"nosuid", "nodev", "noexec"}));
   EXPECT_FALSE(o.fs_group);
 }
 
 TEST(FlexOptions, EscapedCharactersArriveDecoded) {
-  Options o = MustParse(R"({"volume":"v","kubernetes.io/pod.name":"a\u003cb\u003e\u0026c"})");
+  Options o = MustParse(R"({"volume":"v","kubernetes.io/pod.namespace":"ns","kubernetes.io/pod.name":"a\u003cb\u003e\u0026c"})");
   EXPECT_EQ(o.pod.name, "a<b>&c");
 }
 
 TEST(FlexOptions, InlineVolume) {
-  Options o = MustParse(R"({"pool":"fast","size":"64Mi","mode":"0700","uid":"10",
+  Options o = MustParse(R"({"pool":"fast","size":"64Mi","mode":"0700","uid":"10","kubernetes.io/pod.namespace":"ns",
     "kubernetes.io/fsType":"xfs","kubernetes.io/secret/token":"c2VjcmV0","k8s.io/x":"y"})");
   ASSERT_TRUE(o.inline_spec);
   EXPECT_EQ(o.inline_spec->pool, "fast");
@@ -58,19 +58,26 @@ TEST(FlexOptions, InlineVolume) {
 }
 
 TEST(FlexOptions, UserFsTypeWinsOverKubelets) {
-  Options o = MustParse(R"({"pool":"p","size":"1Gi","fsType":"ext4","kubernetes.io/fsType":"xfs"})");
+  Options o = MustParse(R"({"pool":"p","size":"1Gi","fsType":"ext4","kubernetes.io/fsType":"xfs","kubernetes.io/pod.namespace":"ns"})");
   EXPECT_EQ(o.inline_spec->fs_type, "ext4");
 }
 
 TEST(FlexOptions, Errors) {
-  EXPECT_NE(MustFail(R"({"kubernetes.io/readwrite":"rw"})").find("option volume is required"), std::string::npos);
-  EXPECT_NE(MustFail(R"({"pool":"p"})").find("option size is required"), std::string::npos);
-  EXPECT_NE(MustFail(R"({"pool":"p","size":"-1"})").find("invalid option size"), std::string::npos);
+  EXPECT_NE(MustFail(R"({"kubernetes.io/readwrite":"rw","kubernetes.io/pod.namespace":"ns"})").find("option volume is required"), std::string::npos);
+  EXPECT_NE(MustFail(R"({"pool":"p","kubernetes.io/pod.namespace":"ns"})").find("option size is required"), std::string::npos);
+  EXPECT_NE(MustFail(R"({"pool":"p","size":"-1","kubernetes.io/pod.namespace":"ns"})").find("invalid option size"), std::string::npos);
   EXPECT_NE(MustFail(R"({"volume":"v","kubernetes.io/readwrite":"maybe"})").find("readwrite"), std::string::npos);
   EXPECT_NE(MustFail(R"({"volume":"v","kubernetes.io/mounterArgs.FsGroup":"12x"})").find("FsGroup"),
             std::string::npos);
   EXPECT_NE(MustFail(R"({"volume":1})").find("\"volume\" must be a string"), std::string::npos);
   EXPECT_NE(MustFail(R"(["volume"])").find("JSON object"), std::string::npos);
+}
+
+// Without the pod's namespace nodevold could not tell whose volume it is.
+TEST(FlexOptions, MountWithoutThePodNamespaceFails) {
+  EXPECT_NE(MustFail(R"({"volume":"pvc-1","kubernetes.io/readwrite":"rw"})").find("kubernetes.io/pod.namespace"),
+            std::string::npos);
+  EXPECT_NE(MustFail(R"({"pool":"p","size":"1Gi"})").find("kubernetes.io/pod.namespace"), std::string::npos);
 }
 
 TEST(FlexOptions, ErrorsNeverQuoteSecrets) {

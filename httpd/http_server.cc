@@ -1,5 +1,6 @@
 #include "httpd/http_server.h"
 
+#include <atomic>
 #include <charconv>
 #include <chrono>
 #include <mutex>
@@ -21,7 +22,7 @@ using tcp = asio::ip::tcp;
 
 // A scrape takes milliseconds; a client silent for this long is gone or
 // hostile, and dropping it frees its socket.
-constexpr auto kIoTimeout = std::chrono::seconds(30);
+constexpr auto kIoTimeout = std::chrono::seconds(10);
 
 Status ParseAddress(const std::string& what, const std::string& address, tcp::endpoint* ep) {
   auto invalid = [&] {
@@ -91,8 +92,11 @@ http::response<http::string_body> Respond(const http::request<http::string_body>
 // with the io_context on Stop().
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, const Handlers* handlers, const std::string* what)
-      : stream_(std::move(socket)), handlers_(handlers), what_(what) {}
+  Session(tcp::socket socket, const Handlers* handlers, const std::string* what, std::atomic<size_t>* count)
+      : stream_(std::move(socket)), handlers_(handlers), what_(what), count_(count) {
+    ++*count_;
+  }
+  ~Session() { --*count_; }
 
   void Read() {
     req_ = {};
@@ -126,6 +130,7 @@ class Session : public std::enable_shared_from_this<Session> {
   http::response<http::string_body> res_;
   const Handlers* handlers_;
   const std::string* what_;
+  std::atomic<size_t>* count_;
 };
 
 }  // namespace
@@ -140,12 +145,24 @@ struct HttpServer::Impl {
   std::unique_ptr<asio::steady_timer> retry;
   std::thread thread;
   int port = 0;
+  size_t max_connections = 64;
+  std::atomic<size_t> connections{0};
+  uint64_t refused = 0;
 
   void Accept() {
     acceptor->async_accept([this](beast::error_code ec, tcp::socket socket) {
       if (ec == asio::error::operation_aborted) return;
+      if (!ec && connections.load() >= max_connections) {
+        // Closed at once: the flood costs one descriptor for a moment.
+        if (refused++ % 1000 == 0)
+          spdlog::warn("{}: {} clients connected, the most allowed; closing new ones ({} so far)", what,
+                       max_connections, refused);
+        beast::error_code ignored;
+        socket.close(ignored);
+        return Accept();
+      }
       if (!ec) {
-        std::make_shared<Session>(std::move(socket), &handlers, &what)->Read();
+        std::make_shared<Session>(std::move(socket), &handlers, &what, &connections)->Read();
         return Accept();
       }
       // E.g. EMFILE: retrying at once would spin, so back off a little.
@@ -158,9 +175,10 @@ struct HttpServer::Impl {
   }
 };
 
-HttpServer::HttpServer(Handlers handlers, std::string what) : impl_(std::make_unique<Impl>()) {
+HttpServer::HttpServer(Handlers handlers, std::string what, size_t max_connections) : impl_(std::make_unique<Impl>()) {
   impl_->handlers = std::move(handlers);
   impl_->what = std::move(what);
+  impl_->max_connections = max_connections;
 }
 
 HttpServer::~HttpServer() { Stop(); }
@@ -206,6 +224,7 @@ Status HttpServer::Start(const std::string& address) {
 }
 
 int HttpServer::port() const { return impl_->port; }
+size_t HttpServer::connections() const { return impl_->connections.load(); }
 
 void HttpServer::Stop() {
   std::lock_guard lock(impl_->mu);

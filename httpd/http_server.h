@@ -6,10 +6,17 @@
 // length a GET would have and sends no body. Meant for metrics and health
 // probes: no TLS, no authentication.
 //
+// At most max_connections clients are served at once; one more is closed
+// right after accept, and a client silent for 10 s is dropped, so a flood
+// of idle connections holds a bounded number of descriptors (issue 25: it
+// used to take them all, and with them nodevold's gRPC listeners). A failed
+// accept (EMFILE) is retried after 100 ms, never the end of the listener.
+//
 // Handlers run on the server's single thread, one at a time, and must be
 // safe to call concurrently with the rest of the program.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <memory>
@@ -36,7 +43,7 @@ class HttpServer {
  public:
   // `what` names the address in errors and logs ("metrics" gives
   // "invalid metrics address ...", "metrics: accept failed ...").
-  HttpServer(Handlers handlers, std::string what);
+  HttpServer(Handlers handlers, std::string what, size_t max_connections = 64);
   ~HttpServer();  // Stops.
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
@@ -47,6 +54,8 @@ class HttpServer {
   Status Start(const std::string& address);
   // Port actually bound (useful with port 0).
   int port() const;
+  // Clients connected now.
+  size_t connections() const;
   // Stops accepting and joins the thread. Idempotent; Start may follow.
   void Stop();
 

@@ -44,6 +44,11 @@ class Backend {
   // Facts for GetInfo (path, volume group, ...).
   virtual Params attributes() const = 0;
 
+  // Parameters every inline ephemeral volume of this pool gets, so its
+  // storage has a generated place of its own and goes with it (nfs: a
+  // directory named after the volume, deleted). A pod author gives only
+  // size, fsType and mode (node/access.cc).
+  virtual Params InlineParameters() const { return {}; }
   // Checks backend-specific parameters of a spec before anything is written.
   virtual Status Validate(const VolumeSpec& spec) const = 0;
   // Creates the volume's storage; fills record->attributes.

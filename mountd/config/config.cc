@@ -9,6 +9,7 @@
 
 #include "base/names.h"
 #include "base/parse.h"
+#include "base/size.h"
 #include "base/version.h"
 
 namespace po = boost::program_options;
@@ -75,6 +76,21 @@ Status ParsePoolSpec(const std::string& spec, PoolConfig* out) {
     else if (!out->options.emplace(k, v).second)
       return Status::InvalidArgument("--pool \"" + spec + "\": " + k + " given twice");
   }
+  // inline and inline-max-size are the node's business, not the backend's.
+  if (auto it = out->options.find("inline"); it != out->options.end()) {
+    if (it->second != "on" && it->second != "off")
+      return Status::InvalidArgument("--pool \"" + spec + "\": inline must be on or off, not \"" + it->second + "\"");
+    out->inline_policy.allowed = it->second == "on";
+    out->options.erase(it);
+  }
+  if (auto it = out->options.find("inline-max-size"); it != out->options.end()) {
+    auto bytes = ParseSize(it->second);
+    if (!bytes)
+      return Status::InvalidArgument("--pool \"" + spec + "\": inline-max-size \"" + it->second + "\": " +
+                                     std::string(kSizeForms));
+    out->inline_policy.max_bytes = *bytes;
+    out->options.erase(it);
+  }
   if (out->name.empty() || out->backend.empty())
     return Status::InvalidArgument("--pool \"" + spec + "\" needs name=<pool> and backend=<kind>, "
                                    "e.g. name=default,backend=dir,path=/var/lib/nodevol/pools/default");
@@ -98,7 +114,8 @@ Status ParseConfig(int argc, const char* const* argv, Config* c, ParseOutcome* o
       ("pool", po::value(&pools)->composing(),
        "a pool, repeatable: name=NAME,backend=dir,path=DIR[,quota=auto|off|required] or "
        "name=NAME,backend=lvm,vg=VG[,type=thick|thin,...] (docs/lvm.md) or "
-       "name=NAME,backend=nfs,server=HOST,share=/PATH[,...] (docs/nfs.md)")
+       "name=NAME,backend=nfs,server=HOST,share=/PATH[,...] (docs/nfs.md); any pool also takes "
+       "inline=on|off (pods' inline ephemeral volumes, default off) and inline-max-size=SIZE (default 1Gi)")
       ("metrics-address", po::value(&c->metrics_address)->default_value(c->metrics_address),
        "IP:port of the Prometheus /metrics endpoint, or off")
       ("log-level", po::value(&c->log_level)->default_value(c->log_level), "trace, debug, info, warn, error")
@@ -119,6 +136,10 @@ Status ParseConfig(int argc, const char* const* argv, Config* c, ParseOutcome* o
       ("tls-key", po::value(&c->tls_key), "private key (PEM) of --tls-cert")
       ("tls-refresh-seconds", po::value(&c->tls_refresh_seconds)->default_value(c->tls_refresh_seconds),
        "how often the TLS files are re-read, so rotated certificates apply without a restart")
+      ("max-tcp-connections", po::value(&c->max_tcp_connections)->default_value(c->max_tcp_connections),
+       "clients --tls-listen serves at once; more are closed at accept (each costs 3 descriptors)")
+      ("max-metrics-connections", po::value(&c->max_metrics_connections)->default_value(c->max_metrics_connections),
+       "clients --metrics-address serves at once; more are closed at accept")
       ("kubelet-plugin-dir", po::value(&c->kubelet_plugin_dir),
        "kubelet's FlexVolume plugin dir, where the packages install nodevol-flex (default: what the "
        "kubelet's flags or config say, else /usr/libexec/kubernetes/kubelet-plugins/volume/exec)");
@@ -163,6 +184,8 @@ Status ParseConfig(int argc, const char* const* argv, Config* c, ParseOutcome* o
   if (c->heartbeat_seconds == 0) return Status::InvalidArgument("--heartbeat-seconds must be at least 1");
   if (c->capacity_poll_ms < 100) return Status::InvalidArgument("--capacity-poll-ms must be at least 100");
   NODEVOL_RETURN_IF_ERROR(CheckTls(*c));
+  if (c->max_tcp_connections == 0 || c->max_metrics_connections == 0)
+    return Status::InvalidArgument("--max-tcp-connections and --max-metrics-connections must be at least 1");
   if (c->node_name.empty()) {
     char host[256] = {};
     ::gethostname(host, sizeof host - 1);

@@ -16,6 +16,7 @@ struct PoolConfig {
   std::string name;
   std::string backend;
   Params options;  // backend-specific, e.g. path=/srv/nodevol for dir
+  InlinePolicy inline_policy;  // the node's, not the backend's: taken out of options
 };
 
 struct Config {
@@ -38,6 +39,9 @@ struct Config {
   std::string tls_cert;    // this node's certificate chain
   std::string tls_key;     // its private key
   unsigned tls_refresh_seconds = 60;  // how often the three files are re-read
+  // Clients the TCP and metrics listeners serve at once (daemon/fd_limit.h).
+  unsigned max_tcp_connections = 64;
+  unsigned max_metrics_connections = 16;
   // kubelet's FlexVolume plugin dir. The packages install nodevol-flex
   // there (empty: the kubelet's own setting or the default, found by
   // /usr/lib/nodevol/maint); nodevold only warns when the driver is missing.

@@ -15,13 +15,16 @@
 #include "backend/registry.h"
 #include "base/version.h"
 #include "config/config.h"
+#include "daemon/fd_limit.h"
 #include "daemon/logging.h"
+#include "daemon/socket_probe.h"
 #include "metrics/http_server.h"
 #include "metrics/metrics.h"
 #include "mount/target.h"
 #include "node/capacity_monitor.h"
 #include "node/node.h"
 #include "server/node_service.h"
+#include "server/tcp_relay.h"
 #include "server/tls_credentials.h"
 #include "state/atomic_file.h"
 #include "state/store.h"
@@ -71,6 +74,14 @@ int Run(const Config& c) {
                    c.kubelet_plugin_dir);
   }
 
+  // Every listener a non-root client can reach is capped; what is left is
+  // the unix socket's (daemon/fd_limit.h).
+  size_t capped = (c.tls_listen.empty() ? 0 : 3 * size_t{c.max_tcp_connections}) +
+                  (c.metrics_address == "off" ? 0 : size_t{c.max_metrics_connections});
+  size_t fd_limit = 0;
+  if (Status st = EnsureFdBudget(capped, &fd_limit); !st.ok()) return Fail(st);
+  spdlog::info("descriptors: limit {}, at most {} for TCP and metrics clients", fd_limit, capped);
+
   Status st = EnsureDir(c.pods_root, 0750, /*enforce_mode=*/false);
   std::string pods_root;
   if (st.ok()) st = ResolveConfiguredDir("--pods-root", c.pods_root, &pods_root);
@@ -89,6 +100,13 @@ int Run(const Config& c) {
   }
 
   Node node(pods_root, &store, std::move(pools));
+  std::map<std::string, InlinePolicy> inline_policies;
+  for (const PoolConfig& pc : c.pools) {
+    inline_policies[pc.name] = pc.inline_policy;
+    if (pc.inline_policy.allowed)
+      spdlog::info("pool {}: pods may ask for inline volumes of up to {} bytes", pc.name, pc.inline_policy.max_bytes);
+  }
+  node.SetInlinePolicies(std::move(inline_policies));
   if (st = node.Start(); !st.ok()) return Fail(st);
   for (const std::string& d : node.Drift()) spdlog::warn("reconcile: {}", d);
 
@@ -105,7 +123,8 @@ int Run(const Config& c) {
                            });
   capacity.Start();
 
-  metrics::HttpServer http(&registry);
+  SocketProbe probe(c.socket, std::chrono::seconds(3));
+  metrics::HttpServer http(&registry, [&probe] { return probe.Failure(); }, c.max_metrics_connections);
   if (c.metrics_address != "off") {
     if (st = http.Start(c.metrics_address); !st.ok()) return Fail(st.WithContext("--metrics-address"));
     spdlog::info("metrics on {} port {} (/metrics)", c.metrics_address, http.port());
@@ -123,17 +142,28 @@ int Run(const Config& c) {
   // The TCP listener for the provisioner is a server of its own: gRPC binds
   // a service to a server, not to a port, and this one's NodeService
   // refuses the local-only methods.
+  // Its TCP port is a TcpRelay (server/tcp_relay.h) in front of a private
+  // unix socket: gRPC 1.51 cannot cap connections itself.
   NodeService remote_service(&node, &capacity, &registry, c.node_name, c.heartbeat_seconds,
                              NodeService::Listener::kRemote);
   std::unique_ptr<grpc::Server> remote_server;
+  TcpRelay relay;
+  std::string relay_socket = c.socket + ".tls";
   if (!c.tls_listen.empty()) {
+    if (st = PrepareSocket(relay_socket); !st.ok()) return Fail(st);
     grpc::ServerBuilder tcp;
-    int port = 0;
-    tcp.AddListeningPort(c.tls_listen, MutualTlsServerCredentials(files, c.tls_refresh_seconds), &port);
+    tcp.AddListeningPort("unix:" + relay_socket, MutualTlsServerCredentials(files, c.tls_refresh_seconds));
     tcp.RegisterService(&remote_service);
+    // A client that connects and never finishes TLS, or vanishes, frees its
+    // slot: the relay only counts connections.
+    tcp.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, 10000);
+    tcp.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60000);
+    tcp.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20000);
     remote_server = tcp.BuildAndStart();
-    if (!remote_server || port == 0)
-      return Fail(Status::Unavailable("--tls-listen " + c.tls_listen + ": cannot listen (address in use or not local?)"));
+    if (!remote_server) return Fail(Status::Unavailable("cannot listen on unix socket " + relay_socket));
+    if (::chmod(relay_socket.c_str(), 0600) != 0) return Fail(Status::FromErrno("chmod " + relay_socket, errno));
+    if (st = relay.Start({c.tls_listen, relay_socket, c.max_tcp_connections}); !st.ok()) return Fail(st);
+    int port = relay.port();
     spdlog::info("mutual TLS listener on {} (port {}): client certificates must chain to {} ({} CA certificates); "
                  "serving {} as {} (until {}), files re-read every {} s; Publish/Unpublish/GetVolumeStats refused",
                  c.tls_listen, port, c.tls_ca, facts.ca_certificates, c.tls_cert, facts.subject, facts.not_after,
@@ -141,6 +171,7 @@ int Run(const Config& c) {
   }
 
   spdlog::info("ready: {} pools, {} drift findings", c.pools.size(), node.Drift().size());
+  probe.Run();
   sd_notifyf(0, "READY=1\nSTATUS=serving on %s", c.socket.c_str());
 
   // Wait for a signal, pinging the watchdog meanwhile.
@@ -150,15 +181,25 @@ int Run(const Config& c) {
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
+  // Every 2 s (or twice per watchdog period if that is shorter) the
+  // socket is probed; the watchdog is pinged only while it answers.
+  bool was_answering = true;
   for (;;) {
-    struct timespec ts = {1, 0};
-    if (watchdog) ts = {static_cast<time_t>(watchdog_usec / 2000000), static_cast<long>(watchdog_usec / 2 % 1000000 * 1000)};
+    struct timespec ts = {2, 0};
+    if (watchdog && watchdog_usec < 4000000)
+      ts = {static_cast<time_t>(watchdog_usec / 2000000), static_cast<long>(watchdog_usec / 2 % 1000000 * 1000)};
     int sig = sigtimedwait(&set, nullptr, &ts);
     if (sig == SIGTERM || sig == SIGINT) {
       spdlog::info("signal {}: stopping after in-flight operations", sig);
       break;
     }
-    if (watchdog && node.Healthy()) sd_notify(0, "WATCHDOG=1");
+    bool answering = probe.Run();
+    if (answering != was_answering) {
+      if (answering) spdlog::info("the unix socket answers again");
+      else spdlog::error("{}; /healthz says unhealthy and the watchdog is not pinged", probe.Failure());
+      was_answering = answering;
+    }
+    if (watchdog && answering && node.Healthy()) sd_notify(0, "WATCHDOG=1");
   }
 
   sd_notify(0, "STOPPING=1");
@@ -170,12 +211,14 @@ int Run(const Config& c) {
     spdlog::warn("operations still running after {} s; stopping anyway", c.shutdown_grace_seconds);
   // Nothing is running now: cancel whatever arrives meanwhile instead of
   // waiting for idle client connections to close.
+  relay.Stop();
   if (remote_server) remote_server->Shutdown(std::chrono::system_clock::now());
   server->Shutdown(std::chrono::system_clock::now());
   if (remote_server) remote_server->Wait();
   server->Wait();
   http.Stop();
   ::unlink(c.socket.c_str());
+  if (remote_server) ::unlink(relay_socket.c_str());
   spdlog::info("stopped");
   return 0;
 }

@@ -1,10 +1,13 @@
 // HttpServer: serves GET /metrics (the Registry's exposition) and
-// GET /healthz ("ok") on one TCP address, on its own thread: the shared
+// GET /healthz on one TCP address, on its own thread: the shared
 // httpd::HttpServer (httpd/http_server.h) with nodevold's two paths.
+// /healthz is 200 "ok" while `unhealthy` returns "", else 503 with its
+// reason (nodevold: the unix socket did not answer its last GetInfo).
 // Anything else gets 404; only GET and HEAD are accepted (405 otherwise).
 // Meant for localhost: it has no TLS and no authentication.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "base/status.h"
@@ -15,7 +18,9 @@ namespace nodevol::metrics {
 
 class HttpServer {
  public:
-  explicit HttpServer(const Registry* registry);
+  // At most max_connections clients at once (httpd::HttpServer).
+  explicit HttpServer(const Registry* registry, std::function<std::string()> unhealthy = nullptr,
+                      size_t max_connections = 16);
 
   // Binds "host:port" (IPv4, or [IPv6]:port; port 0 picks a free one) and
   // starts serving. INVALID_ARGUMENT for a malformed address, UNAVAILABLE when

@@ -91,6 +91,10 @@ class Node {
   // pods_root is resolved by the caller (mount/target.h ResolveConfiguredDir).
   Node(std::string pods_root, Store* store, std::map<std::string, std::unique_ptr<Backend>> pools);
 
+  // Which pools pods may ask for inline volumes (node/access.cc); a pool
+  // not named refuses them. Call before Start.
+  void SetInlinePolicies(std::map<std::string, InlinePolicy> policies);
+
   // Loads the state and reconciles it with the mount table (see reconcile.cc).
   Status Start();
 
@@ -122,6 +126,10 @@ class Node {
  private:
   Backend* FindPool(const std::string& pool) const;
   Status CheckSpec(const VolumeSpec& spec) const;
+  // node/access.cc: whether `pod` may have volume `rec` published, and the
+  // spec of an inline volume named `name` if its pool allows it.
+  Status CheckPodMayUse(const VolumeRecord& rec, const PodIdentity& pod) const;
+  Status InlineVolumeSpec(const InlineSpec& in, const std::string& name, VolumeSpec* out) const;
   // These expect the volume's lock held.
   Status CreateLocked(const VolumeSpec& spec, bool ephemeral, VolumeView* out);
   Status DeleteLocked(const std::string& name, bool* existed);
@@ -140,6 +148,7 @@ class Node {
   const std::string pods_root_;
   Store* const store_;
   const std::map<std::string, std::unique_ptr<Backend>> pools_;
+  std::map<std::string, InlinePolicy> inline_policies_;  // set before Start, then read-only
   LockTable locks_;
   std::atomic<uint64_t> generation_{0};
 

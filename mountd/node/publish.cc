@@ -72,11 +72,10 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
   VolumeSpec inline_spec;
   if (args.inline_spec) {
     if (!name.empty()) return Status::InvalidArgument("give either a volume name or an inline volume, not both");
-    // One inline volume per pod volume directory, named after it.
+    // One inline volume per pod volume directory, named after it; only
+    // size, fsType and mode come from the pod author (node/access.cc).
     name = "ephemeral-" + target.pod_uid + "-" + target.name;
-    inline_spec = {name, args.inline_spec->pool, args.inline_spec->size_bytes, args.inline_spec->fs_type,
-                   args.inline_spec->parameters};
-    NODEVOL_RETURN_IF_ERROR(CheckSpec(inline_spec).WithContext("inline volume"));
+    NODEVOL_RETURN_IF_ERROR(InlineVolumeSpec(*args.inline_spec, name, &inline_spec).WithContext("inline volume"));
   } else {
     NODEVOL_RETURN_IF_ERROR(ValidateVolumeName(name));
   }
@@ -135,6 +134,8 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
     rec = created.record;
   } else if (!LookupVolume(name, &rec)) {
     return Status::NotFound("volume " + name + " does not exist on this node");
+  } else {
+    NODEVOL_RETURN_IF_ERROR(CheckPodMayUse(rec, args.pod));
   }
   if (rec.state != VolumeState::kReady)
     return Status::FailedPrecondition("volume " + name + " is " + ToString(rec.state) + ", not ready");

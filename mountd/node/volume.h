@@ -23,6 +23,15 @@ struct VolumeSpec {
   Params parameters;
 };
 
+// Whether pods may ask a pool for inline ephemeral volumes, and how big
+// (pool options inline=on|off, inline-max-size). Off by default: any pod
+// author can write an inline volume, and no Kubernetes ResourceQuota
+// counts it (docs/security.md).
+struct InlinePolicy {
+  bool allowed = false;
+  uint64_t max_bytes = uint64_t{1} << 30;  // 1Gi
+};
+
 enum class VolumeState { kCreating, kReady, kDeleting };
 
 struct VolumeRecord {

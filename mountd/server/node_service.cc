@@ -73,14 +73,17 @@ Status NodeService::LocalOnly(const char* method) const {
 }
 
 template <typename Fn>
-grpc::Status NodeService::Run(const char* method, const std::string& volume, const std::string& target, Fn fn) {
+grpc::Status NodeService::Run(const char* method, const std::string& volume, const std::string& target, Fn fn,
+                              bool probe) {
   auto start = Clock::now();
   ++in_flight_;
   Status st = fn();
   --in_flight_;
   double secs = std::chrono::duration<double>(Clock::now() - start).count();
-  if (metrics_) metrics_->ObserveRpc(method, st.code_name(), secs);
-  auto level = st.ok() ? spdlog::level::info : spdlog::level::warn;
+  // nodevold's own health probe (daemon/socket_probe.h) calls every few
+  // seconds: neither a metric nor an info line each time.
+  if (metrics_ && !probe) metrics_->ObserveRpc(method, st.code_name(), secs);
+  auto level = !st.ok() ? spdlog::level::warn : probe ? spdlog::level::trace : spdlog::level::info;
   spdlog::log(level, "{} volume={} target={} duration_ms={:.3f} outcome={}{}{}{}", method,
               volume.empty() ? "-" : volume, target.empty() ? "-" : target, secs * 1000, st.code_name(),
               st.ok() ? "" : " error=", st.message(), listener_ == Listener::kRemote ? " via=tcp" : "");
@@ -95,7 +98,8 @@ bool NodeService::WaitIdle(Clock::time_point deadline) {
   return true;
 }
 
-grpc::Status NodeService::GetInfo(grpc::ServerContext*, const v1::GetInfoRequest*, v1::GetInfoResponse* resp) {
+grpc::Status NodeService::GetInfo(grpc::ServerContext* ctx, const v1::GetInfoRequest*, v1::GetInfoResponse* resp) {
+  bool probe = listener_ == Listener::kLocal && ctx->client_metadata().count(kProbeMetadata);
   return Run("GetInfo", "", "", [&] {
     resp->set_node_name(node_name_);
     resp->set_version(nodevol::Version());
@@ -111,7 +115,7 @@ grpc::Status NodeService::GetInfo(grpc::ServerContext*, const v1::GetInfoRequest
     for (const std::string& d : node_->Drift()) resp->add_drift(d);
     resp->add_api_versions("nodevol.v1");
     return Status::Ok();
-  });
+  }, probe);
 }
 
 grpc::Status NodeService::GetCapacity(grpc::ServerContext*, const v1::GetCapacityRequest* req,

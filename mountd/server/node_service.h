@@ -19,6 +19,10 @@
 
 namespace nodevol {
 
+// Metadata key of nodevold's own GetInfo probe (daemon/socket_probe.h);
+// honoured on the unix socket only.
+inline constexpr char kProbeMetadata[] = "nodevol-probe";
+
 class NodeService final : public v1::Node::Service {
  public:
   enum class Listener { kLocal, kRemote };
@@ -48,8 +52,10 @@ class NodeService final : public v1::Node::Service {
   bool WaitIdle(std::chrono::steady_clock::time_point deadline);
 
  private:
+  // probe: a call of nodevold's own health probe, logged at trace only.
   template <typename Fn>
-  grpc::Status Run(const char* method, const std::string& volume, const std::string& target, Fn fn);
+  grpc::Status Run(const char* method, const std::string& volume, const std::string& target, Fn fn,
+                   bool probe = false);
   // PERMISSION_DENIED for a local-only method on the remote listener.
   Status LocalOnly(const char* method) const;
 

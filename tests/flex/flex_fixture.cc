@@ -54,4 +54,17 @@ FlexResult FlexTest::Unmount(const std::string& target, Capture capture) const {
   return Flex({"unmount", target}, {}, capture);
 }
 
+grpc::Status FlexTest::CreateVolume(const std::string& name, uint64_t size, const std::string& pool,
+                                   const std::string& ns) {
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx);
+  v1::CreateVolumeRequest req;
+  req.set_name(name);
+  req.set_pool(pool);
+  req.set_size_bytes(size);
+  (*req.mutable_parameters())["nodevol.io/pvc-namespace"] = ns;
+  v1::CreateVolumeResponse resp;
+  return stub()->CreateVolume(&ctx, req, &resp);
+}
+
 }  // namespace nodevol::testing

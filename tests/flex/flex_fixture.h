@@ -35,6 +35,10 @@ class FlexTest : public DaemonFixture {
   // mount <target> <json>, with target = MakeTarget(uid, name).
   FlexResult Mount(const std::string& target, const Options& opts, Capture capture = Capture::kCombined) const;
   FlexResult Unmount(const std::string& target, Capture capture = Capture::kCombined) const;
+  // A volume as the provisioner makes it for a claim in `ns` (the pods of
+  // MountOptions are in "default"): nodevold publishes it only there.
+  grpc::Status CreateVolume(const std::string& name, uint64_t size, const std::string& pool = "default",
+                            const std::string& ns = "default");
 
 };
 

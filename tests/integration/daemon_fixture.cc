@@ -1,5 +1,7 @@
 #include "daemon_fixture.h"
 
+#include <algorithm>
+
 #include <fcntl.h>
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
@@ -106,7 +108,7 @@ std::vector<std::string> DaemonFixture::DaemonFlags() {
           "--socket=" + socket_,
           "--state-dir=" + state_dir_,
           "--pods-root=" + pods_root_,
-          "--pool=name=default,backend=dir,path=" + pool_dir_,
+          "--pool=name=default,backend=dir,path=" + pool_dir_ + ",inline=on,inline-max-size=1Ti",
           "--metrics-address=off",
           "--log-target=stderr",
           "--log-level=debug"};
@@ -114,7 +116,11 @@ std::vector<std::string> DaemonFixture::DaemonFlags() {
 
 pid_t DaemonFixture::SpawnDaemon(const std::vector<std::string>& extra) {
   std::vector<std::string> argv = {NODEVOLD_PATH};
-  for (std::string& f : DaemonFlags()) argv.push_back(std::move(f));
+  // A test's own --metrics-address replaces the default "off" (nodevold
+  // refuses an option given twice).
+  bool metrics = std::any_of(extra.begin(), extra.end(), [](const std::string& f) { return f.starts_with("--metrics-address="); });
+  for (std::string& f : DaemonFlags())
+    if (!(metrics && f.starts_with("--metrics-address="))) argv.push_back(std::move(f));
   argv.insert(argv.end(), extra.begin(), extra.end());
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);

@@ -4,6 +4,8 @@
 # ephemeral-<pod UID>-<volume name>, writable in the container) and deleted
 # when the pod is deleted.
 K8S_TEST=inline
+# Pools refuse inline volumes unless the operator says inline=on.
+K8S_POOL_EXTRA=,inline=on,inline-max-size=64Mi
 source "$(dirname "$0")/lib.sh"
 nodevold_start
 step "pod with an inline volume"

@@ -42,7 +42,7 @@ nodevold_start() {
   : >"$nv/nodevold.conf"
   nsenter --net="/run/netns/$K8S_NETNS" "$NODEVOLD" --config="$nv/nodevold.conf" \
     --socket="$NODEVOL_K8S_FLEX_SOCKET" --state-dir="$nv/state" --pods-root="$K8S_PODS_ROOT" \
-    --node-name="$K8S_NODE" --pool="name=default,backend=dir,path=$nv/pool" \
+    --node-name="$K8S_NODE" --pool="name=default,backend=dir,path=$nv/pool${K8S_POOL_EXTRA:-}" \
     --metrics-address=off --log-target=stderr --log-level=debug "$@" >"$K8S_WORK/logs/nodevold.log" 2>&1 &
   NODEVOLD_PID=$!
   CLEANUP_PIDS+=("$NODEVOLD_PID")
@@ -52,7 +52,9 @@ nodevold_start() {
 
 # static_pv_pvc VOLUME: nodevol volume VOLUME (10Mi), PV pv-VOLUME, PVC c-VOLUME, Bound.
 static_pv_pvc() {
-  ctl volume create "$1" --pool default --size 10Mi >/dev/null || fail "volume create $1"
+  # The claim's namespace: nodevold publishes the volume only into its pods.
+  ctl volume create "$1" --pool default --size 10Mi --param nodevol.io/pvc-namespace=default >/dev/null ||
+    fail "volume create $1"
   k apply -f - >/dev/null <<YAML || fail "apply PV/PVC $1"
 apiVersion: v1
 kind: PersistentVolume

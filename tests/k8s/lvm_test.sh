@@ -15,7 +15,7 @@ staging=/var/lib/nvk8s/nodevol/staging/lvm/lv1  # <state dir>/staging/<pool>/<vo
 lv_mounted() { node_sh "is_lv_mount '$1' '$2'"; }
 
 step "volume lv1 (64Mi) in pool lvm, PV pv-lv1, PVC c-lv1"
-static_pv_pvc lv1 lvm 64Mi
+static_pv_pvc lv1 lvm 64Mi --param nodevol.io/pvc-namespace=default
 node_sh 'lvs_nv | grep -qx nv-lv1' || fail "no LV nv-lv1: $(node_sh lvs_nv)"
 
 step "pod app writes /data/f"

@@ -12,7 +12,8 @@ nodevold_start
 step "$n volumes, PVs and claims"
 yaml=$K8S_WORK/many.yaml
 for i in $(seq "$n"); do
-  ctl volume create "m$i" --pool default --size 10Mi >/dev/null || fail "volume create m$i"
+  ctl volume create "m$i" --pool default --size 10Mi --param nodevol.io/pvc-namespace=default >/dev/null ||
+    fail "volume create m$i"
   cat >>"$yaml" <<YAML
 apiVersion: v1
 kind: PersistentVolume

@@ -33,7 +33,8 @@ nvpid=$!
 trap 'k delete pods --all --grace-period=1 --timeout=60s >/dev/null 2>&1 || true; kill $nvpid 2>/dev/null || true; wait $nvpid 2>/dev/null || true' EXIT
 ctl() { "$NODEVOLCTL" --socket "$NODEVOL_K8S_FLEX_SOCKET" "$@"; }
 for _ in $(seq 100); do ctl volume list >/dev/null 2>&1 && break; sleep 0.1; done
-ctl volume create v1 --pool default --size 10Mi >/dev/null || fail "volume create"
+ctl volume create v1 --pool default --size 10Mi --param nodevol.io/pvc-namespace=default >/dev/null ||
+  fail "volume create"
 
 step "PV, PVC, pod writer-1"
 pod() { # NAME COMMAND

@@ -72,6 +72,27 @@ TEST(Config, BadValuesNameTheOption) {
   }
 }
 
+// inline and inline-max-size are the node's: taken out of the backend's
+// options (which would refuse them), off and 1Gi unless given.
+TEST(Config, InlinePolicyPerPool) {
+  Config c;
+  ASSERT_TRUE(Parse({kPool, "--pool=name=fast,backend=dir,path=/fast,inline=on,inline-max-size=2Gi"}, &c).ok());
+  EXPECT_FALSE(c.pools[0].inline_policy.allowed);
+  EXPECT_EQ(c.pools[0].inline_policy.max_bytes, uint64_t{1} << 30);
+  EXPECT_TRUE(c.pools[1].inline_policy.allowed);
+  EXPECT_EQ(c.pools[1].inline_policy.max_bytes, uint64_t{2} << 30);
+  EXPECT_EQ(c.pools[1].options.count("inline"), 0u);
+  EXPECT_EQ(c.pools[1].options.count("inline-max-size"), 0u);
+  for (const char* bad : {"--pool=name=a,backend=dir,path=/a,inline=yes", "--pool=name=a,backend=dir,path=/a,inline-max-size=lots"}) {
+    Config b;
+    Status st = Parse({bad}, &b);
+    EXPECT_EQ(st.code(), Status::Code::kInvalidArgument) << bad;
+    EXPECT_NE(st.message().find("inline"), std::string::npos) << st.message();
+  }
+  Config z;
+  EXPECT_EQ(Parse({kPool, "--max-tcp-connections=0"}, &z).code(), Status::Code::kInvalidArgument);
+}
+
 TEST(Config, MissingNamedConfigFileIsAnError) {
   Config c;
   std::vector<const char*> argv = {"nodevold", "--config=/nonexistent/nodevold.conf", kPool.c_str()};
@@ -128,7 +149,8 @@ TEST(Config, HelpListsEveryOption) {
   for (const char* opt : {"--config", "--node-name", "--socket", "--state-dir", "--pods-root", "--pool",
                           "--metrics-address", "--log-level", "--log-target", "--heartbeat-seconds",
                           "--capacity-poll-ms", "--shutdown-grace-seconds", "--tls-listen", "--tls-ca",
-                          "--tls-cert", "--tls-key", "--tls-refresh-seconds"})
+                          "--tls-cert", "--tls-key", "--tls-refresh-seconds", "--max-tcp-connections",
+                          "--max-metrics-connections"})
     EXPECT_NE(text.find(opt), std::string::npos) << opt;
 }
 

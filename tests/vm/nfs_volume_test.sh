@@ -15,7 +15,7 @@ claim() {  # claim NS PVC PV: the parameters a provisioner passes
 }
 tree_of() { (cd "$NFS_EXPORT" && find . | sort); }
 
-pool="--pool=name=shared,backend=nfs,server=127.0.0.1,share=/,mount-options=vers=4.2 timeo=77 retrans=3 actimeo=1"
+pool="--pool=name=shared,backend=nfs,server=127.0.0.1,share=/,mount-options=vers=4.2 timeo=77 retrans=3 actimeo=1,inline=on,inline-max-size=16Mi"
 vm_step "nodevold with an nfs pool (mount options vers=4.2 timeo=77 retrans=3)"
 vm_nodevold_start "$pool"
 info=$(vm_ctl info)
@@ -181,14 +181,25 @@ rmdir "$stray"
 vm_run vm_ctl unpublish --target "$t6"
 nfs_expect_unmounted "NFS mounts left"
 
-vm_step "an inline volume: made at Publish, gone with its Unpublish"
+vm_step "an inline volume: a directory named after it, gone with its Unpublish; no backend parameters"
 t7=$(vm_target pod-7 scratch)
-vm_run vm_ctl publish --inline-pool shared --inline-size 10Mi --param 'pathPattern=inline/${pvName}' --target "$t7"
-[[ -d $NFS_EXPORT/inline/ephemeral-pod-7-scratch ]] || vm_fail "no inline/ephemeral-pod-7-scratch: $(tree_of)"
+mkdir -p "$NFS_EXPORT/victim"
+echo theirs >"$NFS_EXPORT/victim/data"
+chmod 0700 "$NFS_EXPORT/victim"
+for p in share=/ pathPattern=victim subDir=victim server=10.9.9.9 'mountOptions=suid,dev' onDelete=retain uid=0 \
+         nodevol.io/pvc-namespace=victim; do
+  expect_code INVALID_ARGUMENT vm_ctl publish --inline-pool shared --inline-size 10Mi --param "$p" --target "$t7"
+done
+expect_code INVALID_ARGUMENT vm_ctl publish --inline-pool shared --inline-size 17Mi --target "$t7"
+[[ $(stat -c %a "$NFS_EXPORT/victim") == 700 && $(cat "$NFS_EXPORT/victim/data") == theirs ]] ||
+  vm_fail "the refused inline volumes touched the victim's directory: $(ls -la "$NFS_EXPORT/victim")"
+vm_run vm_ctl publish --inline-pool shared --inline-size 10Mi --target "$t7"
+[[ -d $NFS_EXPORT/ephemeral-pod-7-scratch ]] || vm_fail "no ephemeral-pod-7-scratch: $(tree_of)"
 echo scratch >"$t7/s"
 vm_run vm_ctl unpublish --target "$t7"
-[[ ! -e $NFS_EXPORT/inline/ephemeral-pod-7-scratch ]] || vm_fail "the inline volume's directory outlived its pod"
-expect_code INVALID_ARGUMENT vm_ctl publish --inline-pool shared --inline-size 10Mi --target "$t7"
+[[ ! -e $NFS_EXPORT/ephemeral-pod-7-scratch ]] || vm_fail "the inline volume's directory outlived its pod"
+[[ $(cat "$NFS_EXPORT/victim/data") == theirs ]] || vm_fail "the victim's data changed"
+rm -rf "$NFS_EXPORT/victim"
 nfs_expect_unmounted "NFS mounts left"
 
 vm_step "capacity is the export's statfs"

@@ -91,6 +91,10 @@ class NfsBackend : public Backend {
   bool size_enforced() const override { return false; }
   Params attributes() const override;
 
+  // A directory named after the volume, whatever the pool's path-pattern
+  // and on-delete say: a pod's inline volume never lands in a claim's
+  // directory and never outlives the pod.
+  Params InlineParameters() const override { return {{"pathPattern", "${pvName}"}, {"onDelete", "delete"}}; }
   Status Validate(const VolumeSpec& spec) const override;
   Status Create(VolumeRecord* record) override;
   Status Delete(const VolumeRecord& record) override;

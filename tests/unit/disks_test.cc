@@ -649,6 +649,20 @@ TEST(EnsureVolumeGroup, NothingSelectedForAMissingVg) {
   for (const auto& c : fake.Commands()) EXPECT_EQ(c, "fullreport");
 }
 
+// issue 27 item 8: a VG not visible yet at start (a slow disk) was created
+// again under its name from other disks.
+TEST(EnsureVolumeGroup, AVgSeenBeforeIsNotCreatedAgain) {
+  FakeLvm fake;
+  Lvm lvm("/sbin/lvm", false, fake.runner());
+  FakeProbe probe;
+  Status st = EnsureVolumeGroup(&lvm, "late", Parse({{"match-size", "1-"}}), probe.fn(), "UUID-late");
+  EXPECT_EQ(st.code(), Status::Code::kFailedPrecondition) << st.ToString();
+  EXPECT_THAT(st.message(), HasSubstr("UUID-late"));
+  EXPECT_THAT(st.message(), HasSubstr("will not create another VG"));
+  EXPECT_TRUE(probe.probed.empty());
+  for (const auto& c : fake.Commands()) EXPECT_EQ(c, "fullreport");
+}
+
 // ---- ProbeSignature on image files (libblkid probes regular files too) ----
 
 std::string Image(const fs::path& p, const std::vector<std::pair<off_t, std::string>>& writes) {

@@ -447,7 +447,8 @@ std::vector<DiskDecision> SelectDisks(const DiskRules& rules, const std::string&
   return Select(rules, vg, report, disks, probe).decisions;
 }
 
-Status EnsureVolumeGroup(Lvm* lvm, const std::string& vg, const DiskRules& rules, const SignatureProbe& probe) {
+Status EnsureVolumeGroup(Lvm* lvm, const std::string& vg, const DiskRules& rules, const SignatureProbe& probe,
+                         const std::string& known_uuid) {
   LvmReport report;
   NODEVOL_RETURN_IF_ERROR(lvm->Report(&report, /*fresh=*/true).WithContext("reading the LVM state"));
   const bool exists = report.FindVg(vg) != nullptr;
@@ -457,6 +458,12 @@ Status EnsureVolumeGroup(Lvm* lvm, const std::string& vg, const DiskRules& rules
                                       " DEVICE...), or give the pool devices= or match-* options so nodevold "
                                       "creates it from blank disks");
   }
+  if (!exists && !known_uuid.empty())
+    return Status::FailedPrecondition("volume group " + vg + " (UUID " + known_uuid +
+                                      ") was here before and is not visible now (a disk missing or not up yet?): "
+                                      "nodevold will not create another VG of that name; bring its disks back, or, "
+                                      "if it is gone for good, remove the record of it in the state dir (lvm/" + vg +
+                                      ".vg-uuid)");
   std::vector<DiskInfo> disks;
   NODEVOL_RETURN_IF_ERROR(ListDisks(&disks).WithContext("listing block devices"));
   Selection s = Select(rules, vg, report, disks, probe);

@@ -104,8 +104,12 @@ std::vector<DiskDecision> SelectDisks(const DiskRules& rules, const std::string&
 // link when it has one, checked to be the same device (number, serial,
 // size) and still blank (or still carrying only its forced signature).
 // With empty rules it only checks that `vg` exists (FAILED_PRECONDITION
-// saying how to create it otherwise). Logs every decision. Idempotent.
-Status EnsureVolumeGroup(Lvm* lvm, const std::string& vg, const DiskRules& rules, const SignatureProbe& probe);
+// saying how to create it otherwise). `known_uuid`: the UUID this VG had
+// when last seen ("" = never seen); a VG seen before and missing now (a
+// disk not up yet) is not created again under its name (FAILED_PRECONDITION).
+// Logs every decision. Idempotent.
+Status EnsureVolumeGroup(Lvm* lvm, const std::string& vg, const DiskRules& rules, const SignatureProbe& probe,
+                         const std::string& known_uuid = "");
 
 // Watches the kernel for block devices being added (libudev monitor: udevd's
 // events when udevd runs, the kernel's otherwise) and calls `on_add` for

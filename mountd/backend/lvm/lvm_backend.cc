@@ -17,6 +17,7 @@
 #include "backend/volume_root.h"
 #include "base/unique_fd.h"
 #include "mount/bind.h"
+#include "state/atomic_file.h"
 
 namespace nodevol {
 namespace {
@@ -90,6 +91,7 @@ Status LvmBackend::Make(const std::string& pool, const Params& options, const st
   root += "/" + pool;
   NODEVOL_RETURN_IF_ERROR(MakeDir0700(root));
   std::unique_ptr<LvmBackend> b(new LvmBackend(pool, std::move(o), root, std::move(lvm)));
+  b->vg_uuid_dir_ = state_dir + "/lvm";
   if (Status st = b->SetUpVolumeGroup(); !st.ok())
     spdlog::error("pool {}: {}; the pool takes no volumes until this is fixed", pool, st.message());
   if (!b->options_.disks.empty()) {
@@ -465,13 +467,15 @@ Status LvmBackend::Survey(const std::set<std::string>& known, std::vector<Volume
 
 Status LvmBackend::SetUpVolumeGroup() {
   std::lock_guard<std::mutex> l(setup_mu_);
-  if (!options_.disks.empty()) NODEVOL_RETURN_IF_ERROR(EnsureVolumeGroup(lvm_.get(), options_.vg, options_.disks, ProbeSignature));
+  if (!options_.disks.empty())
+    NODEVOL_RETURN_IF_ERROR(EnsureVolumeGroup(lvm_.get(), options_.vg, options_.disks, ProbeSignature, KnownVgUuid()));
   LvmReport report;
   NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report, true));
   const LvmVg* vg = report.FindVg(options_.vg);
   if (!vg)
     return Status::FailedPrecondition("volume group " + options_.vg +
                                       " does not exist: create it (vgcreate) or give the pool disk rules (devices=, match-*=)");
+  if (vg->HasTag(kManagedTag) && !vg->uuid.empty() && KnownVgUuid() != vg->uuid) RememberVgUuid(vg->uuid);
   if (!options_.thin) return Status::Ok();
   const LvmLv* tp = report.FindLv(options_.vg, options_.thinpool);
   uint64_t want = options_.thinpool_bytes;
@@ -499,6 +503,19 @@ Status LvmBackend::SetUpVolumeGroup() {
                                       " does not exist: create it (lvcreate --type thin-pool) or set thinpool-size");
   spdlog::info("pool {}: creating thin pool {}/{} of {} bytes", pool_, options_.vg, options_.thinpool, want);
   return MapNoSpace(lvm_->CreateThinPool(options_.vg, options_.thinpool, want));
+}
+
+std::string LvmBackend::KnownVgUuid() const {
+  std::string text;
+  if (!ReadWholeFile(vg_uuid_dir_ + "/" + options_.vg + ".vg-uuid", &text).ok()) return "";
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text;
+}
+
+void LvmBackend::RememberVgUuid(const std::string& uuid) {
+  Status st = EnsureDir(vg_uuid_dir_, 0700);
+  if (st.ok()) st = WriteFileAtomic(vg_uuid_dir_, options_.vg + ".vg-uuid", uuid + "\n");
+  if (!st.ok()) spdlog::warn("pool {}: cannot record the UUID of VG {}: {}", pool_, options_.vg, st.message());
 }
 
 void LvmBackend::OnDiskAdded(const DiskInfo& disk) {

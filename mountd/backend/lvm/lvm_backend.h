@@ -79,11 +79,16 @@ class LvmBackend : public Backend {
   Status EnsureMounted(const VolumeRecord& record, const LvmLv& lv, bool* mounted_now);
   Status CheckFits(const LvmReport& report, uint64_t more_bytes);
   Status SetUpVolumeGroup();
+  // <state dir>/lvm/<vg>.vg-uuid: the VG's UUID once seen, so a VG that is
+  // late at a later start is not created a second time (disks.h).
+  std::string KnownVgUuid() const;
+  void RememberVgUuid(const std::string& uuid);
   void OnDiskAdded(const DiskInfo& disk);
 
   const std::string pool_;
   const LvmPoolOptions options_;
   const std::string staging_root_;
+  std::string vg_uuid_dir_;  // <state dir>/lvm
   std::shared_ptr<Lvm> lvm_;
   // Serializes capacity check + lvcreate/lvextend in this pool: lvm
   // enforces a VG's free space but not a thin pool's overprovision ratio.

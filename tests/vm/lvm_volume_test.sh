@@ -146,11 +146,11 @@ lvm lvcreate -qq -n nv-v3 --addtag nodevol.io/managed --addtag nodevol.io/volume
 mkfs.ext4 -q -F /dev/nv/nv-v3
 mkdir -p /run/v3 && mount /dev/nv/nv-v3 /run/v3 && echo "keep me" >/run/v3/data && umount /run/v3
 v3uuid=$(blkid -p -s UUID -o value /dev/nv/nv-v3)
-out=$(vm_ctl volume create v3 --pool fast --size 16Mi 2>&1) && vm_fail "a create took the foreign-pool LV nv-v3: $out"
+out=$(vm_ctl volume create v3 --pool fast --size 16Mi --fs-type ext4 2>&1) && vm_fail "a create took the foreign-pool LV nv-v3: $out"
 grep -q "FAILED_PRECONDITION" <<<"$out" && grep -q "belongs to pool slow" <<<"$out" || vm_fail "create v3: $out"
 vm_log "$(tail -1 <<<"$out")"
 lvm lvchange -qq --deltag nodevol.io/pool=slow --addtag nodevol.io/pool=fast nv/nv-v3
-out=$(vm_ctl volume create v3 --pool fast --size 16Mi 2>&1) && vm_fail "a create reused the unrecorded LV nv-v3: $out"
+out=$(vm_ctl volume create v3 --pool fast --size 16Mi --fs-type ext4 2>&1) && vm_fail "a create reused the unrecorded LV nv-v3: $out"
 grep -q "FAILED_PRECONDITION" <<<"$out" && grep -q "no record says this volume's create made it" <<<"$out" || vm_fail "create v3: $out"
 vm_log "$(tail -1 <<<"$out")"
 [[ $(blkid -p -s UUID -o value /dev/nv/nv-v3) == "$v3uuid" ]] || vm_fail "nv-v3 was reformatted"

@@ -231,9 +231,18 @@ Status LvmBackend::CheckFits(const LvmReport& report, uint64_t more_bytes) {
                                    "extents)");
 }
 
-// Set by a create that refused an LV it found, for the undo (Delete) that
-// follows: that LV is not this call's to remove. Never stored.
+// Set by a create that refused an LV it found (its UUID) or whose lvcreate
+// failed (""), for the undo (Delete) that follows: that LV, or any, is not
+// this call's to remove. Never stored.
 constexpr char kFoundNotMade[] = "lv_found_not_made";
+
+Status LvmBackend::NotMadeHere(const std::string& volume, const LvmLv& lv) const {
+  return Status::FailedPrecondition(
+      "logical volume " + options_.vg + "/" + lv.name + " of volume " + volume +
+      " already exists, and no record says this volume's create made it: it may hold data, so nodevold will "
+      "neither format nor remove it. Restart nodevold to adopt it as a ready volume, or remove it (lvremove " +
+      options_.vg + "/" + lv.name + ") if it is not needed");
+}
 
 Status LvmBackend::Create(VolumeRecord* record, bool resumed) {
   return CreateAttempt(record, resumed, /*may_recreate=*/true);
@@ -251,14 +260,15 @@ Status LvmBackend::CreateAttempt(VolumeRecord* record, bool resumed, bool may_re
   {
     std::lock_guard<std::mutex> l(allocate_mu_);
     NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report));
-    NODEVOL_RETURN_IF_ERROR(FindLv(name, &report, &lv));
+    if (!FindLv(name, &report, &lv).ok() || lv) {
+      // Something is there: decide on a fresh report, not a cached one
+      // that may predate someone else's lvcreate or lvchange.
+      NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report, /*fresh=*/true));
+      NODEVOL_RETURN_IF_ERROR(FindLv(name, &report, &lv));
+    }
     if (lv && (!resumed || record->state != VolumeState::kCreating || !BegunByRecord(*record, *lv))) {
       record->attributes[kFoundNotMade] = lv->uuid;
-      return Status::FailedPrecondition(
-          "logical volume " + options_.vg + "/" + lv->name + " of volume " + name +
-          " already exists, and no record says this volume's create made it: it may hold data, so nodevold will "
-          "neither format nor remove it. Restart nodevold to adopt it as a ready volume, or remove it (lvremove " + options_.vg +
-          "/" + lv->name + ") if it is not needed");
+      return NotMadeHere(name, *lv);
     }
     if (!lv) {
       const LvmVg* vg = report.FindVg(options_.vg);
@@ -269,7 +279,20 @@ Status LvmBackend::CreateAttempt(VolumeRecord* record, bool resumed, bool may_re
       extra.insert(extra.end(), {"--addtag", kPoolTagPrefix + pool_});
       Status st = options_.thin ? lvm_->CreateThin(options_.vg, options_.thinpool, lv_name, name, bytes, extra)
                                 : lvm_->CreateThick(options_.vg, lv_name, name, bytes, extra);
-      NODEVOL_RETURN_IF_ERROR(MapNoSpace(st));
+      if (!st.ok()) {
+        // This call made no LV: its undo must remove none.
+        record->attributes[kFoundNotMade] = "";
+        // The cached report may have missed an LV made meanwhile by someone
+        // else ("already exists"): say what is there.
+        LvmReport now;
+        const LvmLv* there = nullptr;
+        if (lvm_->Report(&now, /*fresh=*/true).ok()) {
+          Status found = FindLv(name, &now, &there);
+          if (!found.ok()) return found;
+          if (there) return NotMadeHere(name, *there);
+        }
+        return MapNoSpace(st);
+      }
       // What lvcreate just made is known; a second report for it would be
       // the dearest step of a create (an lvm process). DeviceOf still checks
       // that the device node is a block device.
@@ -324,8 +347,9 @@ Status LvmBackend::Delete(const VolumeRecord& record) {
     lv = nullptr;
   }
   auto found_not_made = record.attributes.find(kFoundNotMade);
-  if (lv && record.state == VolumeState::kCreating &&
-      (!BegunByRecord(record, *lv) || (found_not_made != record.attributes.end() && found_not_made->second == lv->uuid))) {
+  const bool not_made_here = found_not_made != record.attributes.end() &&
+                             (found_not_made->second.empty() || (lv && found_not_made->second == lv->uuid));
+  if (lv && record.state == VolumeState::kCreating && (!BegunByRecord(record, *lv) || not_made_here)) {
     // Undoing a create that found this LV already there: neither the LV
     // nor a staging mount of it is this call's to undo.
     spdlog::warn("pool {}: volume {} never became ready; LV {}/{} predates its record and is left alone", pool_,

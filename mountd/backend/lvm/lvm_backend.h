@@ -72,6 +72,9 @@ class LvmBackend : public Backend {
   // record was written. Only then may a create format it, or its undo
   // remove it.
   bool BegunByRecord(const VolumeRecord& record, const LvmLv& lv) const;
+  // FAILED_PRECONDITION: `lv` exists under the volume's name, not made by
+  // this create.
+  Status NotMadeHere(const std::string& volume, const LvmLv& lv) const;
   // The LV's device node, checked to be that LV's block device.
   Status DeviceOf(const LvmLv& lv, std::string* device);
   // Mounts the LV at its staging dir unless it already is; *mounted_now

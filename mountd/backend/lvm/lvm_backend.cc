@@ -338,8 +338,10 @@ Status LvmBackend::CreateAttempt(VolumeRecord* record, bool resumed, bool may_re
 Status LvmBackend::Delete(const VolumeRecord& record) {
   const std::string& name = record.spec.name;
   std::string dir = StagingDir(name);
+  // Fresh: a snapshot or cache attached (or removed) by the operator since
+  // the last report decides whether anything may be zeroed and removed.
   LvmReport report;
-  NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report));
+  NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report, /*fresh=*/true));
   const LvmLv* lv = nullptr;
   if (Status st = FindLv(name, &report, &lv); !st.ok()) {
     // Someone else's LV under our name: the volume has no LV to delete.

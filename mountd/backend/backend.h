@@ -53,6 +53,11 @@ class Backend {
   virtual Status Validate(const VolumeSpec& spec) const = 0;
   // Creates the volume's storage; fills record->attributes.
   virtual Status Create(VolumeRecord* record) = 0;
+  // Create, told whether the record was already `creating` before this
+  // call (a retry after a crash or a failure). Only then may storage found
+  // under the volume's name be this volume's unfinished work; otherwise it
+  // is someone's data and must be refused, not reused (issue 27).
+  virtual Status Create(VolumeRecord* record, bool resumed) { return Create(record); }
   // Removes the volume's storage and data.
   virtual Status Delete(const VolumeRecord& record) = 0;
   // Grows the volume to new_size (>= current); updates record->attributes.

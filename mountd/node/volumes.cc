@@ -113,7 +113,8 @@ Status Node::CreateVolume(const VolumeSpec& spec, VolumeView* out) {
 Status Node::CreateLocked(const VolumeSpec& spec, bool ephemeral, VolumeView* out) {
   Backend* b = FindPool(spec.pool);
   VolumeRecord rec;
-  if (LookupVolume(spec.name, &rec)) {
+  const bool resumed = LookupVolume(spec.name, &rec);
+  if (resumed) {
     std::string diff = Difference(rec.spec, spec);
     if (!diff.empty())
       return Status::AlreadyExists("volume " + spec.name + " already exists with " + diff);
@@ -137,7 +138,7 @@ Status Node::CreateLocked(const VolumeSpec& spec, bool ephemeral, VolumeView* ou
     NODEVOL_RETURN_IF_ERROR(store_->PutVolume(rec));
     SaveVolumeInMemory(rec);
   }
-  Status st = b->Create(&rec);
+  Status st = b->Create(&rec, resumed);
   if (!st.ok()) {
     // Nothing of a volume that never became ready is worth keeping: undo
     // what Create made, so a failed request (no room, bad device) leaves

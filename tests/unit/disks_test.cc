@@ -4,6 +4,7 @@
 // (tests/vm/lvm_disks_test.sh sets NODEVOL_REAL_DISKS=1): real scratch
 // disks, real lvm, a real hot-plug.
 #include "backend/lvm/disks.h"
+#include "backend/lvm/foreign.h"
 
 #include <fcntl.h>
 #include <gmock/gmock.h>
@@ -51,7 +52,7 @@ TEST(ParseDiskRules, EveryKey) {
                        {"match-serial", "S4EV*"},
                        {"match-size", "10G-2Ti"},
                        {"match-rotational", "1"},
-                       {"force", "/dev/vdb"}});
+                       {"force", "/dev/disk/by-id/virtio-b:ext4 /dev/disk/by-id/usb-X_Y-0:0:gpt"}});
   EXPECT_EQ(r.devices, (std::vector<std::string>{"/dev/vdb", "/dev/disk/by-id/nvme-*"}));
   EXPECT_EQ(r.model, "Samsung SSD*");
   EXPECT_EQ(r.serial, "S4EV*");
@@ -59,7 +60,11 @@ TEST(ParseDiskRules, EveryKey) {
   EXPECT_EQ(r.max_size, 2ULL << 40);
   ASSERT_TRUE(r.rotational.has_value());
   EXPECT_TRUE(*r.rotational);
-  EXPECT_EQ(r.force, std::vector<std::string>{"/dev/vdb"});
+  ASSERT_EQ(r.force.size(), 2u);
+  EXPECT_EQ(r.force[0].path, "/dev/disk/by-id/virtio-b");
+  EXPECT_EQ(r.force[0].signature, "ext4");
+  EXPECT_EQ(r.force[1].path, "/dev/disk/by-id/usb-X_Y-0:0") << "the signature follows the last colon";
+  EXPECT_EQ(r.force[1].signature, "gpt");
   EXPECT_FALSE(r.empty());
 }
 
@@ -114,17 +119,31 @@ TEST(ParseDiskRules, EmptyOrRelativeEntries) {
     EXPECT_EQ(ParseError({{"match-serial", "x"}, {key, "  "}}).code(), Status::Code::kInvalidArgument) << key;
     Status rel = ParseError({{"match-serial", "x"}, {key, "/dev/vdb vdc"}});
     EXPECT_EQ(rel.code(), Status::Code::kInvalidArgument) << key;
-    EXPECT_THAT(rel.message(), HasSubstr("\"vdc\" is not an absolute")) << key;
+    EXPECT_THAT(rel.message(), HasSubstr(std::string(key) == "devices" ? "\"vdc\" is not an absolute"
+                                                                        : "/dev/disk/by-id/NAME:SIGNATURE"))
+        << key;
   }
   EXPECT_EQ(ParseError({{"match-serial", ""}}).code(), Status::Code::kInvalidArgument);
   EXPECT_EQ(ParseError({{"match-model", ""}}).code(), Status::Code::kInvalidArgument);
 }
 
 TEST(ParseDiskRules, ForceAloneSelectsNothingAndIsRefused) {
-  Status st = ParseError({{"force", "/dev/vdb"}});
+  Status st = ParseError({{"force", "/dev/disk/by-id/virtio-b:ext4"}});
   EXPECT_EQ(st.code(), Status::Code::kInvalidArgument);
   EXPECT_THAT(st.message(), HasSubstr("devices="));
-  EXPECT_TRUE(ParseError({{"force", "/dev/vdb"}, {"devices", "/dev/vdb"}}).ok());
+  EXPECT_TRUE(ParseError({{"force", "/dev/disk/by-id/virtio-b:ext4"}, {"devices", "/dev/vdb"}}).ok());
+}
+
+// issue 27 item 4: a kernel name in force= wiped whatever disk had that
+// name after a renumbering; force= now names a stable link and the one
+// signature it overrides.
+TEST(ParseDiskRules, ForceNamesAByIdPathAndASignature) {
+  for (const char* bad : {"/dev/vdb", "/dev/vdb:ext4", "/dev/disk/by-id/virtio-b", "/dev/disk/by-id/virtio-*:ext4",
+                          "/dev/disk/by-id/:ext4", "/dev/disk/by-id/virtio-b:"}) {
+    Status st = ParseError({{"devices", "/dev/vdb"}, {"force", bad}});
+    EXPECT_EQ(st.code(), Status::Code::kInvalidArgument) << bad;
+    EXPECT_THAT(st.message(), HasSubstr("/dev/disk/by-id/NAME:SIGNATURE")) << bad;
+  }
 }
 
 TEST(ParseDiskRules, ReplacesEarlierRules) {
@@ -143,7 +162,7 @@ TEST(ParseDiskRules, ReplacesEarlierRules) {
 TEST(DiskRules, Empty) {
   EXPECT_TRUE(DiskRules{}.empty());
   DiskRules r;
-  r.force = {"/dev/vdb"};
+  r.force = {{"/dev/disk/by-id/virtio-b", "ext4"}};
   EXPECT_TRUE(r.empty()) << "force= selects nothing";
   auto with = [](auto set) {
     DiskRules x;
@@ -229,24 +248,42 @@ TEST(SelectDisks, SignatureRefusedWithAReasonAnOperatorCanActOn) {
     EXPECT_THAT(ext4.reason, HasSubstr(part));
 }
 
+constexpr const char* kForceExt4 = "/dev/disk/by-id/virtio-pool-ext4:ext4";
+
 TEST(SelectDisks, ForcedDespiteSignature) {
   Fixture f;
-  auto d = f.Select(Parse({{"match-serial", "pool*"}, {"force", "/dev/vdc"}}));
+  f.disks[1].links = {"/dev/disk/by-id/virtio-pool-ext4"};
+  auto d = f.Select(Parse({{"match-serial", "pool*"}, {"force", kForceExt4}}));
   EXPECT_TRUE(d["/dev/vdc"].take);
   EXPECT_THAT(d["/dev/vdc"].reason, HasSubstr("force="));
   EXPECT_THAT(d["/dev/vdc"].reason, HasSubstr("ext4 filesystem"));
 }
 
+TEST(SelectDisks, ForceOfAnotherSignatureDoesNotApply) {
+  Fixture f;
+  f.disks[1].links = {"/dev/disk/by-id/virtio-pool-ext4"};
+  auto d = f.Select(Parse({{"match-serial", "pool*"}, {"force", "/dev/disk/by-id/virtio-pool-ext4:xfs"}}));
+  EXPECT_FALSE(d["/dev/vdc"].take);
+  EXPECT_THAT(d["/dev/vdc"].reason, HasSubstr("for signature xfs, not ext4"));
+  // Forced for ext4, but it carries more than ext4.
+  f.probe.signatures["/dev/vdc"] = "ext4 filesystem, in use by dm-0";
+  auto busy = f.Select(Parse({{"match-serial", "pool*"}, {"force", kForceExt4}}));
+  EXPECT_FALSE(busy["/dev/vdc"].take) << busy["/dev/vdc"].reason;
+}
+
 TEST(SelectDisks, ForceOfAnotherDeviceDoesNotApply) {
   Fixture f;
-  auto d = f.Select(Parse({{"match-serial", "pool*"}, {"force", "/dev/vdb /dev/vdc1 /dev/vd"}}));
+  f.disks[1].links = {"/dev/disk/by-id/virtio-pool-ext4"};
+  auto d = f.Select(Parse({{"match-serial", "pool*"},
+                           {"force", "/dev/disk/by-id/virtio-pool1:ext4 /dev/disk/by-id/virtio-pool-ext:ext4"}}));
   EXPECT_FALSE(d["/dev/vdc"].take) << d["/dev/vdc"].reason;
 }
 
 TEST(SelectDisks, ForceDoesNotSelect) {
   Fixture f;
   f.probe.signatures["/dev/vdd"] = "xfs filesystem";
-  auto d = f.Select(Parse({{"match-serial", "pool*"}, {"force", "/dev/vdd"}}));
+  f.disks[2].links = {"/dev/disk/by-id/virtio-other"};
+  auto d = f.Select(Parse({{"match-serial", "pool*"}, {"force", "/dev/disk/by-id/virtio-other:xfs"}}));
   EXPECT_FALSE(d["/dev/vdd"].take);
   EXPECT_FALSE(f.probe.Probed("/dev/vdd"));
 }
@@ -279,7 +316,8 @@ TEST(SelectDisks, NamedButRefusedSaysWhy) {
 TEST(SelectDisks, ReadOnlyRefusedEvenWhenForced) {
   Fixture f;
   f.disks[0].read_only = true;
-  auto d = f.Select(Parse({{"devices", "/dev/vdb"}, {"force", "/dev/vdb"}}));
+  f.disks[0].links = {"/dev/disk/by-id/virtio-pool1"};
+  auto d = f.Select(Parse({{"devices", "/dev/vdb"}, {"force", "/dev/disk/by-id/virtio-pool1:ext4"}}));
   EXPECT_FALSE(d["/dev/vdb"].take);
   EXPECT_THAT(d["/dev/vdb"].reason, HasSubstr("read-only"));
 }
@@ -341,9 +379,9 @@ TEST(SelectDisks, EntriesComparedByDeviceNumber) {
   Fixture f;
   f.disks[1].devnum = num;  // /dev/vdc, ext4: known under another name
   f.disks[0].devnum = makedev(7, 252);
-  auto d = f.Select(Parse({{"devices", (t.path / "link").string()}, {"force", (t.path / "node").string()}}));
+  f.probe.signatures.clear();
+  auto d = f.Select(Parse({{"devices", (t.path / "link").string()}}));
   EXPECT_TRUE(d["/dev/vdc"].take) << d["/dev/vdc"].reason;
-  EXPECT_THAT(d["/dev/vdc"].reason, HasSubstr("force="));
   EXPECT_FALSE(d["/dev/vdb"].take);
 }
 
@@ -361,7 +399,8 @@ TEST(SelectDisks, PvOfAnotherVgIsNeverTakenEvenWhenForced) {
   Fixture f;
   f.report.pvs = {{"/dev/vdb", "data", 0, 0}};
   f.probe.signatures["/dev/vdb"] = "LVM2_member (LVM physical volume)";
-  auto d = f.Select(Parse({{"match-serial", "pool*"}, {"force", "/dev/vdb"}}));
+  f.disks[0].links = {"/dev/disk/by-id/virtio-pool1"};
+  auto d = f.Select(Parse({{"match-serial", "pool*"}, {"force", "/dev/disk/by-id/virtio-pool1:LVM2_member"}}));
   EXPECT_FALSE(d["/dev/vdb"].take);
   EXPECT_THAT(d["/dev/vdb"].reason, HasSubstr("physical volume of VG data"));
   EXPECT_THAT(d["/dev/vdb"].reason, HasSubstr("force= or not"));
@@ -383,35 +422,130 @@ TEST(SelectDisks, OrphanPvNeedsForce) {
   auto refused = f.Select(Parse({{"match-serial", "pool*"}}));
   EXPECT_FALSE(refused["/dev/vdb"].take);
   EXPECT_THAT(refused["/dev/vdb"].reason, HasSubstr("in no volume group"));
-  auto forced = f.Select(Parse({{"match-serial", "pool*"}, {"force", "/dev/vdb"}}));
+  f.disks[0].links = {"/dev/disk/by-id/virtio-pool1"};
+  auto forced = f.Select(Parse({{"match-serial", "pool*"}, {"force", "/dev/disk/by-id/virtio-pool1:LVM2_member"}}));
   EXPECT_TRUE(forced["/dev/vdb"].take) << forced["/dev/vdb"].reason;
 }
 
 TEST(SelectDisks, LvmLabelLvmDoesNotReportIsNeverTaken) {
   Fixture f;
   f.probe.signatures["/dev/vdb"] = "LVM2_member (LVM physical volume)";
-  auto d = f.Select(Parse({{"match-serial", "pool*"}, {"force", "/dev/vdb"}}));
+  f.disks[0].links = {"/dev/disk/by-id/virtio-pool1"};
+  auto d = f.Select(Parse({{"match-serial", "pool*"}, {"force", "/dev/disk/by-id/virtio-pool1:LVM2_member"}}));
   EXPECT_FALSE(d["/dev/vdb"].take);
   EXPECT_THAT(d["/dev/vdb"].reason, HasSubstr("LVM label lvm does not report"));
 }
 
-TEST(SelectDisks, DiskWithPartitionsRefusedItsBlankPartitionTaken) {
+// issue 27 item 2: this test asserted that a blank partition of a disk
+// refused for its partition table was taken (raw journal partitions, a
+// ZFS vdev's partition 9, plain dm-crypt...). A partition inherits its
+// disk's serial and model, and by-id globs match its -partN link: only an
+// exact devices= entry selects it.
+TEST(SelectDisks, PartitionsOfARefusedDiskAreNotTakenByRulesOrGlobs) {
   Fixture f;
   DiskInfo part = Disk("/dev/vdb1", "pool1", 128 * kMiB);
   part.partition = true;
+  part.links = {"/dev/disk/by-id/virtio-pool1-part1"};
+  f.disks[0].links = {"/dev/disk/by-id/virtio-pool1"};
   f.disks.insert(f.disks.begin() + 1, part);
   f.probe.signatures["/dev/vdb"] = "gpt partition table, partitions vdb1";
   auto d = f.Select(Parse({{"match-serial", "pool1"}}));
   EXPECT_FALSE(d["/dev/vdb"].take);
   EXPECT_THAT(d["/dev/vdb"].reason, HasSubstr("partitions vdb1"));
-  EXPECT_TRUE(d["/dev/vdb1"].take);
-  EXPECT_THAT(d["/dev/vdb1"].reason, HasSubstr("partition"));
+  EXPECT_FALSE(d["/dev/vdb1"].take) << d["/dev/vdb1"].reason;
+  EXPECT_THAT(d["/dev/vdb1"].reason, HasSubstr("only when devices= names it exactly"));
+  EXPECT_FALSE(f.probe.Probed("/dev/vdb1"));
+  for (const char* glob : {"/dev/disk/by-id/virtio-pool1*", "/dev/vdb*"}) {
+    auto g = f.Select(Parse({{"devices", glob}}));
+    EXPECT_FALSE(g["/dev/vdb1"].take) << glob << ": " << g["/dev/vdb1"].reason;
+  }
+  // Named exactly (kernel name or link): considered, and taken when blank.
+  for (const char* exact : {"/dev/vdb1", "/dev/disk/by-id/virtio-pool1-part1"}) {
+    auto e = f.Select(Parse({{"devices", exact}}));
+    EXPECT_TRUE(e["/dev/vdb1"].take) << exact << ": " << e["/dev/vdb1"].reason;
+  }
+  // ... but not when its partition type says it belongs to something.
+  f.probe.signatures["/dev/vdb1"] = "partition type 6a898cc3-1dd2-11b2-99a6-080020736631 (gpt; ...)";
+  auto zfs = f.Select(Parse({{"devices", "/dev/vdb1"}}));
+  EXPECT_FALSE(zfs["/dev/vdb1"].take);
+  EXPECT_THAT(zfs["/dev/vdb1"].reason, HasSubstr("partition type"));
+}
+
+// issue 27 item 1: rbd, nbd, md, zvols, iSCSI/FC/NVMe-oF LUNs, multipath
+// paths were candidates for any rule that matched them.
+TEST(SelectDisks, OtherDriversDevicesOnlyByExactByIdPath) {
+  Fixture f;
+  f.disks[0].foreign = "a virtual block device (Ceph RBD)";
+  f.disks[0].links = {"/dev/disk/by-id/wwn-0x1"};
+  for (const Params& rules : std::vector<Params>{{{"match-serial", "pool1"}},
+                                                 {{"match-size", "1M-"}},
+                                                 {{"devices", "/dev/vdb"}},
+                                                 {{"devices", "/dev/disk/by-id/wwn-*"}}}) {
+    auto d = f.Select(Parse(rules));
+    EXPECT_FALSE(d["/dev/vdb"].take) << rules.begin()->second;
+    EXPECT_THAT(d["/dev/vdb"].reason, HasSubstr("Ceph RBD")) << rules.begin()->second;
+    EXPECT_THAT(d["/dev/vdb"].reason, HasSubstr("exact /dev/disk/by-id path"));
+  }
+  EXPECT_FALSE(f.probe.Probed("/dev/vdb"));
+  auto named = f.Select(Parse({{"devices", "/dev/disk/by-id/wwn-0x1"}}));
+  EXPECT_TRUE(named["/dev/vdb"].take) << named["/dev/vdb"].reason;
+}
+
+TEST(ForeignReason, VirtualNetworkAndMultipath) {
+  auto reason = [](DeviceFacts f) { return ForeignReason(f); };
+  DeviceFacts local{"vdb", "/sys/devices/pci0000:00/0000:00:04.0/virtio2/block/vdb", "", "pci-0000:00:04.0", false};
+  EXPECT_EQ(reason(local), "");
+  DeviceFacts nvme{"nvme0n1", "/sys/devices/pci0000:00/0000:00:05.0/nvme/nvme0/nvme0n1", "pcie", "", false};
+  EXPECT_EQ(reason(nvme), "");
+  for (const char* name : {"rbd0", "nbd3", "drbd1", "md127", "zd16", "bcache0"}) {
+    DeviceFacts v{name, std::string("/sys/devices/virtual/block/") + name, "", "", false};
+    EXPECT_THAT(reason(v), HasSubstr("virtual block device")) << name;
+    v.syspath = "/sys/devices/elsewhere";
+    EXPECT_THAT(reason(v), HasSubstr("virtual block device")) << name << " by name alone";
+  }
+  DeviceFacts iscsi{"sdc", "/sys/devices/platform/host3/session1/target3:0:0/3:0:0:1/block/sdc", "", "", false};
+  EXPECT_EQ(reason(iscsi), "an iSCSI LUN");
+  DeviceFacts iscsi_path{"sdc", "/sys/devices/x/sdc", "", "ip-10.0.0.1:3260-iscsi-iqn.2001-04.com.example-lun-1", false};
+  EXPECT_EQ(reason(iscsi_path), "an iSCSI LUN");
+  DeviceFacts fc{"sdd", "/sys/devices/pci0000:00/0000:00:03.0/host5/rport-5:0-2/target5:0:1/5:0:1:0/block/sdd", "", "",
+                 false};
+  EXPECT_EQ(reason(fc), "a Fibre Channel LUN");
+  DeviceFacts tcp{"nvme1n1", "/sys/devices/virtual/nvme-fabrics/ctl/nvme1/nvme1n1", "tcp", "", false};
+  EXPECT_THAT(reason(tcp), HasSubstr("virtual"));
+  tcp.syspath = "/sys/devices/nvme-subsys/nvme1n1";
+  EXPECT_EQ(reason(tcp), "an NVMe namespace over tcp (NVMe-oF)");
+  DeviceFacts path = local;
+  path.multipath_path = true;
+  EXPECT_EQ(reason(path), "a path of a multipath device");
+}
+
+// issue 27 items 1 and 7: an existing VG grows only with disks a rule pins
+// (serial, exact by-id path), and only when nodevold made it.
+TEST(SelectDisks, ExistingVgGrowsOnlyWithPinnedDisksAndOnlyIfOurs) {
+  Fixture f;
+  f.report.vgs = {{"nv", "uuid", 0, 0, 4 * kMiB, {"nodevol.io/managed"}}};
+  f.disks[2].links = {"/dev/disk/by-id/virtio-other"};
+  auto size = f.Select(Parse({{"match-size", "1M-"}}));
+  EXPECT_FALSE(size["/dev/vdb"].take);
+  EXPECT_THAT(size["/dev/vdb"].reason, HasSubstr("only disks pinned by match-serial="));
+  auto kernel_name = f.Select(Parse({{"devices", "/dev/vdd"}}));
+  EXPECT_FALSE(kernel_name["/dev/vdd"].take) << kernel_name["/dev/vdd"].reason;
+  auto serial = f.Select(Parse({{"match-serial", "pool*"}}));
+  EXPECT_TRUE(serial["/dev/vdb"].take) << serial["/dev/vdb"].reason;
+  auto by_id = f.Select(Parse({{"devices", "/dev/disk/by-id/virtio-other"}}));
+  EXPECT_TRUE(by_id["/dev/vdd"].take) << by_id["/dev/vdd"].reason;
+  // A VG of that name the operator made: never extended.
+  f.report.vgs[0].tags.clear();
+  auto theirs = f.Select(Parse({{"match-serial", "pool*"}}));
+  EXPECT_FALSE(theirs["/dev/vdb"].take);
+  EXPECT_THAT(theirs["/dev/vdb"].reason, HasSubstr("not made by nodevold"));
 }
 
 TEST(SelectDisks, ProbeFailureRefuses) {
   Fixture f;
   f.probe.errors["/dev/vdb"] = Status::Internal("cannot open /dev/vdb: Device or resource busy");
-  auto d = f.Select(Parse({{"match-serial", "pool*"}, {"force", "/dev/vdb"}}));
+  f.disks[0].links = {"/dev/disk/by-id/virtio-pool1"};
+  auto d = f.Select(Parse({{"match-serial", "pool*"}, {"force", "/dev/disk/by-id/virtio-pool1:ext4"}}));
   EXPECT_FALSE(d["/dev/vdb"].take);
   EXPECT_THAT(d["/dev/vdb"].reason, HasSubstr("busy"));
 }
@@ -515,6 +649,20 @@ TEST(EnsureVolumeGroup, NothingSelectedForAMissingVg) {
   for (const auto& c : fake.Commands()) EXPECT_EQ(c, "fullreport");
 }
 
+// issue 27 item 8: a VG not visible yet at start (a slow disk) was created
+// again under its name from other disks.
+TEST(EnsureVolumeGroup, AVgSeenBeforeIsNotCreatedAgain) {
+  FakeLvm fake;
+  Lvm lvm("/sbin/lvm", false, fake.runner());
+  FakeProbe probe;
+  Status st = EnsureVolumeGroup(&lvm, "late", Parse({{"match-size", "1-"}}), probe.fn(), "UUID-late");
+  EXPECT_EQ(st.code(), Status::Code::kFailedPrecondition) << st.ToString();
+  EXPECT_THAT(st.message(), HasSubstr("UUID-late"));
+  EXPECT_THAT(st.message(), HasSubstr("will not create another VG"));
+  EXPECT_TRUE(probe.probed.empty());
+  for (const auto& c : fake.Commands()) EXPECT_EQ(c, "fullreport");
+}
+
 // ---- ProbeSignature on image files (libblkid probes regular files too) ----
 
 std::string Image(const fs::path& p, const std::vector<std::pair<off_t, std::string>>& writes) {
@@ -550,6 +698,34 @@ TEST(ProbeSignature, BlankSwapAndPartitionTable) {
   std::string mbr = Image(t.path / "mbr", {{446, entry}, {510, "\x55\xaa"}});
   ASSERT_TRUE(ProbeSignature(mbr, &what).ok());
   EXPECT_EQ(what, "dos partition table");
+}
+
+uint32_t Crc32(const std::string& data) {
+  uint32_t crc = 0xffffffff;
+  for (unsigned char c : data) {
+    crc ^= c;
+    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xedb88320 & (0 - (crc & 1)));
+  }
+  return ~crc;
+}
+
+std::string Le64(uint64_t v) { return Le32(uint32_t(v)) + Le32(uint32_t(v >> 32)); }
+
+// issue 27 item 2: a GPT disk whose protective MBR was zeroed probed blank.
+TEST(ProbeSignature, GptWithoutProtectiveMbrIsNotBlank) {
+  TempDir t;
+  // One Linux-data partition entry, LBAs 40-1000 of a 2048-sector image.
+  std::string entry = std::string("\xaf\x3d\xc6\x0f\x83\x84\x72\x47\x8e\x79\x3d\x69\xd8\x47\x7d\xe4", 16) +
+                      std::string(16, '\x11') + Le64(40) + Le64(1000) + Le64(0) + std::string(72, '\0');
+  std::string entries = entry + std::string(127 * 128, '\0');
+  std::string header = std::string("EFI PART") + Le32(0x00010000) + Le32(92) + Le32(0) + Le32(0) + Le64(1) +
+                       Le64(2047) + Le64(34) + Le64(2014) + std::string(16, '\x22') + Le64(2) + Le32(128) +
+                       Le32(128) + Le32(Crc32(entries));
+  header.replace(16, 4, Le32(Crc32(header)));
+  std::string gpt = Image(t.path / "gpt", {{512, header}, {1024, entries}});  // LBA 0, the MBR, all zeros
+  std::string what;
+  ASSERT_TRUE(ProbeSignature(gpt, &what).ok());
+  EXPECT_EQ(what, "gpt partition table");
 }
 
 TEST(ProbeSignature, MissingDeviceIsAnError) {
@@ -686,6 +862,58 @@ TEST(RealDisks, EnsureVolumeGroupTakesBlankMatchesOnly) {
   for (const auto& c : real.calls) EXPECT_EQ(c.at(1), "fullreport");
 }
 
+// issue 27 item 3: a signature written after the probe (here: a probe that
+// says blank while the disk carries ext4) was wiped by vgcreate -y.
+TEST(RealDisks, SignatureWrittenAfterTheProbeIsNotWiped) {
+  REQUIRE_REAL_DISKS();
+  auto disks = MustList();
+  const DiskInfo* ext4 = BySerial(disks, "pool-ext4");
+  ASSERT_NE(ext4, nullptr);
+  SignatureProbe stale = [](const std::string&, std::string* what) {
+    what->clear();
+    return Status::Ok();
+  };
+  RealLvm real;
+  Status st = EnsureVolumeGroup(&real.lvm, "nvlate", Parse({{"match-serial", "pool-ext4"}}), stale);
+  std::cout << "EnsureVolumeGroup: " << st.ToString() << "\n";
+  EXPECT_FALSE(st.ok());
+  EXPECT_TRUE(real.Ran("vgcreate")) << "lvm itself must have been asked";
+  std::string what;
+  ASSERT_TRUE(ProbeSignature(ext4->devnode, &what).ok());
+  EXPECT_EQ(what, "ext4 filesystem") << "lvm wiped the signature";
+}
+
+// issue 27 item 2, on a real partition table: the script gave pool-part an
+// MBR with partition 1 of type 0xbf (Solaris/ZFS) and 2 of type 0x8e (LVM),
+// both blank inside.
+TEST(RealDisks, PartitionsOnlyWhenNamedAndOfALinuxType) {
+  REQUIRE_REAL_DISKS();
+  auto disks = MustList();
+  const DiskInfo* disk = BySerial(disks, "pool-part");
+  ASSERT_NE(disk, nullptr);
+  const std::string p1 = disk->devnode + "1", p2 = disk->devnode + "2";
+  LvmReport none;
+  auto decide = [&](const Params& rules) {
+    std::map<std::string, DiskDecision> by;
+    for (const auto& d : SelectDisks(Parse(rules), "nvpart", none, disks, ProbeSignature)) by[d.disk.devnode] = d;
+    return by;
+  };
+  auto rule = decide({{"match-serial", "pool-part"}});
+  ASSERT_TRUE(rule.count(p1) && rule.count(p2)) << "the kernel does not show the partitions";
+  for (const auto& dev : {disk->devnode, p1, p2}) {
+    std::cout << "match-serial: " << rule[dev].reason << "\n";
+    EXPECT_FALSE(rule[dev].take) << rule[dev].reason;
+  }
+  auto glob = decide({{"devices", disk->devnode + "*"}});
+  EXPECT_FALSE(glob[p1].take || glob[p2].take) << glob[p2].reason;
+  auto lvm_part = decide({{"devices", p2}});
+  EXPECT_TRUE(lvm_part[p2].take) << lvm_part[p2].reason;
+  auto zfs_part = decide({{"devices", p1}});
+  std::cout << "devices=" << p1 << ": " << zfs_part[p1].reason << "\n";
+  EXPECT_FALSE(zfs_part[p1].take);
+  EXPECT_THAT(zfs_part[p1].reason, HasSubstr("partition type 0xbf"));
+}
+
 // The script hot-plugs a disk (serial NODEVOL_HOTPLUG_SERIAL) once the
 // file NODEVOL_READY_FILE exists.
 TEST(RealDisks, MonitorSeesAHotPluggedDisk) {
@@ -740,7 +968,8 @@ TEST(RealDisks, EnsureVolumeGroupExtendsWithTheNewDiskOnly) {
   std::vector<std::string> extend;
   for (const auto& c : real.calls)
     if (c.size() > 1 && c[1] == "vgextend") extend = c;
-  EXPECT_EQ(extend, (std::vector<std::string>{"/sbin/lvm", "vgextend", "-y", vg, hot->devnode}));
+  // -qq: lvm answers "no" to wiping a signature (issue 27 item 3).
+  EXPECT_EQ(extend, (std::vector<std::string>{"/sbin/lvm", "vgextend", "-qq", vg, hot->devnode}));
   auto after = real.PvsOf(vg);
   before.insert(hot->devnode);
   EXPECT_EQ(after, before);

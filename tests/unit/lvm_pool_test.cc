@@ -103,7 +103,7 @@ TEST(LvmPoolOptions, EveryBadValueNamesItsOption) {
 
 LvmReport Report(uint64_t vg_size, uint64_t vg_free) {
   LvmReport r;
-  r.vgs.push_back({"nv", "uuid", vg_size, vg_free, 4 * MiB});
+  r.vgs.push_back({"nv", "uuid", vg_size, vg_free, 4 * MiB, {}});
   return r;
 }
 
@@ -180,6 +180,23 @@ TEST(LvmCapacity, ThinIsBoundedByPromisesAndByRealUse) {
 
   o.thinpool = "missing";
   EXPECT_EQ(ComputeLvmCapacity(o, r, &c).code(), Status::Code::kFailedPrecondition);
+}
+
+// issue 27 item 8: an inactive thin pool reports no usage and read as
+// 0 % used, so an overprovisioned pool promised space already written.
+TEST(LvmCapacity, InactiveThinPoolHasNoKnownRoom) {
+  LvmPoolOptions o;
+  o.vg = "nv";
+  o.thin = true;
+  o.thinpool = "tp";
+  o.overprovision = 4;
+  LvmReport r = Report(2 * GiB, GiB);
+  r.lvs = {ThinPool(GiB, 0, 0)};
+  r.lvs[0].attr = "twi---tz--";
+  Capacity c;
+  Status st = ComputeLvmCapacity(o, r, &c);
+  EXPECT_EQ(st.code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(st.message().find("lvchange -ay nv/tp"), std::string::npos) << st.message();
 }
 
 TEST(LvmCapacity, RoundToExtents) {

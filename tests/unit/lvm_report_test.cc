@@ -58,6 +58,24 @@ TEST(LvmReport, ParsesARealFullReport) {
   EXPECT_EQ(r.FindLv("vg1", "thin1"), nullptr);
 }
 
+// The columns the safety checks read: VG tags (issue 27 item 7), origin
+// (item 6), lv_time in seconds (item 5).
+TEST(LvmReport, TagsOriginAndTime) {
+  LvmReport r;
+  Status st = ParseFullReport(R"({"report":[{"vg":[{"vg_name":"nv","vg_size":"8","vg_free":"0","vg_extent_size":"4",
+      "vg_tags":"nodevol.io/managed"}],"lv":[
+      {"lv_name":"o","vg_name":"nv","lv_size":"4","lv_metadata_size":"","lv_time":"1795000000","origin":""},
+      {"lv_name":"s","vg_name":"nv","lv_size":"4","lv_metadata_size":"","lv_time":"1795000001","origin":"o"}]}]})",
+                              &r);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_TRUE(r.FindVg("nv")->HasTag("nodevol.io/managed"));
+  EXPECT_EQ(r.FindLv("nv", "o")->created_unix, 1795000000);
+  EXPECT_EQ(r.DependentsOf(*r.FindLv("nv", "o")), std::vector<std::string>{"snapshot nv/s"});
+  EXPECT_TRUE(r.DependentsOf(*r.FindLv("nv", "s")).empty());
+  EXPECT_FALSE(ParseFullReport(R"({"report":[{"lv":[{"lv_name":"a","vg_name":"v","lv_size":"1",
+      "lv_time":"2026-11-24 10:00:00 +0000"}]}]})", &r).ok()) << "a date lvm was not asked for";
+}
+
 TEST(LvmReport, EmptyAndMalformed) {
   LvmReport r;
   EXPECT_TRUE(ParseFullReport(R"({"report":[]})", &r).ok());

@@ -14,7 +14,7 @@ struct FakeLvm {
   std::vector<std::string> env;
   std::string report = R"({"report":[{"vg":[{"vg_name":"vg0","vg_size":"1073741824","vg_free":"536870912",
     "vg_extent_size":"4194304"}],"lv":[
-    {"lv_name":"mine","vg_name":"vg0","lv_size":"8388608","lv_attr":"-wi-a-----",
+    {"lv_name":"mine","lv_uuid":"U-mine","vg_name":"vg0","lv_size":"8388608","lv_attr":"-wi-a-----",
      "lv_tags":"nodevol.io/managed,nodevol.io/volume=mine"},
     {"lv_name":"root","vg_name":"vg0","lv_size":"8388608","lv_attr":"-wi-ao----","lv_tags":""}]}]})";
 
@@ -73,14 +73,71 @@ TEST(Lvm, ReportIsCachedUntilAChange) {
 TEST(Lvm, NeverChangesAnLvItDidNotCreate) {
   FakeLvm fake;
   Lvm lvm("/sbin/lvm", true, fake.runner());
-  Status st = lvm.Remove("vg0", "root");
+  Status st = lvm.Remove("vg0", "root", "");
   EXPECT_EQ(st.code(), Status::Code::kFailedPrecondition);
   EXPECT_NE(st.message().find("did not create it"), std::string::npos);
   EXPECT_EQ(lvm.Extend("vg0", "root", 1 << 30).code(), Status::Code::kFailedPrecondition);
-  EXPECT_EQ(lvm.Remove("vg0", "absent").code(), Status::Code::kNotFound);
+  EXPECT_EQ(lvm.Remove("vg0", "absent", "U").code(), Status::Code::kNotFound);
   EXPECT_EQ(fake.Count("lvremove") + fake.Count("lvextend"), 0u);
-  ASSERT_TRUE(lvm.Remove("vg0", "mine").ok());
-  EXPECT_EQ(fake.calls.back(), (std::vector<std::string>{"/sbin/lvm", "lvremove", "-y", "vg0/mine"}));
+  ASSERT_TRUE(lvm.Remove("vg0", "mine", "U-mine").ok());
+  // By UUID, not by a name that could mean another LV by now.
+  EXPECT_EQ(fake.calls.back(),
+            (std::vector<std::string>{"/sbin/lvm", "lvremove", "-y", "--select", "lv_uuid=U-mine", "vg0"}));
+}
+
+// issue 27 item 8: the name was checked against a cached report and then
+// removed, whatever LV carried it by then.
+TEST(Lvm, RemoveChecksAFreshReportForTheSameLv) {
+  FakeLvm fake;
+  Lvm lvm("/sbin/lvm", true, fake.runner());
+  LvmReport r;
+  ASSERT_TRUE(lvm.Report(&r).ok());
+  Status st = lvm.Remove("vg0", "mine", "U-old");
+  EXPECT_EQ(st.code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(st.message().find("not the one nodevold looked at"), std::string::npos) << st.message();
+  EXPECT_EQ(fake.Count("fullreport"), 2u) << "a fresh report, not the cached one";
+  EXPECT_EQ(fake.Count("lvremove"), 0u);
+}
+
+// issue 27 item 6: lvremove -y of an origin took the operator's snapshots
+// (and an attached cache) with it.
+TEST(Lvm, RemoveRefusedWhileSnapshotsOrACacheDependOnIt) {
+  FakeLvm fake;
+  fake.report = R"({"report":[{"vg":[{"vg_name":"vg0","vg_size":"1073741824","vg_free":"536870912",
+    "vg_extent_size":"4194304"}],"lv":[
+    {"lv_name":"mine","lv_uuid":"U-mine","vg_name":"vg0","lv_size":"8388608","lv_attr":"owi-a-s---",
+     "lv_tags":"nodevol.io/managed,nodevol.io/volume=mine"},
+    {"lv_name":"backup","lv_uuid":"U-b","vg_name":"vg0","lv_size":"8388608","lv_attr":"swi-a-s---",
+     "origin":"mine","lv_tags":""},
+    {"lv_name":"cached","lv_uuid":"U-c","vg_name":"vg0","lv_size":"8388608","lv_attr":"Cwi-a-C---",
+     "pool_lv":"fastcache","lv_tags":"nodevol.io/managed,nodevol.io/volume=cached"}]}]})";
+  Lvm lvm("/sbin/lvm", true, fake.runner());
+  Status st = lvm.Remove("vg0", "mine", "U-mine");
+  EXPECT_EQ(st.code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(st.message().find("snapshot vg0/backup"), std::string::npos) << st.message();
+  st = lvm.Remove("vg0", "cached", "U-c");
+  EXPECT_EQ(st.code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(st.message().find("cache vg0/fastcache"), std::string::npos) << st.message();
+  EXPECT_EQ(fake.Count("lvremove"), 0u);
+}
+
+// issue 27 item 3: vgcreate -y / vgextend -y wiped a signature written
+// after the probe. Only force= devices get -y; the rest -qq ("no").
+TEST(Lvm, VgCreateAndExtendAnswerNoExceptForForcedDevices) {
+  FakeLvm fake;
+  Lvm lvm("/sbin/lvm", true, fake.runner());
+  ASSERT_TRUE(lvm.CreateVg("nv", {"/dev/disk/by-id/a"}, {"/dev/disk/by-id/f"}).ok());
+  ASSERT_EQ(fake.calls.size(), 2u);
+  EXPECT_EQ(fake.calls[0], (std::vector<std::string>{"/sbin/lvm", "vgcreate", "-qq", "--addtag", "nodevol.io/managed",
+                                                     "nv", "/dev/disk/by-id/a"}));
+  EXPECT_EQ(fake.calls[1], (std::vector<std::string>{"/sbin/lvm", "vgextend", "-y", "nv", "/dev/disk/by-id/f"}));
+  fake.calls.clear();
+  ASSERT_TRUE(lvm.ExtendVg("nv", {"/dev/disk/by-id/b"}).ok());
+  EXPECT_EQ(fake.calls, (std::vector<std::vector<std::string>>{{"/sbin/lvm", "vgextend", "-qq", "nv", "/dev/disk/by-id/b"}}));
+  fake.calls.clear();
+  ASSERT_TRUE(lvm.CreateVg("nv", {}, {"/dev/disk/by-id/f"}).ok());
+  EXPECT_EQ(fake.calls, (std::vector<std::vector<std::string>>{
+                            {"/sbin/lvm", "vgcreate", "-y", "--addtag", "nodevol.io/managed", "nv", "/dev/disk/by-id/f"}}));
 }
 
 TEST(Lvm, FailuresNameTheCommand) {

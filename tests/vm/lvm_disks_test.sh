@@ -36,10 +36,28 @@ vm_run mkfs.ext4 -q -F -E nodiscard "$ext4"
 uuid=$(blkid -p -s UUID -o value "$ext4")
 vm_log "UUID=$uuid"
 
+vm_step "pool-part: an MBR, partition 1 type 0xbf (ZFS), 2 type 0x8e (LVM), both blank (they match pool* too)"
+part=$(vm_disk pool-part)
+le32() { local i; for i in 0 8 16 24; do printf "\\x$(printf %02x $((($1 >> i) & 255)))"; done; }
+mbr_entry() { printf "\\x00\\x00\\x00\\x00\\x$1\\x00\\x00\\x00"; le32 "$2"; le32 "$3"; }  # TYPE START SECTORS
+{ mbr_entry bf 2048 131072; mbr_entry 8e 133120 131072; } | dd of="$part" bs=1 seek=446 conv=notrunc status=none
+printf '\x55\xaa' | dd of="$part" bs=1 seek=510 conv=notrunc status=none
+vm_run blockdev --rereadpt "$part"
+for _ in $(seq 50); do [[ -e ${part}2 ]] && break; sleep 0.1; done
+vm_log "$(blkid -p -o export "${part}1" | grep PART_ENTRY_TYPE) $(blkid -p -o export "${part}2" | grep PART_ENTRY_TYPE)"
+part_sums=$(md5sum "${part}1" "${part}2" | awk '{print $1}' | xargs)
+
 vm_step "ListDisks finds the disks by serial with their sizes; ProbeSignature tells blank from ext4"
 gtest 'RealDisks.ListDisks*:RealDisks.ProbeSignature*'
 
-vm_step "EnsureVolumeGroup, match-serial=pool*: VG nvdisks from pool1 and pool2, pool-ext4 refused"
+vm_step "partitions: taken only when named exactly, and only of a Linux type"
+gtest 'RealDisks.PartitionsOnlyWhenNamedAndOfALinuxType'
+
+vm_step "a signature written after the probe: lvm is told to answer no, the ext4 stays"
+gtest 'RealDisks.SignatureWrittenAfterTheProbeIsNotWiped'
+[[ $(blkid -p -s UUID -o value "$ext4") == "$uuid" ]] || vm_fail "pool-ext4 changed: $(blkid -p "$ext4")"
+
+vm_step "EnsureVolumeGroup, match-serial=pool*: VG nvdisks from pool1 and pool2, pool-ext4 and pool-part refused"
 gtest 'RealDisks.EnsureVolumeGroupTakesBlankMatchesOnly'
 vm_log "vgs: $(lvm vgs --noheadings -o vg_name,pv_count,vg_size nvdisks)"
 got=$(pvs_of nvdisks)
@@ -100,6 +118,11 @@ want=$(printf '%s\n' "$pool1" "$pool2" | sort | xargs)
 [[ $got == "$want" ]] || vm_fail "PVs of nv: '$got', want '$want'"
 vm_log "vgs: $(lvm vgs --noheadings -o vg_name,pv_count,vg_size nv)"
 [[ $(blkid -p -s UUID -o value "$ext4") == "$uuid" ]] || vm_fail "nodevold touched pool-ext4: $(blkid -p "$ext4")"
+[[ $(md5sum "${part}1" "${part}2" | awk '{print $1}' | xargs) == "$part_sums" ]] ||
+  vm_fail "nodevold wrote to a partition of pool-part"
+! lvm pvs "$part" "${part}1" "${part}2" >/dev/null 2>&1 || vm_fail "pool-part or a partition became a PV"
+log_has "${part}1 (serial pool-part, 64.0MiB, partition): a partition is used only when devices= names it exactly" ||
+  vm_fail "the log does not say why ${part}1 was not taken"
 log_has "$ext4 (serial pool-ext4, 256.0MiB): matched by match-serial=pool*, but it is not blank (ext4 filesystem)" ||
   vm_fail "the log does not say why pool-ext4 was refused"
 vm_log "log: $(grep -F "serial pool-ext4" "$VM_NODEVOLD_LOG" | head -1 | cut -c1-200)"
@@ -136,6 +159,30 @@ tail -n +$((lines + 1)) "$VM_NODEVOLD_LOG" | grep -q "$pool3 (serial pool3, 128.
   vm_fail "after the restart the log does not show pool3 as a member"
 ! tail -n +$((lines + 1)) "$VM_NODEVOLD_LOG" | grep -q "VG nv: adding\|VG nv: creating" || vm_fail "the restart changed VG nv"
 [[ $(pvs_of nv) == "$want" ]] || vm_fail "PVs of nv changed across the restart: $(pvs_of nv)"
+vm_nodevold_stop
+
+vm_step "a rule that pins no disk (match-size=) never grows the VG: not at start, not on hot-plug"
+# issue 27 item 1: a cloud or SAN volume attached for another tenant is
+# blank until its owner writes to it; a size rule would take it.
+vm_nodevold_start '--pool=name=fast,backend=lvm,vg=nv,type=thick,match-size=100M-200M'
+[[ $(pvs_of nv) == "$want" ]] || vm_fail "match-size= added a disk at start: $(pvs_of nv)"
+log_has "$other (serial other, 128.0MiB): matched by match-size=100M-200M, but VG nv exists and only disks pinned" ||
+  vm_fail "the log does not say why $other was not added"
+sized=$(vm_hotplug_disk sized 160M)
+noticed_sized() { log_has "$sized (serial sized, 160.0MiB): matched by match-size=100M-200M, but VG nv exists"; }
+wait_for 60 "nodevold refusing the hot-plugged $sized" noticed_sized
+[[ $(pvs_of nv) == "$want" ]] || vm_fail "match-size= added a hot-plugged disk: $(pvs_of nv)"
+[[ -z $(blkid -p -o value -s TYPE "$sized" || true) ]] || vm_fail "$sized was written: $(blkid -p "$sized")"
+vm_log "log: $(grep -F "$sized (serial sized" "$VM_NODEVOLD_LOG" | tail -1 | cut -c1-220)"
+vm_nodevold_stop
+
+vm_step "a VG of the pool's name the operator made (no nodevol.io/managed tag) is never extended"
+# issue 27 item 7.
+vm_run lvm vgcreate -qq opvg "$other"
+vm_nodevold_start '--pool=name=op,backend=lvm,vg=opvg,type=thick,match-serial=sized'
+[[ $(pvs_of opvg) == "$other" ]] || vm_fail "nodevold extended the operator's VG opvg: $(pvs_of opvg)"
+log_has "$sized (serial sized, 160.0MiB): matched by match-serial=sized, but VG opvg was not made by nodevold" ||
+  vm_fail "the log does not say why opvg was not extended"
 vm_nodevold_stop
 
 vm_step "PASS"

@@ -150,6 +150,46 @@ else
   ((free1 == free0 - (grown + v2size) * MiB)) || vm_fail "thin free $free1, want $free0 - $((grown + v2size)) MiB"
 fi
 
+vm_step "an LV of ours with no record, not adopted (it appeared after start): a create of its name refuses it"
+# As if its VG had appeared after nodevold started (no Survey ran): tagged
+# for volume v3, pool "slow", holding data. issue 27 item 5: the create
+# used to mkfs -F it, or its undo removed it.
+size_args=(-L 16M nv)
+[[ $type == thin ]] && size_args=(-V 16M --thinpool nv/tp)
+lvm lvcreate -qq -n nv-v3 --addtag nodevol.io/managed --addtag nodevol.io/volume=v3 --addtag nodevol.io/pool=slow \
+  "${size_args[@]}" >/dev/null
+mkfs.ext4 -q -F /dev/nv/nv-v3
+mkdir -p /run/v3 && mount /dev/nv/nv-v3 /run/v3 && echo "keep me" >/run/v3/data && umount /run/v3
+v3uuid=$(blkid -p -s UUID -o value /dev/nv/nv-v3)
+out=$(vm_ctl volume create v3 --pool fast --size 16Mi --fs-type ext4 2>&1) && vm_fail "a create took the foreign-pool LV nv-v3: $out"
+grep -q "FAILED_PRECONDITION" <<<"$out" && grep -q "belongs to pool slow" <<<"$out" || vm_fail "create v3: $out"
+vm_log "$(tail -1 <<<"$out")"
+lvm lvchange -qq --deltag nodevol.io/pool=slow --addtag nodevol.io/pool=fast nv/nv-v3
+out=$(vm_ctl volume create v3 --pool fast --size 16Mi --fs-type ext4 2>&1) && vm_fail "a create reused the unrecorded LV nv-v3: $out"
+grep -q "FAILED_PRECONDITION" <<<"$out" && grep -q "no record says this volume's create made it" <<<"$out" || vm_fail "create v3: $out"
+vm_log "$(tail -1 <<<"$out")"
+[[ $(blkid -p -s UUID -o value /dev/nv/nv-v3) == "$v3uuid" ]] || vm_fail "nv-v3 was reformatted"
+mount -o ro /dev/nv/nv-v3 /run/v3 && [[ $(cat /run/v3/data) == "keep me" ]] || vm_fail "nv-v3 lost its data"
+umount /run/v3
+vm_ctl volume list | grep -q v3 && vm_fail "the refused create left a record"
+vm_log "nv-v3 untouched (same filesystem UUID, data intact), no record"
+lvm lvremove -qq -y nv/nv-v3 >/dev/null
+
+vm_step "delete refused while the operator's snapshot of it exists (issue 27 item 6)"
+if [[ $type == thick ]]; then
+  vm_run lvm lvcreate -qq -s -n backup -L 8M nv/nv-v1
+else
+  vm_run lvm lvcreate -qq -s -n backup nv/nv-v1
+fi
+out=$(vm_ctl volume delete v1 2>&1) && vm_fail "delete of v1 went ahead with a snapshot: $out"
+grep -q "FAILED_PRECONDITION" <<<"$out" && grep -q "snapshot nv/backup" <<<"$out" || vm_fail "delete v1: $out"
+vm_log "$(tail -1 <<<"$out")"
+lvs_of | grep -q '^backup ' || vm_fail "the snapshot is gone: $(lvs_of)"
+lvs_of | grep -q '^nv-v1 ' || vm_fail "nv-v1 is gone: $(lvs_of)"
+[[ $type == thin ]] && lvm lvchange -qq -ay -K nv/backup
+[[ $(blkid -p -s TYPE -o value /dev/nv/nv-v1) == "$fs" ]] || vm_fail "nv-v1 was wiped before the refusal"
+vm_run lvm lvremove -qq -y nv/backup
+
 vm_step "delete: LVs gone, staging dirs gone"
 vm_run vm_ctl volume delete v1
 vm_run vm_ctl volume delete v2

@@ -3,6 +3,7 @@
 #include <blkid/blkid.h>
 
 #include <cerrno>
+#include <string_view>
 
 namespace nodevol {
 
@@ -13,13 +14,23 @@ Status ProbeBlkid(const std::string& device, BlkidFindings* out) {
   blkid_probe_enable_superblocks(pr, 1);
   blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE | BLKID_SUBLKS_USAGE);
   blkid_probe_enable_partitions(pr, 1);
+  blkid_probe_set_partitions_flags(pr, BLKID_PARTS_FORCE_GPT | BLKID_PARTS_ENTRY_DETAILS);
   int rc = blkid_do_safeprobe(pr);
   auto value = [&](const char* name) {
     const char* v = nullptr;
     return blkid_probe_lookup_value(pr, name, &v, nullptr) == 0 && v ? std::string(v) : std::string();
   };
   if (rc == 0) {
-    out->found = true;
+    // A partition's own entry (PART_ENTRY_*) is no signature on it.
+    int n = blkid_probe_numof_values(pr);
+    for (int i = 0; i < n; ++i) {
+      const char* name = nullptr;
+      if (blkid_probe_get_value(pr, i, &name, nullptr, nullptr) == 0 && name &&
+          std::string_view(name).rfind("PART_ENTRY_", 0) != 0)
+        out->found = true;
+    }
+    out->part_entry_type = value("PART_ENTRY_TYPE");
+    out->part_entry_scheme = value("PART_ENTRY_SCHEME");
     out->type = value("TYPE");
     if (!out->type.empty()) out->usage = value("USAGE");
     out->pttype = value("PTTYPE");

@@ -30,6 +30,13 @@ Status ComputeLvmCapacity(const LvmPoolOptions& pool, const LvmReport& report, C
   const LvmLv* tp = report.FindLv(pool.vg, pool.thinpool);
   if (!tp || !tp->thin_pool())
     return Status::FailedPrecondition("thin pool " + pool.vg + "/" + pool.thinpool + " does not exist");
+  // An inactive pool reports no usage (it reads as 0 % used): with
+  // overprovisioning that would promise space already written. Unknown
+  // usage is no room.
+  if (!tp->active())
+    return Status::FailedPrecondition("thin pool " + pool.vg + "/" + pool.thinpool +
+                                      " is not active, so how full it is is unknown; activate it (lvchange -ay " +
+                                      pool.vg + "/" + pool.thinpool + ")");
   uint64_t promised = 0;
   for (const LvmLv& lv : report.lvs)
     if (lv.vg == pool.vg && lv.pool_lv == pool.thinpool && lv.thin_volume()) promised += lv.size;

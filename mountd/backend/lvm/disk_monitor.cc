@@ -15,6 +15,7 @@
 #include <iterator>
 
 #include "backend/lvm/disks.h"
+#include "backend/lvm/foreign.h"
 
 namespace nodevol {
 namespace {
@@ -55,8 +56,33 @@ std::string VpdSerial(udev_device* disk) {
 
 bool StartsWith(const char* s, const char* prefix) { return std::strncmp(s, prefix, std::strlen(prefix)) == 0; }
 
+// Whether multipath has claimed this WWID (/etc/multipath/wwids lines are
+// "/<wwid>/"): multipathd may assemble its map only after the path shows
+// up, so an empty holders directory proves nothing.
+bool InMultipathWwids(const std::string& wwid) {
+  if (wwid.empty()) return false;
+  std::ifstream in("/etc/multipath/wwids");
+  std::string line;
+  while (std::getline(in, line))
+    if (line == "/" + wwid + "/") return true;
+  return false;
+}
+
+std::string Foreign(udev_device* dev, udev_device* disk, const char* sysname) {
+  DeviceFacts f;
+  f.sysname = sysname;
+  const char* syspath = udev_device_get_syspath(dev);
+  f.syspath = syspath ? syspath : "";
+  if (StartsWith(udev_device_get_sysname(disk), "nvme")) f.nvme_transport = Attr(disk, "device/transport");
+  f.id_path = Prop(dev, "ID_PATH");
+  f.multipath_path = Prop(dev, "DM_MULTIPATH_DEVICE_PATH") == "1" || Prop(dev, "ID_FS_TYPE") == "mpath_member" ||
+                     InMultipathWwids(Prop(disk, "ID_SERIAL")) || InMultipathWwids(Attr(disk, "device/wwid"));
+  return ForeignReason(f);
+}
+
 // Fills `out` for a whole disk or partition nodevold may consider; false
 // for anything else (device-mapper, loop, ram, zram, optical, empty).
+// Devices of other drivers or machines are described, with d.foreign set.
 bool DescribeDevice(udev_device* dev, DiskInfo* out) {
   const char* devtype = udev_device_get_devtype(dev);
   const char* sysname = udev_device_get_sysname(dev);
@@ -76,6 +102,7 @@ bool DescribeDevice(udev_device* dev, DiskInfo* out) {
   d.devnum = udev_device_get_devnum(dev);
   d.size = std::strtoull(Attr(dev, "size").c_str(), nullptr, 10) * 512;  // always 512-byte sectors
   if (d.size == 0) return false;
+  d.foreign = Foreign(dev, disk, sysname);
   d.read_only = Attr(dev, "ro") == "1";
   d.rotational = Attr(disk, "queue/rotational") == "1";
   // udevd's names when it runs (it copies the disk's to partitions), else

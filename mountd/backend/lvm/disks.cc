@@ -35,6 +35,37 @@ Status ParsePaths(const std::string& key, const std::string& value, std::vector<
   return Status::Ok();
 }
 
+constexpr const char* kById = "/dev/disk/by-id/";
+
+// force=/dev/disk/by-id/NAME:SIGNATURE ... A kernel name (/dev/sdb) is
+// refused: after a renumbering or a disk swap it is another disk.
+Status ParseForce(const std::string& value, std::vector<DiskRules::Force>* out) {
+  std::istringstream in(value);
+  std::string word;
+  const std::string form = "; write force=/dev/disk/by-id/NAME:SIGNATURE (e.g. force=/dev/disk/by-id/"
+                           "nvme-Samsung_SSD_980_S64DNX0R123:ext4), naming the disk by a stable link and the "
+                           "signature it may carry";
+  while (in >> word) {
+    size_t colon = word.rfind(':');
+    std::string path = colon == std::string::npos ? word : word.substr(0, colon);
+    std::string sig = colon == std::string::npos ? "" : word.substr(colon + 1);
+    if (path.rfind(kById, 0) != 0 || path.size() == std::string(kById).size())
+      return Status::InvalidArgument("pool option force=\"" + value + "\": \"" + word +
+                                     "\" is not a /dev/disk/by-id path (a kernel name like /dev/sdb can be another "
+                                     "disk after a reboot)" + form);
+    if (path.find_first_of("*?[") != std::string::npos)
+      return Status::InvalidArgument("pool option force=\"" + value + "\": \"" + word +
+                                     "\" is a glob; force= names single disks" + form);
+    if (sig.empty() || sig.find_first_of("/ ") != std::string::npos)
+      return Status::InvalidArgument("pool option force=\"" + value + "\": \"" + word +
+                                     "\" does not say which signature it overrides" + form);
+    out->push_back({path, sig});
+  }
+  if (out->empty())
+    return Status::InvalidArgument("pool option force is empty: give one or more /dev/disk/by-id/NAME:SIGNATURE");
+  return Status::Ok();
+}
+
 Status ParseSizeRange(const std::string& value, uint64_t* min, uint64_t* max) {
   const std::string bad = "pool option match-size=\"" + value + "\": ";
   size_t dash = value.find('-');
@@ -127,6 +158,8 @@ struct Entry {
     dev_t rdev = 0;    // when a block device
   };
   std::vector<Target> targets;
+  bool glob = false;
+  bool by_id = false;  // an exact /dev/disk/by-id path: it pins one disk
 };
 
 bool IsGlob(const std::string& s) { return s.find_first_of("*?[") != std::string::npos; }
@@ -134,9 +167,10 @@ bool IsGlob(const std::string& s) { return s.find_first_of("*?[") != std::string
 std::vector<Entry> ResolveEntries(const std::vector<std::string>& texts) {
   std::vector<Entry> out;
   for (const auto& text : texts) {
-    Entry e{text, {}};
+    Entry e{text, {}, IsGlob(text), false};
+    e.by_id = !e.glob && text.rfind(kById, 0) == 0;
     std::vector<std::string> paths;
-    if (IsGlob(text)) {
+    if (e.glob) {
       glob_t g{};
       if (glob(text.c_str(), 0, nullptr, &g) == 0)
         for (size_t i = 0; i < g.gl_pathc; ++i) paths.push_back(g.gl_pathv[i]);
@@ -170,12 +204,6 @@ bool Names(const Entry& e, const DiskInfo& d) {
   return false;
 }
 
-const Entry* FirstNaming(const std::vector<Entry>& entries, const DiskInfo& d) {
-  for (const auto& e : entries)
-    if (Names(e, d)) return &e;
-  return nullptr;
-}
-
 // The physical volume of `report` on this disk, if any.
 const LvmPv* FindPv(const LvmReport& report, const DiskInfo& d) {
   for (const auto& pv : report.pvs) {
@@ -197,12 +225,46 @@ std::string Describe(const DiskInfo& d) {
   return s + ")";
 }
 
+// The first word of each thing ProbeSignature found: "ext4 filesystem,
+// dos partition table" -> {"ext4", "dos"}.
+std::vector<std::string> SignatureKeys(const std::string& what) {
+  std::vector<std::string> keys;
+  size_t start = 0;
+  while (start < what.size()) {
+    size_t comma = what.find(", ", start);
+    std::string part = what.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    keys.push_back(part.substr(0, part.find(' ')));
+    if (comma == std::string::npos) break;
+    start = comma + 2;
+  }
+  return keys;
+}
+
+// The force= entry that lets this disk be taken despite `what`: it names
+// the disk and `what` is exactly the signature it gives. Something using
+// the disk ("in use by dm-0") or partitions the kernel knows are never
+// forced.
+const DiskRules::Force* ForceFor(const std::vector<DiskRules::Force>& force, const std::vector<Entry>& resolved,
+                                 const DiskInfo& d, const std::string& what, std::string* mismatch) {
+  for (size_t i = 0; i < force.size(); ++i) {
+    if (!Names(resolved[i], d)) continue;
+    for (const auto& key : SignatureKeys(what))
+      if (key != force[i].signature) {
+        *mismatch = "force= lists it (" + resolved[i].text + ") for signature " + force[i].signature + ", not " + key;
+        return nullptr;
+      }
+    return &force[i];
+  }
+  return nullptr;
+}
+
 // What EnsureVolumeGroup logs at which level.
 enum class Kind { kNotSelected, kMember, kTaken, kRefused };
 
 struct Selection {
   std::vector<DiskDecision> decisions;
   std::vector<Kind> kinds;                  // one per decision
+  std::vector<bool> forced;                 // one per decision: taken despite a signature
   std::vector<std::string> unused_devices;  // devices= entries that named no disk
 };
 
@@ -210,32 +272,56 @@ Selection Select(const DiskRules& rules, const std::string& vg, const LvmReport&
                  const std::vector<DiskInfo>& disks, const SignatureProbe& probe) {
   Selection s;
   const std::vector<Entry> devices = ResolveEntries(rules.devices);
-  const std::vector<Entry> force = ResolveEntries(rules.force);
+  std::vector<std::string> force_paths;
+  for (const auto& f : rules.force) force_paths.push_back(f.path);
+  const std::vector<Entry> force = ResolveEntries(force_paths);
   std::vector<bool> used(devices.size(), false);
   const bool match_rules = HasMatchRules(rules);
   const std::string not_added = "; not added to VG " + vg;
+  const LvmVg* existing = report.FindVg(vg);
 
   for (const auto& d : disks) {
     DiskDecision dec{d, false, ""};
     Kind kind = Kind::kRefused;
+    bool forced_take = false;
     const std::string desc = Describe(d);
 
-    // Selected by devices= or by the match-* rules (either suffices).
+    // Selected by devices= or by the match-* rules (either suffices). A
+    // partition or a device of another driver is selected only by an
+    // exact entry (a by-id one for the latter): a glob or a rule matches
+    // what it was never meant to (a partition inherits its disk's model
+    // and serial; a cloud or SAN volume looks like any disk).
     const Entry* named = nullptr;
-    for (size_t i = 0; i < devices.size(); ++i)
-      if (Names(devices[i], d)) {
-        used[i] = true;
-        if (!named) named = &devices[i];
+    std::string named_loosely;
+    for (size_t i = 0; i < devices.size(); ++i) {
+      if (!Names(devices[i], d)) continue;
+      used[i] = true;
+      const bool exact_enough = d.foreign.empty() ? !(d.partition && devices[i].glob) : devices[i].by_id;
+      if (!exact_enough) {
+        if (named_loosely.empty()) named_loosely = devices[i].text;
+      } else if (!named) {
+        named = &devices[i];
       }
+    }
     std::string miss = match_rules ? MatchFailure(rules, d) : "no match-* rule set";
     std::string selected_by;
     if (named) selected_by = "named in devices= (" + named->text + ")";
-    if (match_rules && miss.empty())
-      selected_by += (selected_by.empty() ? "" : " and ") + ("matched by " + MatchRulesText(rules));
+    const bool matched = match_rules && miss.empty() && !d.partition && d.foreign.empty();
+    if (matched) selected_by += (selected_by.empty() ? "" : " and ") + ("matched by " + MatchRulesText(rules));
+    // Pinned: the rule can only ever mean this disk.
+    const bool pinned = (named && named->by_id) || (matched && !rules.serial.empty());
 
     if (selected_by.empty()) {
-      dec.reason = desc + ": not selected (" + miss + ")";
-      kind = Kind::kNotSelected;
+      if (!d.foreign.empty() && (!named_loosely.empty() || (match_rules && miss.empty()))) {
+        dec.reason = desc + ": " + d.foreign + "; another driver or machine may own it, so only an exact " +
+                     "/dev/disk/by-id path in devices= selects it" + not_added;
+      } else if (d.partition && (!named_loosely.empty() || (match_rules && miss.empty()))) {
+        dec.reason = desc + ": a partition is used only when devices= names it exactly (not by a glob or a match-* "
+                            "rule)" + not_added;
+      } else {
+        dec.reason = desc + ": not selected (" + miss + ")";
+        kind = Kind::kNotSelected;
+      }
     } else if (const LvmPv* pv = FindPv(report, d); pv && pv->vg == vg) {
       dec.reason = desc + ": already a physical volume of VG " + vg;
       kind = Kind::kMember;
@@ -245,10 +331,16 @@ Selection Select(const DiskRules& rules, const std::string& vg, const LvmReport&
                    "; pvremove " + d.devnode + ")";
     } else if (d.read_only) {
       dec.reason = desc + ": " + selected_by + ", but it is read-only" + not_added;
+    } else if (existing && !existing->HasTag(kManagedTag)) {
+      dec.reason = desc + ": " + selected_by + ", but VG " + vg + " was not made by nodevold (no tag " + kManagedTag +
+                   ")" + not_added + "; nodevold never extends a VG it did not make (vgextend it yourself)";
+    } else if (existing && !pinned) {
+      dec.reason = desc + ": " + selected_by + ", but VG " + vg + " exists and only disks pinned by match-serial= or "
+                   "an exact /dev/disk/by-id path in devices= are added to it (a size, model, rotational or kernel-"
+                   "name rule would take any disk attached later, another tenant's included)" + not_added;
     } else {
       std::string what;
       Status st = probe(d.devnode, &what);
-      const Entry* forced = FirstNaming(force, d);
       if (!st.ok()) {
         dec.reason = desc + ": " + selected_by + ", but it cannot be checked for signatures (" + st.message() + ")" +
                      not_added;
@@ -262,24 +354,58 @@ Selection Select(const DiskRules& rules, const std::string& vg, const LvmReport&
                      "; filtered by lvm.conf, or a foreign or incomplete VG?)" + not_added +
                      ", force= or not (check with pvs -a; pvremove it if it is unused)";
       } else {
+        std::string mismatch;
+        const DiskRules::Force* f = ForceFor(rules.force, force, d, what, &mismatch);
         if (pv) what += ", a physical volume in no volume group";
-        if (forced) {
-          dec.take = true;
-          dec.reason = desc + ": not blank (" + what + ") but listed in force= (" + forced->text + "), " +
-                       selected_by + "; taken for VG " + vg + ", its contents will be lost";
+        if (f) {
+          dec.take = forced_take = true;
+          dec.reason = desc + ": not blank (" + what + ") but listed in force= (" + f->path + ":" + f->signature +
+                       "), " + selected_by + "; taken for VG " + vg + ", its contents will be lost";
         } else {
           dec.reason = desc + ": " + selected_by + ", but it is not blank (" + what + ")" + not_added +
-                       " (list it in force= to override; its contents would be lost)";
+                       (mismatch.empty() ? " (list it in force= as /dev/disk/by-id/NAME:SIGNATURE to override; its "
+                                           "contents would be lost)"
+                                         : " (" + mismatch + ")");
         }
       }
       if (dec.take) kind = Kind::kTaken;
     }
     s.decisions.push_back(std::move(dec));
     s.kinds.push_back(kind);
+    s.forced.push_back(forced_take);
   }
   for (size_t i = 0; i < devices.size(); ++i)
     if (!used[i]) s.unused_devices.push_back(devices[i].text);
   return s;
+}
+
+// Looks the taken disk up again right before lvm gets it: the same device
+// (number, serial, size) and still what the selection saw (blank, or only
+// its forced signature). *path: a by-id link to it when there is one, so
+// lvm is not given a kernel name that could mean another disk by now.
+Status Recheck(const DiskInfo& chosen, bool forced, const std::vector<DiskInfo>& now, const SignatureProbe& probe,
+               std::string* path) {
+  const DiskInfo* d = nullptr;
+  for (const auto& n : now)
+    if (n.devnum == chosen.devnum && n.devnode == chosen.devnode) d = &n;
+  if (!d || d->serial != chosen.serial || d->size != chosen.size)
+    return Status::Aborted(chosen.devnode + " changed since it was selected (gone, or another disk now)");
+  *path = d->devnode;
+  for (const auto& l : d->links) {
+    struct stat st {};
+    if (stat(l.c_str(), &st) == 0 && S_ISBLK(st.st_mode) && st.st_rdev == d->devnum) {
+      *path = l;
+      break;
+    }
+  }
+  struct stat st {};
+  if (stat(path->c_str(), &st) != 0 || !S_ISBLK(st.st_mode) || st.st_rdev != d->devnum)
+    return Status::Aborted(*path + " is no longer the device selected");
+  if (forced) return Status::Ok();  // lvm asks, and -y answers, for the signature force= names
+  std::string what;
+  NODEVOL_RETURN_IF_ERROR(probe(*path, &what));
+  if (!what.empty()) return Status::Aborted(chosen.devnode + " is no longer blank (" + what + ")");
+  return Status::Ok();
 }
 
 }  // namespace
@@ -292,7 +418,8 @@ Status ParseDiskRules(const Params& options, DiskRules* out) {
     if (key == "devices") {
       NODEVOL_RETURN_IF_ERROR(ParsePaths(key, value, &r.devices));
     } else if (key == "force") {
-      NODEVOL_RETURN_IF_ERROR(ParsePaths(key, value, &r.force));
+      r.force.clear();
+      NODEVOL_RETURN_IF_ERROR(ParseForce(value, &r.force));
     } else if (key == "match-model" || key == "match-serial") {
       if (value.empty())
         return Status::InvalidArgument("pool option " + key + " is empty: give a glob such as " +
@@ -320,7 +447,8 @@ std::vector<DiskDecision> SelectDisks(const DiskRules& rules, const std::string&
   return Select(rules, vg, report, disks, probe).decisions;
 }
 
-Status EnsureVolumeGroup(Lvm* lvm, const std::string& vg, const DiskRules& rules, const SignatureProbe& probe) {
+Status EnsureVolumeGroup(Lvm* lvm, const std::string& vg, const DiskRules& rules, const SignatureProbe& probe,
+                         const std::string& known_uuid) {
   LvmReport report;
   NODEVOL_RETURN_IF_ERROR(lvm->Report(&report, /*fresh=*/true).WithContext("reading the LVM state"));
   const bool exists = report.FindVg(vg) != nullptr;
@@ -330,6 +458,12 @@ Status EnsureVolumeGroup(Lvm* lvm, const std::string& vg, const DiskRules& rules
                                       " DEVICE...), or give the pool devices= or match-* options so nodevold "
                                       "creates it from blank disks");
   }
+  if (!exists && !known_uuid.empty())
+    return Status::FailedPrecondition("volume group " + vg + " (UUID " + known_uuid +
+                                      ") was here before and is not visible now (a disk missing or not up yet?): "
+                                      "nodevold will not create another VG of that name; bring its disks back, or, "
+                                      "if it is gone for good, remove the record of it in the state dir (lvm/" + vg +
+                                      ".vg-uuid)");
   std::vector<DiskInfo> disks;
   NODEVOL_RETURN_IF_ERROR(ListDisks(&disks).WithContext("listing block devices"));
   Selection s = Select(rules, vg, report, disks, probe);
@@ -338,14 +472,14 @@ Status EnsureVolumeGroup(Lvm* lvm, const std::string& vg, const DiskRules& rules
     spdlog::warn("VG {}: devices= entry {} names no usable block device now (device-mapper, loop, ram and zram "
                  "devices and empty drives are never used)",
                  vg, e);
-  std::vector<std::string> take;
+  std::vector<size_t> take;
   std::string refused;
   for (size_t i = 0; i < s.decisions.size(); ++i) {
     const DiskDecision& d = s.decisions[i];
     switch (s.kinds[i]) {
       case Kind::kTaken:
         spdlog::info("VG {}: {}", vg, d.reason);
-        take.push_back(d.disk.devnode);
+        take.push_back(i);
         break;
       case Kind::kMember:
         spdlog::info("VG {}: {}", vg, d.reason);
@@ -367,14 +501,28 @@ Status EnsureVolumeGroup(Lvm* lvm, const std::string& vg, const DiskRules& rules
                                       (refused.empty() ? "no block device is selected by " + selection : refused) +
                                       ")");
   }
+  // Between the selection and lvm a disk may have been swapped or written:
+  // look again, and pass a stable name.
+  std::vector<DiskInfo> now;
+  NODEVOL_RETURN_IF_ERROR(ListDisks(&now).WithContext("listing block devices again"));
+  std::vector<std::string> plain, forced;
   std::string list;
-  for (const auto& t : take) list += (list.empty() ? "" : " ") + t;
+  for (size_t i : take) {
+    std::string path;
+    if (Status st = Recheck(s.decisions[i].disk, s.forced[i], now, probe, &path); !st.ok()) {
+      spdlog::warn("VG {}: {}; not added", vg, st.message());
+      continue;
+    }
+    (s.forced[i] ? forced : plain).push_back(path);
+    list += (list.empty() ? "" : " ") + path;
+  }
+  if (list.empty()) return exists ? Status::Ok() : Status::Aborted("volume group " + vg + ": the disks selected changed; retrying at the next disk event or start");
   if (!exists) {
     spdlog::info("VG {}: creating it from {}", vg, list);
-    return lvm->CreateVg(vg, take).WithContext("creating volume group " + vg + " from " + list);
+    return lvm->CreateVg(vg, plain, forced).WithContext("creating volume group " + vg + " from " + list);
   }
   spdlog::info("VG {}: adding {}", vg, list);
-  return lvm->ExtendVg(vg, take).WithContext("adding " + list + " to volume group " + vg);
+  return lvm->ExtendVg(vg, plain, forced).WithContext("adding " + list + " to volume group " + vg);
 }
 
 }  // namespace nodevol

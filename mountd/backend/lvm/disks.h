@@ -3,10 +3,19 @@
 //
 // Devices are chosen by explicit paths or globs (/dev/disk/by-id/nvme-*) or
 // by match rules evaluated against libudev (model, serial, size range,
-// rotational). Safety rule: a device that carries any signature libblkid
-// recognizes (filesystem, partition table, RAID member, LVM label of another
-// VG, swap, ...) is never touched unless the operator lists that very device
-// in `force`. Every decision, taken or not, carries a reason that is logged.
+// rotational). Safety rules (docs/lvm.md, "what is never touched"):
+// - a device that carries any signature libblkid recognizes (filesystem,
+//   partition table, RAID member, LVM label of another VG, swap, ...) is
+//   never touched unless force= names it by /dev/disk/by-id path together
+//   with that very signature;
+// - devices of other drivers or machines (foreign.h) only when devices=
+//   names them by exact /dev/disk/by-id path;
+// - partitions only when devices= names them exactly (no glob, no match-*
+//   rule) and their partition type is Linux LVM or Linux data;
+// - a VG is extended only if it carries kManagedTag, and only with disks
+//   pinned by serial (match-serial=) or an exact by-id path: rules that
+//   pin nothing (size, model, rotational, kernel names) only create it.
+// Every decision, taken or not, carries a reason that is logged.
 #pragma once
 
 #include <sys/types.h>
@@ -32,16 +41,21 @@ namespace nodevol {
 //   match-serial=GLOB           fnmatch on the serial
 //   match-size=MIN-MAX          e.g. 10G-2T, 100G-, -500G (sizes as in ParseSize)
 //   match-rotational=0|1
-//   force=PATH ...              devices taken even when they carry a signature
-// A device is a candidate when it is named by `devices` or, when any match-*
-// rule is set, when it passes every match-* rule. Whole disks and partitions
-// are considered; device-mapper, loop, ram, zram and read-only devices never.
+//   force=BYID:SIGNATURE ...    /dev/disk/by-id/X:ext4: X taken although it
+//                               carries that signature (and no other)
+// A whole disk is a candidate when it is named by `devices` or, when any
+// match-* rule is set, when it passes every match-* rule; a partition only
+// when `devices` names it exactly. Read-only devices never are.
 struct DiskRules {
   std::vector<std::string> devices;
   std::string model, serial;
   uint64_t min_size = 0, max_size = 0;  // 0 = unbounded
   std::optional<bool> rotational;
-  std::vector<std::string> force;
+  struct Force {
+    std::string path;       // /dev/disk/by-id/...
+    std::string signature;  // what it may carry: ext4, gpt, LVM2_member, swap, ...
+  };
+  std::vector<Force> force;
 
   // No selection configured: the volume group must already exist.
   bool empty() const;
@@ -61,6 +75,7 @@ struct DiskInfo {
   bool partition = false;
   bool read_only = false;
   std::vector<std::string> links;   // /dev/disk/by-id/... (with udevd only)
+  std::string foreign;              // foreign.h: why it may be someone else's ("" = a local disk)
 };
 
 // Every block device of the kernel (via libudev enumerate + sysfs).
@@ -83,10 +98,18 @@ struct DiskDecision {
 std::vector<DiskDecision> SelectDisks(const DiskRules& rules, const std::string& vg, const LvmReport& report,
                                       const std::vector<DiskInfo>& disks, const SignatureProbe& probe);
 
-// Creates `vg` from the taken disks, or extends it with them. With empty
-// rules it only checks that `vg` exists (FAILED_PRECONDITION saying how to
-// create it otherwise). Logs every decision. Idempotent.
-Status EnsureVolumeGroup(Lvm* lvm, const std::string& vg, const DiskRules& rules, const SignatureProbe& probe);
+// Creates `vg` from the taken disks, or extends it with them (only a VG
+// tagged kManagedTag, only with pinned disks). Right before vgcreate or
+// vgextend each disk is looked up again and passed by a /dev/disk/by-id
+// link when it has one, checked to be the same device (number, serial,
+// size) and still blank (or still carrying only its forced signature).
+// With empty rules it only checks that `vg` exists (FAILED_PRECONDITION
+// saying how to create it otherwise). `known_uuid`: the UUID this VG had
+// when last seen ("" = never seen); a VG seen before and missing now (a
+// disk not up yet) is not created again under its name (FAILED_PRECONDITION).
+// Logs every decision. Idempotent.
+Status EnsureVolumeGroup(Lvm* lvm, const std::string& vg, const DiskRules& rules, const SignatureProbe& probe,
+                         const std::string& known_uuid = "");
 
 // Watches the kernel for block devices being added (libudev monitor: udevd's
 // events when udevd runs, the kernel's otherwise) and calls `on_add` for

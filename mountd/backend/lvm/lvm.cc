@@ -107,9 +107,27 @@ Status Lvm::Extend(const std::string& vg, const std::string& lv, uint64_t bytes)
   return Command({"lvextend", "-L", Bytes(bytes), vg + "/" + lv});
 }
 
-Status Lvm::Remove(const std::string& vg, const std::string& lv) {
-  NODEVOL_RETURN_IF_ERROR(CheckOwned(vg, lv));
-  return Command({"lvremove", "-y", vg + "/" + lv});
+Status Lvm::Remove(const std::string& vg, const std::string& lv, const std::string& uuid) {
+  LvmReport report;
+  NODEVOL_RETURN_IF_ERROR(Report(&report, /*fresh=*/true));
+  const LvmLv* found = report.FindLv(vg, lv);
+  if (!found) return Status::NotFound("logical volume " + vg + "/" + lv + " does not exist");
+  if (!found->HasTag(kManagedTag))
+    return Status::FailedPrecondition("logical volume " + vg + "/" + lv + " lacks the tag " + kManagedTag +
+                                      ": nodevold did not create it and will not change it");
+  if (uuid.empty() || found->uuid != uuid)
+    return Status::FailedPrecondition("logical volume " + vg + "/" + lv + " is not the one nodevold looked at (UUID " +
+                                      found->uuid + ", expected " + (uuid.empty() ? "none" : uuid) +
+                                      "); not removed");
+  if (auto deps = report.DependentsOf(*found); !deps.empty()) {
+    std::string list;
+    for (const auto& d : deps) list += (list.empty() ? "" : ", ") + d;
+    return Status::FailedPrecondition("logical volume " + vg + "/" + lv + " has " + list +
+                                      ": lvremove would take them along; remove or split them first (lvremove, "
+                                      "lvconvert --splitcache), nodevold will not");
+  }
+  // By UUID: the name alone could meanwhile be another LV.
+  return Command({"lvremove", "-y", "--select", "lv_uuid=" + uuid, vg});
 }
 
 Status Lvm::Activate(const std::string& vg, const std::string& lv) {
@@ -117,16 +135,29 @@ Status Lvm::Activate(const std::string& vg, const std::string& lv) {
   return Command({"lvchange", "-ay", "-K", vg + "/" + lv});
 }
 
-Status Lvm::CreateVg(const std::string& vg, const std::vector<std::string>& devices) {
-  std::vector<std::string> args = {"vgcreate", "-y", "--addtag", kManagedTag, vg};
-  args.insert(args.end(), devices.begin(), devices.end());
-  return Command(std::move(args));
+Status Lvm::CreateVg(const std::string& vg, const std::vector<std::string>& devices,
+                     const std::vector<std::string>& forced) {
+  if (devices.empty() && forced.empty()) return Status::InvalidArgument("vgcreate " + vg + " without devices");
+  // -qq: "no" to every question, e.g. whether to wipe a signature.
+  std::vector<std::string> args = {"vgcreate", devices.empty() ? "-y" : "-qq", "--addtag", kManagedTag, vg};
+  args.insert(args.end(), devices.empty() ? forced.begin() : devices.begin(), devices.empty() ? forced.end() : devices.end());
+  NODEVOL_RETURN_IF_ERROR(Command(std::move(args)));
+  return devices.empty() ? Status::Ok() : ExtendVg(vg, {}, forced);
 }
 
-Status Lvm::ExtendVg(const std::string& vg, const std::vector<std::string>& devices) {
-  std::vector<std::string> args = {"vgextend", "-y", vg};
-  args.insert(args.end(), devices.begin(), devices.end());
-  return Command(std::move(args));
+Status Lvm::ExtendVg(const std::string& vg, const std::vector<std::string>& devices,
+                     const std::vector<std::string>& forced) {
+  if (!devices.empty()) {
+    std::vector<std::string> args = {"vgextend", "-qq", vg};
+    args.insert(args.end(), devices.begin(), devices.end());
+    NODEVOL_RETURN_IF_ERROR(Command(std::move(args)));
+  }
+  if (!forced.empty()) {
+    std::vector<std::string> args = {"vgextend", "-y", vg};
+    args.insert(args.end(), forced.begin(), forced.end());
+    NODEVOL_RETURN_IF_ERROR(Command(std::move(args)));
+  }
+  return Status::Ok();
 }
 
 Status Lvm::CreateThinPool(const std::string& vg, const std::string& pool, uint64_t bytes) {

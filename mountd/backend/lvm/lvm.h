@@ -45,13 +45,23 @@ class Lvm {
   Status CreateThin(const std::string& vg, const std::string& pool, const std::string& lv,
                     const std::string& volume, uint64_t bytes, const std::vector<std::string>& extra_args);
   Status Extend(const std::string& vg, const std::string& lv, uint64_t bytes);
-  Status Remove(const std::string& vg, const std::string& lv);
+  // Removes the LV with this UUID, checked against a fresh report: ours
+  // (kManagedTag) and nothing depending on it (snapshots, an attached
+  // cache), else FAILED_PRECONDITION naming what is in the way. lvremove
+  // selects by UUID, so an LV made meanwhile under that name is not hit.
+  Status Remove(const std::string& vg, const std::string& lv, const std::string& uuid);
   // Activates an LV of ours (after a reboot with activation skipped).
   Status Activate(const std::string& vg, const std::string& lv);
 
   // Volume group and thin pool setup (pvcreate is implied by vgcreate).
-  Status CreateVg(const std::string& vg, const std::vector<std::string>& devices);
-  Status ExtendVg(const std::string& vg, const std::vector<std::string>& devices);
+  // lvm answers "no" to its questions for `devices` (-qq): a signature
+  // found on one of them (written after nodevold probed it) fails the call
+  // rather than being wiped. Only `forced` devices (the operator's force=)
+  // get -y, in a vgextend of their own.
+  Status CreateVg(const std::string& vg, const std::vector<std::string>& devices,
+                  const std::vector<std::string>& forced = {});
+  Status ExtendVg(const std::string& vg, const std::vector<std::string>& devices,
+                  const std::vector<std::string>& forced = {});
   Status CreateThinPool(const std::string& vg, const std::string& pool, uint64_t bytes);
 
   // Number of lvm processes started so far (for the benchmark).

@@ -17,6 +17,7 @@
 #include "backend/volume_root.h"
 #include "base/unique_fd.h"
 #include "mount/bind.h"
+#include "state/atomic_file.h"
 
 namespace nodevol {
 namespace {
@@ -90,6 +91,7 @@ Status LvmBackend::Make(const std::string& pool, const Params& options, const st
   root += "/" + pool;
   NODEVOL_RETURN_IF_ERROR(MakeDir0700(root));
   std::unique_ptr<LvmBackend> b(new LvmBackend(pool, std::move(o), root, std::move(lvm)));
+  b->vg_uuid_dir_ = state_dir + "/lvm";
   if (Status st = b->SetUpVolumeGroup(); !st.ok())
     spdlog::error("pool {}: {}; the pool takes no volumes until this is fixed", pool, st.message());
   if (!b->options_.disks.empty()) {
@@ -156,8 +158,24 @@ Status LvmBackend::FindLv(const std::string& volume, LvmReport* report, const Lv
     return Status::FailedPrecondition("logical volume " + options_.vg + "/" + name +
                                       " exists but was not made by nodevold for volume " + volume +
                                       "; rename or remove it, nodevold will not touch it");
+  // Pools may share a VG: another pool's LV of a volume of the same name
+  // is that pool's.
+  if (!found->HasTag(kPoolTagPrefix + pool_)) {
+    std::string other = "no pool";
+    for (const auto& t : found->tags)
+      if (t.rfind(kPoolTagPrefix, 0) == 0) other = "pool " + t.substr(std::string(kPoolTagPrefix).size());
+    return Status::FailedPrecondition("logical volume " + options_.vg + "/" + name + " of volume " + volume +
+                                      " belongs to " + other + ", not pool " + pool_ + "; nodevold will not touch it");
+  }
   *lv = found;
   return Status::Ok();
+}
+
+bool LvmBackend::BegunByRecord(const VolumeRecord& record, const LvmLv& lv) const {
+  // The record is written (state creating) before lvcreate runs: an LV
+  // made earlier is not this record's work, whatever its tags say (a lost
+  // record's volume, kept data).
+  return lv.created_unix >= record.created_unix;
 }
 
 Status LvmBackend::DeviceOf(const LvmLv& lv, std::string* device) {
@@ -213,9 +231,24 @@ Status LvmBackend::CheckFits(const LvmReport& report, uint64_t more_bytes) {
                                    "extents)");
 }
 
-Status LvmBackend::Create(VolumeRecord* record) { return CreateAttempt(record, /*may_recreate=*/true); }
+// Set by a create that refused an LV it found (its UUID) or whose lvcreate
+// failed (""), for the undo (Delete) that follows: that LV, or any, is not
+// this call's to remove. Never stored.
+constexpr char kFoundNotMade[] = "lv_found_not_made";
 
-Status LvmBackend::CreateAttempt(VolumeRecord* record, bool may_recreate) {
+Status LvmBackend::NotMadeHere(const std::string& volume, const LvmLv& lv) const {
+  return Status::FailedPrecondition(
+      "logical volume " + options_.vg + "/" + lv.name + " of volume " + volume +
+      " already exists, and no record says this volume's create made it: it may hold data, so nodevold will "
+      "neither format nor remove it. Restart nodevold to adopt it as a ready volume, or remove it (lvremove " +
+      options_.vg + "/" + lv.name + ") if it is not needed");
+}
+
+Status LvmBackend::Create(VolumeRecord* record, bool resumed) {
+  return CreateAttempt(record, resumed, /*may_recreate=*/true);
+}
+
+Status LvmBackend::CreateAttempt(VolumeRecord* record, bool resumed, bool may_recreate) {
   const std::string& name = record->spec.name;
   VolumeRoot root;
   NODEVOL_RETURN_IF_ERROR(ParseVolumeRoot(kVolumeKind, record->spec.parameters, &root));
@@ -227,7 +260,16 @@ Status LvmBackend::CreateAttempt(VolumeRecord* record, bool may_recreate) {
   {
     std::lock_guard<std::mutex> l(allocate_mu_);
     NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report));
-    NODEVOL_RETURN_IF_ERROR(FindLv(name, &report, &lv));
+    if (!FindLv(name, &report, &lv).ok() || lv) {
+      // Something is there: decide on a fresh report, not a cached one
+      // that may predate someone else's lvcreate or lvchange.
+      NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report, /*fresh=*/true));
+      NODEVOL_RETURN_IF_ERROR(FindLv(name, &report, &lv));
+    }
+    if (lv && (!resumed || record->state != VolumeState::kCreating || !BegunByRecord(*record, *lv))) {
+      record->attributes[kFoundNotMade] = lv->uuid;
+      return NotMadeHere(name, *lv);
+    }
     if (!lv) {
       const LvmVg* vg = report.FindVg(options_.vg);
       if (!vg) return Status::FailedPrecondition("volume group " + options_.vg + " of pool " + pool_ + " does not exist");
@@ -237,7 +279,20 @@ Status LvmBackend::CreateAttempt(VolumeRecord* record, bool may_recreate) {
       extra.insert(extra.end(), {"--addtag", kPoolTagPrefix + pool_});
       Status st = options_.thin ? lvm_->CreateThin(options_.vg, options_.thinpool, lv_name, name, bytes, extra)
                                 : lvm_->CreateThick(options_.vg, lv_name, name, bytes, extra);
-      NODEVOL_RETURN_IF_ERROR(MapNoSpace(st));
+      if (!st.ok()) {
+        // This call made no LV: its undo must remove none.
+        record->attributes[kFoundNotMade] = "";
+        // The cached report may have missed an LV made meanwhile by someone
+        // else ("already exists"): say what is there.
+        LvmReport now;
+        const LvmLv* there = nullptr;
+        if (lvm_->Report(&now, /*fresh=*/true).ok()) {
+          Status found = FindLv(name, &now, &there);
+          if (!found.ok()) return found;
+          if (there) return NotMadeHere(name, *there);
+        }
+        return MapNoSpace(st);
+      }
       // What lvcreate just made is known; a second report for it would be
       // the dearest step of a create (an lvm process). DeviceOf still checks
       // that the device node is a block device.
@@ -245,6 +300,7 @@ Status LvmBackend::CreateAttempt(VolumeRecord* record, bool may_recreate) {
       made.vg = options_.vg;
       made.path = "/dev/" + options_.vg + "/" + lv_name;
       made.size = bytes;
+      made.created_unix = record->created_unix;
       made.attr = options_.thin ? "Vwi-a-tz--" : "-wi-a-----";
       made.tags = {kManagedTag, kVolumeTagPrefix + name, kPoolTagPrefix + pool_};
       lv = &made;
@@ -260,8 +316,8 @@ Status LvmBackend::CreateAttempt(VolumeRecord* record, bool may_recreate) {
     spdlog::warn("pool {}: LV {}/{} left by an interrupted create of volume {} does not activate ({}); "
                  "removing it and creating it again",
                  pool_, options_.vg, lv->name, name, st.message());
-    NODEVOL_RETURN_IF_ERROR(lvm_->Remove(options_.vg, lv->name));
-    return CreateAttempt(record, /*may_recreate=*/false);
+    NODEVOL_RETURN_IF_ERROR(lvm_->Remove(options_.vg, lv->name, lv->uuid));
+    return CreateAttempt(record, resumed, /*may_recreate=*/false);
   }
   // Not mounted means no filesystem anyone could have used yet: the
   // record is not ready, so (re)making it loses nothing.
@@ -282,22 +338,42 @@ Status LvmBackend::CreateAttempt(VolumeRecord* record, bool may_recreate) {
 Status LvmBackend::Delete(const VolumeRecord& record) {
   const std::string& name = record.spec.name;
   std::string dir = StagingDir(name);
-  NODEVOL_RETURN_IF_ERROR(Unmount(dir).WithContext("unmount staging " + dir));
+  // Fresh: a snapshot or cache attached (or removed) by the operator since
+  // the last report decides whether anything may be zeroed and removed.
   LvmReport report;
-  NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report));
+  NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report, /*fresh=*/true));
   const LvmLv* lv = nullptr;
   if (Status st = FindLv(name, &report, &lv); !st.ok()) {
     // Someone else's LV under our name: the volume has no LV to delete.
     spdlog::warn("pool {}: deleting volume {}: {}", pool_, name, st.message());
     lv = nullptr;
   }
+  auto found_not_made = record.attributes.find(kFoundNotMade);
+  const bool not_made_here = found_not_made != record.attributes.end() &&
+                             (found_not_made->second.empty() || (lv && found_not_made->second == lv->uuid));
+  if (lv && record.state == VolumeState::kCreating && (!BegunByRecord(record, *lv) || not_made_here)) {
+    // Undoing a create that found this LV already there: neither the LV
+    // nor a staging mount of it is this call's to undo.
+    spdlog::warn("pool {}: volume {} never became ready; LV {}/{} predates its record and is left alone", pool_,
+                 name, options_.vg, lv->name);
+    return Status::Ok();
+  }
+  NODEVOL_RETURN_IF_ERROR(Unmount(dir).WithContext("unmount staging " + dir));
   if (lv) {
+    // Checked before the first MiB is zeroed: Remove checks it again.
+    if (auto deps = report.DependentsOf(*lv); !deps.empty()) {
+      std::string list;
+      for (const auto& d : deps) list += (list.empty() ? "" : ", ") + d;
+      return Status::FailedPrecondition("logical volume " + options_.vg + "/" + lv->name + " of volume " + name +
+                                        " has " + list + ": remove them first (lvremove); nodevold removes nothing "
+                                        "it did not make");
+    }
     if (!lv->thin_volume() && lv->active()) {
       std::string device;
       NODEVOL_RETURN_IF_ERROR(DeviceOf(*lv, &device));
       NODEVOL_RETURN_IF_ERROR(ZeroStart(device));
     }
-    NODEVOL_RETURN_IF_ERROR(lvm_->Remove(options_.vg, lv->name));
+    NODEVOL_RETURN_IF_ERROR(lvm_->Remove(options_.vg, lv->name, lv->uuid));
     spdlog::info("pool {}: removed LV {}/{} of volume {}", pool_, options_.vg, lv->name, name);
   }
   if (::rmdir(dir.c_str()) != 0 && errno != ENOENT) return Status::FromErrno("rmdir " + dir, errno);
@@ -417,13 +493,15 @@ Status LvmBackend::Survey(const std::set<std::string>& known, std::vector<Volume
 
 Status LvmBackend::SetUpVolumeGroup() {
   std::lock_guard<std::mutex> l(setup_mu_);
-  if (!options_.disks.empty()) NODEVOL_RETURN_IF_ERROR(EnsureVolumeGroup(lvm_.get(), options_.vg, options_.disks, ProbeSignature));
+  if (!options_.disks.empty())
+    NODEVOL_RETURN_IF_ERROR(EnsureVolumeGroup(lvm_.get(), options_.vg, options_.disks, ProbeSignature, KnownVgUuid()));
   LvmReport report;
   NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report, true));
   const LvmVg* vg = report.FindVg(options_.vg);
   if (!vg)
     return Status::FailedPrecondition("volume group " + options_.vg +
                                       " does not exist: create it (vgcreate) or give the pool disk rules (devices=, match-*=)");
+  if (vg->HasTag(kManagedTag) && !vg->uuid.empty() && KnownVgUuid() != vg->uuid) RememberVgUuid(vg->uuid);
   if (!options_.thin) return Status::Ok();
   const LvmLv* tp = report.FindLv(options_.vg, options_.thinpool);
   uint64_t want = options_.thinpool_bytes;
@@ -431,6 +509,12 @@ Status LvmBackend::SetUpVolumeGroup() {
     want = vg->size / 100 * options_.thinpool_percent / std::max<uint64_t>(vg->extent_size, 1) * vg->extent_size;
   if (tp) {
     if (!tp->thin_pool()) return Status::FailedPrecondition(options_.vg + "/" + options_.thinpool + " is not a thin pool");
+    // After a boot without autoactivation: its usage is unknown until it
+    // is active (capacity.h), so activate ours; an operator's stays as is.
+    if (!tp->active() && tp->HasTag(kManagedTag)) {
+      spdlog::info("pool {}: activating thin pool {}/{}", pool_, options_.vg, options_.thinpool);
+      NODEVOL_RETURN_IF_ERROR(lvm_->Activate(options_.vg, options_.thinpool));
+    }
     // A pool sized as a share of the VG follows the VG as disks are added.
     if (options_.thinpool_percent && tp->HasTag(kManagedTag) && want > tp->size + vg->extent_size && vg->free > 0) {
       uint64_t grow_to = std::min(want, tp->size + vg->free / vg->extent_size * vg->extent_size);
@@ -445,6 +529,19 @@ Status LvmBackend::SetUpVolumeGroup() {
                                       " does not exist: create it (lvcreate --type thin-pool) or set thinpool-size");
   spdlog::info("pool {}: creating thin pool {}/{} of {} bytes", pool_, options_.vg, options_.thinpool, want);
   return MapNoSpace(lvm_->CreateThinPool(options_.vg, options_.thinpool, want));
+}
+
+std::string LvmBackend::KnownVgUuid() const {
+  std::string text;
+  if (!ReadWholeFile(vg_uuid_dir_ + "/" + options_.vg + ".vg-uuid", &text).ok()) return "";
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text;
+}
+
+void LvmBackend::RememberVgUuid(const std::string& uuid) {
+  Status st = EnsureDir(vg_uuid_dir_, 0700);
+  if (st.ok()) st = WriteFileAtomic(vg_uuid_dir_, options_.vg + ".vg-uuid", uuid + "\n");
+  if (!st.ok()) spdlog::warn("pool {}: cannot record the UUID of VG {}: {}", pool_, options_.vg, st.message());
 }
 
 void LvmBackend::OnDiskAdded(const DiskInfo& disk) {

@@ -43,7 +43,11 @@ class LvmBackend : public Backend {
   Params attributes() const override;
 
   Status Validate(const VolumeSpec& spec) const override;
-  Status Create(VolumeRecord* record) override;
+  Status Create(VolumeRecord* record) override { return Create(record, /*resumed=*/false); }
+  // An LV found under the volume's name is used only when `resumed` and
+  // made after the record (BegunByRecord); else FAILED_PRECONDITION, and
+  // the undo that follows (Delete) leaves it alone.
+  Status Create(VolumeRecord* record, bool resumed) override;
   Status Delete(const VolumeRecord& record) override;
   Status Expand(VolumeRecord* record, uint64_t new_size) override;
   Status Stage(const VolumeRecord& record, std::string* path) override;
@@ -58,11 +62,19 @@ class LvmBackend : public Backend {
   std::string FsOf(const VolumeRecord& record) const;
   // Create; an LV left by an interrupted create that will not activate is
   // removed and made again, once (may_recreate).
-  Status CreateAttempt(VolumeRecord* record, bool may_recreate);
+  Status CreateAttempt(VolumeRecord* record, bool resumed, bool may_recreate);
   std::string StagingDir(const std::string& volume) const { return staging_root_ + "/" + volume; }
   // Our LV of `volume` in *lv (nullptr when there is none); FAILED_PRECONDITION
   // when an LV of that name exists but is not this volume's.
+  // Also FAILED_PRECONDITION when it is another pool's (tag nodevol.io/pool=).
   Status FindLv(const std::string& volume, LvmReport* report, const LvmLv** lv);
+  // Whether `lv` can be the work of `record`'s create: made after the
+  // record was written. Only then may a create format it, or its undo
+  // remove it.
+  bool BegunByRecord(const VolumeRecord& record, const LvmLv& lv) const;
+  // FAILED_PRECONDITION: `lv` exists under the volume's name, not made by
+  // this create.
+  Status NotMadeHere(const std::string& volume, const LvmLv& lv) const;
   // The LV's device node, checked to be that LV's block device.
   Status DeviceOf(const LvmLv& lv, std::string* device);
   // Mounts the LV at its staging dir unless it already is; *mounted_now
@@ -70,11 +82,16 @@ class LvmBackend : public Backend {
   Status EnsureMounted(const VolumeRecord& record, const LvmLv& lv, bool* mounted_now);
   Status CheckFits(const LvmReport& report, uint64_t more_bytes);
   Status SetUpVolumeGroup();
+  // <state dir>/lvm/<vg>.vg-uuid: the VG's UUID once seen, so a VG that is
+  // late at a later start is not created a second time (disks.h).
+  std::string KnownVgUuid() const;
+  void RememberVgUuid(const std::string& uuid);
   void OnDiskAdded(const DiskInfo& disk);
 
   const std::string pool_;
   const LvmPoolOptions options_;
   const std::string staging_root_;
+  std::string vg_uuid_dir_;  // <state dir>/lvm
   std::shared_ptr<Lvm> lvm_;
   // Serializes capacity check + lvcreate/lvextend in this pool: lvm
   // enforces a VG's free space but not a thin pool's overprovision ratio.

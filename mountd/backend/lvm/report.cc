@@ -51,6 +51,12 @@ Status Bad(const std::string& what) { return Status::Internal("unexpected lvm fu
 
 }  // namespace
 
+bool LvmVg::HasTag(std::string_view tag) const {
+  for (const auto& t : tags)
+    if (t == tag) return true;
+  return false;
+}
+
 bool LvmLv::HasTag(std::string_view tag) const {
   for (const auto& t : tags)
     if (t == tag) return true;
@@ -69,13 +75,25 @@ const LvmLv* LvmReport::FindLv(std::string_view vg, std::string_view name) const
   return nullptr;
 }
 
+std::vector<std::string> LvmReport::DependentsOf(const LvmLv& lv) const {
+  std::vector<std::string> out;
+  for (const auto& other : lvs)
+    if (other.vg == lv.vg && other.origin == lv.name) out.push_back("snapshot " + lv.vg + "/" + other.name);
+  // A thin volume's pool_lv is its thin pool; any other LV with one has a
+  // cache or writecache pool attached, which lvremove would take along.
+  if (!lv.thin_volume() && !lv.pool_lv.empty()) out.push_back("cache " + lv.vg + "/" + lv.pool_lv);
+  return out;
+}
+
 std::vector<std::string> FullReportArgs() {
+  // lv_time in seconds since the epoch rather than the local date format.
   return {"fullreport", "--reportformat", "json", "--units", "b", "--nosuffix",
-          "--configreport", "vg", "-o", "vg_name,vg_uuid,vg_size,vg_free,vg_extent_size",
+          "--config", "report/time_format=\"%s\"",
+          "--configreport", "vg", "-o", "vg_name,vg_uuid,vg_size,vg_free,vg_extent_size,vg_tags",
           "--configreport", "pv", "-o", "pv_name,vg_name,pv_size,pv_free",
           "--configreport", "lv", "-o",
-          "lv_name,lv_uuid,vg_name,lv_path,lv_size,lv_attr,lv_tags,pool_lv,data_percent,metadata_percent,"
-          "lv_metadata_size,lv_kernel_major,lv_kernel_minor",
+          "lv_name,lv_uuid,vg_name,lv_path,lv_size,lv_attr,lv_tags,pool_lv,origin,lv_time,data_percent,"
+          "metadata_percent,lv_metadata_size,lv_kernel_major,lv_kernel_minor",
           // The segment subreports are not read; ask for as little as allowed.
           "--configreport", "pvseg", "-o", "pvseg_start", "--configreport", "seg", "-o", "seg_size"};
 }
@@ -96,6 +114,7 @@ Status ParseFullReport(std::string_view text, LvmReport* out) {
       LvmVg vg;
       vg.name = Str(row, "vg_name");
       vg.uuid = Str(row, "vg_uuid");
+      vg.tags = Tags(Str(row, "vg_tags"));
       if (vg.name.empty() || !Uint(row, "vg_size", &vg.size) || !Uint(row, "vg_free", &vg.free) ||
           !Uint(row, "vg_extent_size", &vg.extent_size))
         return Bad("vg row " + row.dump());
@@ -117,6 +136,10 @@ Status ParseFullReport(std::string_view text, LvmReport* out) {
       lv.path = Str(row, "lv_path");
       lv.attr = Str(row, "lv_attr");
       lv.pool_lv = Str(row, "pool_lv");
+      lv.origin = Str(row, "origin");
+      uint64_t created = 0;
+      if (!Uint(row, "lv_time", &created)) return Bad("lv_time of lv row " + row.dump());
+      lv.created_unix = static_cast<int64_t>(created);
       lv.tags = Tags(Str(row, "lv_tags"));
       lv.data_percent = Percent(row, "data_percent");
       lv.metadata_percent = Percent(row, "metadata_percent");

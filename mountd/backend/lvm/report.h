@@ -17,6 +17,9 @@ namespace nodevol {
 struct LvmVg {
   std::string name, uuid;
   uint64_t size = 0, free = 0, extent_size = 0;
+  std::vector<std::string> tags;
+
+  bool HasTag(std::string_view tag) const;
 };
 
 struct LvmPv {
@@ -26,7 +29,9 @@ struct LvmPv {
 
 struct LvmLv {
   std::string name, vg, uuid, path, attr, pool_lv;
+  std::string origin;                             // snapshots: the LV they are of
   uint64_t size = 0, metadata_size = 0;
+  int64_t created_unix = 0;                       // lv_time, seconds since the epoch
   double data_percent = 0, metadata_percent = 0;  // thin pools and thin volumes
   std::vector<std::string> tags;
   int kernel_major = -1, kernel_minor = -1;       // -1 when not active
@@ -44,6 +49,9 @@ struct LvmReport {
 
   const LvmVg* FindVg(std::string_view name) const;
   const LvmLv* FindLv(std::string_view vg, std::string_view name) const;
+  // What removing `lv` would take along or break: its snapshots (thin or
+  // thick) and a cache or writecache attached to it. Empty when nothing.
+  std::vector<std::string> DependentsOf(const LvmLv& lv) const;
 };
 
 // Arguments after the lvm binary for the report ParseFullReport reads.

@@ -7,6 +7,7 @@
 #include <sys/sysmacros.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 
@@ -39,6 +40,15 @@ std::string Join(const std::vector<std::string>& v) {
   return out;
 }
 
+// Partition types that say "free for Linux to use": Linux LVM and Linux
+// filesystem data, GPT and MBR. Anything else (ZFS, swap, RAID, Windows,
+// EFI, a vendor's) belongs to something, even with no signature inside.
+bool FreeLinuxPartitionType(std::string type) {
+  for (char& c : type) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return type == "e6d6d379-f507-44c2-a23c-238f2a3df928" || type == "0fc63daf-8483-4772-8e79-3d69d8477de4" ||
+         type == "0x8e" || type == "0x83";
+}
+
 std::string SuperblockText(const std::string& type, const std::string& usage) {
   if (type == "LVM2_member") return "LVM2_member (LVM physical volume)";
   if (usage == "filesystem") return type + " filesystem";
@@ -60,6 +70,9 @@ Status ProbeSignature(const std::string& devnode, std::string* what) {
   if (!b.pttype.empty()) found.push_back(b.pttype + " partition table");
   if (b.conflicting) found.push_back("several conflicting signatures");
   else if (b.found && found.empty()) found.push_back("an unnamed signature");
+  if (!b.part_entry_type.empty() && !FreeLinuxPartitionType(b.part_entry_type))
+    found.push_back("partition type " + b.part_entry_type + " (" + b.part_entry_scheme +
+                    "; only Linux LVM or Linux filesystem partitions are used)");
 
   // What the kernel knows: partitions (even with the table since wiped)
   // and holders (device-mapper, md) using the device.

@@ -1,6 +1,8 @@
 // Node: the volume lifecycle (create, delete, expand, get, list, capacity).
 #include <ctime>
 
+#include <spdlog/spdlog.h>
+
 #include "base/names.h"
 #include "mount/bind.h"
 #include "node/node.h"
@@ -77,7 +79,16 @@ Status Node::GetCapacity(const std::string& pool, std::vector<PoolCapacityView>*
   for (const auto& [name, b] : pools_) {
     if (!pool.empty() && name != pool) continue;
     Capacity cap;
-    NODEVOL_RETURN_IF_ERROR(b->GetCapacity(&cap).WithContext("pool " + name));
+    Status st = b->GetCapacity(&cap).WithContext("pool " + name);
+    if (!st.ok() && !pool.empty()) return st;
+    if (!st.ok()) {
+      // Every pool at once (nodevolctl capacity, the capacity monitor and so
+      // WatchCapacity): one pool without figures (an NFS server down at
+      // boot) is left out rather than hiding every other pool of the node;
+      // a pool missing from the report takes no new volumes.
+      spdlog::warn("capacity of pool {} left out: {}", name, st.ToString());
+      continue;
+    }
     PoolCapacityView v{name, b->kind(), cap.total_bytes, cap.free_bytes, 0, 0, cap.data_percent, cap.metadata_percent};
     std::lock_guard<std::mutex> l(mu_);
     for (const auto& [_, rec] : volumes_) {

@@ -135,6 +135,11 @@ vm_log "start with the server dead: $took ms; drift: $(vm_ctl info | grep -c "v[
 ((took < 4 * timeout * 1000)) || vm_fail "nodevold took $took ms to start with the server dead"
 [[ -n $(nfs_mount_at "$t1") && -n $(nfs_mount_at "$t4") ]] || vm_fail "a restart lost a publication's mount"
 vm_ctl info | grep -q "127.0.0.1" && vm_log "info: $(vm_ctl info | grep "127.0.0.1" | head -2 | tr '\n' ' ')"
+# With the NFS pool's figures unknown since the start, the node's other
+# pools are still reported (the capacity monitor and WatchCapacity ask for
+# every pool at once): a dead server must not hide the node's local pools.
+cap=$(vm_ctl --timeout 60 -o json capacity) || vm_fail "GetCapacity of every pool failed after a start with the server dead: $cap"
+grep -q '"local"' <<<"$cap" || vm_fail "the local pool is missing from GetCapacity: $cap"
 
 vm_step "Unpublish of the volumes on the dead server completes"
 start=$(now_ms)

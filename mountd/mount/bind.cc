@@ -118,9 +118,13 @@ Status BindMount(const std::string& source, const std::string& target, bool read
   if (!read_only && flags == 0) return Status::Ok();
   Status st = Remount(source, target, read_only, flags);
   if (st.ok()) return st;
+  // Take the bind away through the pinned descriptor, not the path: a pod
+  // may have renamed the directory away (and put a symlink in its place)
+  // since the bind, and the path would then miss it. umount(2) of the
+  // descriptor's /proc link unmounts what is mounted on that directory.
   // A bind left without its read-only remount is a writable view of the
   // volume: say so when it cannot be taken away again.
-  if (::umount2(target.c_str(), UMOUNT_NOFOLLOW) != 0 && errno != EINVAL)
+  if (::umount2(dst.proc_path().c_str(), 0) != 0 && errno != EINVAL)
     return Status::Internal(st.message() + "; unmounting the bind again failed too (" + std::strerror(errno) +
                             "): " + target + " is still mounted without its flags");
   return st;

@@ -464,6 +464,9 @@ TEST_F(PublishTest, PublishPastItsDeadlineUndoesItself) {
   std::map<std::string, std::unique_ptr<Backend>> pools;
   ASSERT_TRUE(MakeBackend("default", "dir", {{"path", pool_dir_}}, &pools["default"]).ok());
   Node node(fs::canonical(pods_root_).string(), &store, std::move(pools));
+  InlinePolicy inline_on;
+  inline_on.allowed = true;
+  node.SetInlinePolicies({{"default", inline_on}});  // pools refuse inline volumes unless told
   ASSERT_TRUE(node.Start().ok());
   VolumeView view;
   ASSERT_TRUE(node.CreateVolume({"v1", "default", 1 << 20, "", {}}, &view).ok());

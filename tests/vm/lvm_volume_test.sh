@@ -92,7 +92,8 @@ state_now() {
   lvs_of
   (cd "$VM_STATE" && find volumes publications -type f -print0 | sort -z | xargs -0 md5sum)
   stat -f -c 'statfs %b x %S' "$t1"
-  vm_ctl -o json volume get v1
+  # Keys sorted: the attributes are a protobuf map, printed in any order.
+  vm_ctl -o json volume get v1 | python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin), sort_keys=True, indent=1))'
 }
 state0=$(state_now)
 expect_code RESOURCE_EXHAUSTED vm_ctl volume create huge --pool fast --size 4Gi

@@ -20,7 +20,7 @@ phase=${1:?before or after}
 MiB=$((1024 * 1024))
 persist=/persist
 export VM_SANDBOX=$persist/sandbox
-pools=(--pool=name=dir,backend=dir,path=$persist/pool
+pools=(--pool=name=dir,backend=dir,path=$persist/pool,inline=on
        "--pool=name=fast,backend=lvm,vg=nv,type=thick,fs=ext4,devices=$(vm_disk lvm1)")
 declare -A data=([pod-a]="lvm volume data" [pod-b]="dir volume data" [pod-c]="inline volume data")
 

@@ -185,7 +185,10 @@ scenario() {  # scenario NAME SYSTEMD(yes|no)
       "enable nodevold.service" "daemon-reload" "start nodevold.service" \
       "daemon-reload" "try-restart nodevold.service" \
       "disable --now nodevold.service" "daemon-reload" >"$t/want.log"
-    diff -u "$t/want.log" "$r/systemctl.log" || fail "$name: systemctl calls (- want, + got)"
+    # maint's read-only question for kubelet's MainPID (its plugin dir) is
+    # not one of the calls that start, stop or enable anything.
+    grep -v '^show -p MainPID --value kubelet.service$' "$r/systemctl.log" >"$t/got.log" || true
+    diff -u "$t/want.log" "$t/got.log" || fail "$name: systemctl calls (- want, + got)"
     echo "ok: systemctl: $(paste -sd, "$r/systemctl.log")"
   else
     [[ ! -e $r/etc/systemd ]] || fail "$name: something wrote /etc/systemd without systemctl"

@@ -68,6 +68,10 @@ class Backend {
   // publication; the node layer calls Unstage after the last one goes.
   virtual Status Stage(const VolumeRecord& record, std::string* path) = 0;
   virtual Status Unstage(const VolumeRecord& record) = 0;
+  // Where Stage mounts the volume when staging is a mount of its own (lvm:
+  // the LV's mount; nfs: the volume's bind), else "". Reconcile unstages a
+  // ready volume mounted there that no publication holds.
+  virtual std::string StagedMount(const VolumeRecord& record) const { return ""; }
   // Whether the volume's storage exists (for reconcile and drift reports).
   virtual Status Check(const VolumeRecord& record) = 0;
   // Pool capacity as the backend sees it.

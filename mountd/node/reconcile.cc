@@ -13,6 +13,8 @@
 //                                         until that works
 //   publication unpublishing              unmount finished, record removed (an
 //                                         inline volume deleted with it)
+//   volume ready, staged, no publication  unstaged (an unpublish killed between
+//                                         its record's removal and the unstage)
 //   ephemeral volume without publication  kept and reported: an absent or lost
 //                                         record (power loss, pods filesystem not
 //                                         mounted yet) is no leave to delete data;
@@ -86,12 +88,25 @@ void Node::Reconcile() {
     }
   }
 
-  // Mounts of our volumes under the pods root that no record explains.
   MountTable table;
   if (Status st = table.Load(); !st.ok()) {
     AddDrift("cannot read the mount table: " + st.message());
     return;
   }
+  // Staging that no publication holds: an Unpublish killed after its
+  // record went (records go first, so no publication outlives its mount)
+  // and before the unstage that follows.
+  for (const VolumeRecord& v : vols) {
+    if (v.state != VolumeState::kReady || !PublishedAt(v.spec.name).empty()) continue;
+    Backend* b = FindPool(v.spec.pool);
+    std::string at = b ? b->StagedMount(v) : "";
+    if (at.empty() || !table.FindTarget(at)) continue;
+    Status st = b->Unstage(v);
+    AddDrift("volume " + v.spec.name + " was staged at " + at + " with no publication (an unpublish cut short); " +
+             (st.ok() ? "unstaged" : "unstaging failed: " + st.message()));
+  }
+
+  // Mounts of our volumes under the pods root that no record explains.
   std::set<std::pair<dev_t, ino_t>> sources;
   std::set<std::string> recorded;
   {

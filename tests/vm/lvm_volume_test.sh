@@ -125,6 +125,21 @@ vm_run vm_ctl unpublish --target "$t1"
 grep -q " $staging " /proc/self/mountinfo && vm_fail "$staging still mounted after the last unpublish"
 vm_run vm_ctl publish --volume v1 --target "$t1"
 [[ $(md5sum <"$t1/blob") == "$sum1" ]] || vm_fail "data lost across unstage/stage"
+
+vm_step "an unpublish cut short after its record went (kill -9 there): the restart unstages"
+# The state a kill leaves between the publication record's removal and the
+# unstage (node/publish.cc UnpublishLocked), made by hand: deterministic,
+# where vm_lvm_crash only lands there now and then.
+vm_nodevold_stop
+umount "$t1"
+rm "$VM_STATE/publications/$(printf %s "$t1" | sha256sum | cut -d' ' -f1).json"
+grep -q " $staging " /proc/self/mountinfo || vm_fail "$staging should still be mounted before the restart"
+vm_nodevold_start "$pool"
+grep -q " $staging " /proc/self/mountinfo && vm_fail "$staging, held by no publication, still mounted after the restart"
+vm_ctl info | grep -q "v1 was staged at $staging with no publication.*unstaged" ||
+  vm_fail "the unstage at start is not reported: $(vm_ctl info)"
+vm_run vm_ctl publish --volume v1 --target "$t1"
+[[ $(md5sum <"$t1/blob") == "$sum1" ]] || vm_fail "data lost across the unstage at start"
 vm_run vm_ctl unpublish --target "$t1"
 
 vm_step "an LV whose record was lost is adopted at start"

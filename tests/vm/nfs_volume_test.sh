@@ -158,6 +158,23 @@ vm_run vm_ctl unpublish --target "$t4"
 vm_run vm_ctl unpublish --target "$t5"
 nfs_expect_unmounted "NFS mounts left"
 
+vm_step "an unpublish cut short after its record went (kill -9 there): the restart unbinds and unstages"
+# The state a kill leaves between the publication record's removal and the
+# unstage, made by hand (vm_nfs_crash lands there only now and then).
+vm_run vm_ctl publish --volume v2 --target "$t4"
+vm_nodevold_stop
+umount "$t4"
+rm "$VM_STATE/publications/$(printf %s "$t4" | sha256sum | cut -d' ' -f1).json"
+[[ -n $(nfs_mount_at "$VM_STATE/nfs/volumes/v2") ]] || vm_fail "v2's bind should still be there before the restart"
+vm_nodevold_start "$pool"
+nfs_expect_unmounted "the restart left the bind or the staging mount of a volume no publication holds"
+vm_ctl info | grep -q "v2 was staged at $VM_STATE/nfs/volumes/v2 with no publication.*unstaged" ||
+  vm_fail "the unstage at start is not reported: $(vm_ctl info)"
+vm_run vm_ctl publish --volume v2 --target "$t4"
+[[ $(cat "$t4/f") == "before restart" ]] || vm_fail "v2 lost its data across the unstage at start"
+vm_run vm_ctl unpublish --target "$t4"
+nfs_expect_unmounted "NFS mounts left"
+
 vm_step "after a reboot (every mount gone, records kept) the start re-stages and re-binds; an unused staging mount is reported"
 t6=$(vm_target pod-6 v2)
 vm_run vm_ctl publish --volume v2 --target "$t6"

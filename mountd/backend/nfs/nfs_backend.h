@@ -101,6 +101,7 @@ class NfsBackend : public Backend {
   Status Expand(VolumeRecord* record, uint64_t new_size) override { return Status::Ok(); }
   Status Stage(const VolumeRecord& record, std::string* path) override;
   Status Unstage(const VolumeRecord& record) override;
+  std::string StagedMount(const VolumeRecord& record) const override { return VolumeDir(record.spec.name); }
   Status Check(const VolumeRecord& record) override;
   Status GetCapacity(Capacity* out) override;
   Status Survey(const std::set<std::string>& known, std::vector<VolumeRecord>* unrecorded,

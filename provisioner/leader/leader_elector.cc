@@ -185,6 +185,7 @@ bool LeaderElector::Release() {
     spdlog::warn("leader election: releasing {} failed: {}", store_->Describe(), st.ToString());
     return false;
   }
+  spdlog::info("leader election: released the lease {}", store_->Describe());
   std::lock_guard<std::mutex> guard(mu_);
   SetObservedLocked(released);
   resource_version_ = new_version;

@@ -36,9 +36,26 @@ k wait --for=condition=Ready pod/b --timeout=120s >/dev/null || fail "b not Read
 [[ -n $(mount_id "$(pod_target b pv-r2)") ]] || fail "b's target not mounted"
 [[ $(k exec b -- cat /data/f) == from-b ]] || fail "b cannot read its file"
 
-# Give kubelet's volume reconciler (every 100 ms) and pod sync (10 s here)
-# time to act on a running pod before looking at it.
-sleep 12
+# Look only once kubelet's own figures say it has acted on pod a: the
+# restarted kubelet reconstructed a's volumes from the disk (its nodevol
+# volume and its token: 2) and holds both pods' nodevol volumes as desired
+# and as mounted. A kubelet that meant to tear a's volume down would have
+# started by then; looking earlier would prove nothing.
+kubelet_metric() {  # NAME{LABELS}: its value on the restarted kubelet
+  k get --raw "/api/v1/nodes/$K8S_NODE/proxy/metrics" 2>/dev/null | awk -v m="$1" 'index($0, m " ") == 1 {print $2}'
+}
+vm_total='volume_manager_total_volumes{plugin_name="nodevol.io/volume",state='
+for _ in $(seq 120); do
+  rec=$(kubelet_metric reconstruct_volume_operations_total)
+  dsw=$(kubelet_metric "${vm_total}\"desired_state_of_world\"}")
+  asw=$(kubelet_metric "${vm_total}\"actual_state_of_world\"}")
+  ((${rec:-0} >= 2 && ${dsw:-0} == 2 && ${asw:-0} == 2)) && break
+  sleep 0.5
+done
+((${rec:-0} >= 2 && ${dsw:-0} == 2 && ${asw:-0} == 2)) ||
+  fail "kubelet never showed a's volumes reconstructed and both pods' nodevol volumes desired and mounted (reconstructed ${rec:-?}, desired ${dsw:-?}, actual ${asw:-?})"
+[[ $(kubelet_metric reconstruct_volume_operations_errors_total) == 0 ]] || fail "kubelet failed to reconstruct a volume after its restart"
+step "kubelet reconstructed $rec volumes; desired and actual state hold both nodevol volumes"
 step "pod a's volume untouched"
 [[ $(mount_id "$target_a") == "$id_before" ]] || fail "a's mount changed or vanished across the kubelet restart ($id_before -> $(mount_id "$target_a"))"
 [[ $(k get pod a -o jsonpath='{.status.phase}') == Running ]] || fail "a no longer Running"

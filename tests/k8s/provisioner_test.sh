@@ -79,8 +79,11 @@ free=$(ctl -o json capacity default | sed -n 's/.*"free_bytes": *"\([0-9]*\)".*/
 
 step "WaitForFirstConsumer: provisioned once a pod is scheduled"
 claim later nv-wait 32Mi
-sleep 3
+# The PV controller has looked at it and waits for a consumer; the
+# provisioner is never asked before a node is selected.
+wait_event later WaitForFirstConsumer >/dev/null
 [[ $(k get pvc later -o jsonpath='{.status.phase}') == Pending ]] || fail "WFFC claim bound before any pod"
+[[ -z $(k get pvc later -o jsonpath='{.metadata.annotations.volume\.kubernetes\.io/selected-node}') ]] || fail "WFFC claim has a selected node before any pod"
 claim_pod use-later later 'echo waited > /data/f && sleep 3600' | k apply -f - >/dev/null
 k wait --for=condition=Ready pod/use-later --timeout=180s >/dev/null || prov_fail "pod use-later not Ready"
 [[ $(k get pvc later -o jsonpath='{.metadata.annotations.volume\.kubernetes\.io/selected-node}') == "$K8S_NODE" ]] \
@@ -111,7 +114,14 @@ bound keep || prov_fail "claim keep not Bound"
 kpv=$(k get pvc keep -o jsonpath='{.spec.volumeName}')
 k delete pvc keep --wait=true --timeout=60s >/dev/null
 k wait --for=jsonpath='{.status.phase}'=Released "pv/$kpv" --timeout=60s >/dev/null || fail "PV $kpv not Released"
-sleep 3
+# A claim of a Delete class released after it: once the provisioner has
+# deleted that one's volume, it has seen keep's Released PV too.
+claim after-keep nv-now 16Mi
+bound after-keep || prov_fail "claim after-keep not Bound"
+apv=$(k get pvc after-keep -o jsonpath='{.spec.volumeName}')
+k delete pvc after-keep --wait=true --timeout=60s >/dev/null
+for _ in $(seq 120); do k get pv "$apv" >/dev/null 2>&1 || break; sleep 0.5; done
+! k get pv "$apv" >/dev/null 2>&1 || prov_fail "PV $apv (reclaim Delete, released after $kpv) still there"
 ctl volume get "$kpv" >/dev/null || fail "Retain: volume $kpv deleted"
 k get pv "$kpv" >/dev/null || fail "Retain: PV $kpv deleted"
 

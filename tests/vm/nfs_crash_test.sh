@@ -36,53 +36,15 @@ source "$(dirname "$0")/nfs_lib.sh"
 seed=${CRASH_SEED:-$RANDOM}
 RANDOM=$seed
 
-exec {nap_fd}<> <(:)
-nap() { read -r -t "$1" -u "$nap_fd" || true; }  # sleep without a fork
-now_us() { echo "${EPOCHREALTIME/./}"; }
-us_since() { local n=${EPOCHREALTIME/./}; echo $((n - $1)); }
-secs() { printf '%d.%02d' $(($1 / 1000000)) $(($1 % 1000000 / 10000)); }
-rand_delay() { DELAY=$((($1) + (RANDOM * 32768 + RANDOM) % (($2) - ($1) + 1))); }
-ctl_quiet() { local out; out=$(vm_ctl "$@" 2>&1) || vm_fail "nodevolctl $* failed: $out"; }
-
-# KIDS / KID_DESC: the processes nodevold runs now (pid, program name).
-daemon_children() {
-  KIDS=() KID_DESC=()
-  local t c cs a
-  for t in /proc/"$VM_NODEVOLD_PID"/task/*/children; do
-    cs=()
-    read -r -a cs 2>/dev/null <"$t" || true
-    for c in "${cs[@]}"; do
-      a=()
-      mapfile -d '' a 2>/dev/null <"/proc/$c/cmdline" || true
-      a+=("")
-      KIDS+=("$c")
-      if [[ ${a[0]} == "$NODEVOLD" ]]; then KID_DESC+=("(spawning)"); else KID_DESC+=("${a[0]##*/}"); fi
-    done
-  done
-}
-# pending_calls: connections waiting in nodevold's listen backlog (ss shows
-# them as the listening socket's Recv-Q).
-pending_calls() { ss -xlnH 2>/dev/null | awk -v s="$VM_SOCKET" '$5 == s {print $3; f=1} END {if (!f) print 0}'; }
+source "$(dirname "$0")/crash_lib.sh"
 
 # in_call OP VOLUME TARGET: the call's first record change is on disk.
 in_call() {
-  local f
   case $1 in
     create) [[ -e $VM_STATE/volumes/$2.json ]] ;;
     delete) grep -q '"state": *"deleting"' "$VM_STATE/volumes/$2.json" 2>/dev/null ;;
-    publish|unpublish*)
-      for f in "$VM_STATE"/publications/*.json; do
-        [[ -e $f ]] && grep -qF "\"$3\"" "$f" || continue
-        [[ $1 == publish ]] && return 0
-        grep -q '"state": *"unpublishing"' "$f" && return 0
-      done
-      return 1 ;;
+    publish|unpublish*) pub_record_in_call "$1" "$3" ;;
   esac
-}
-alive() {
-  local st=()
-  read -r -a st 2>/dev/null <"/proc/$1/stat" || return 1
-  [[ ${st[2]} != Z ]]
 }
 
 # LISTED[name]=STATE, LISTED_TARGET[target]=name, SUBDIR[name], from nodevolctl.

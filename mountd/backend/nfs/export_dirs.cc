@@ -73,26 +73,45 @@ bool IsDirEntry(int dirfd, const struct dirent* e) {
 
 bool Dots(const char* n) { return n[0] == '.' && (n[1] == 0 || (n[1] == '.' && n[2] == 0)); }
 
+enum class Opened { kDir, kMissing, kRemoved };
+
+// Opens the directory `name` in `dir` for reading into *d, never through a
+// symlink. A name that is a file or symlink (swapped in by whoever owns
+// the export) is removed instead: it is doomed either way.
+Status OpenDirOrRemove(int dir, const std::string& name, const std::string& what, DIR** d, Opened* how) {
+  *d = nullptr;
+  int fd = OpenAt2(dir, name, O_RDONLY | O_DIRECTORY);
+  if (fd < 0) {
+    if (errno == ENOENT) {
+      *how = Opened::kMissing;
+      return Status::Ok();
+    }
+    if (errno == ENOTDIR || errno == ELOOP) {
+      if (::unlinkat(dir, name.c_str(), 0) != 0 && errno != ENOENT) return Status::FromErrno("remove " + what, errno);
+      *how = Opened::kRemoved;
+      return Status::Ok();
+    }
+    return OpenError("open " + what, errno);
+  }
+  *d = ::fdopendir(fd);
+  if (!*d) {
+    ::close(fd);
+    return Status::FromErrno("read " + what, errno);
+  }
+  *how = Opened::kDir;
+  return Status::Ok();
+}
+
 // Empties the directory `name` in `top` (the tombstone) by one level: files
 // are removed, subdirectories are moved up into `top` under fresh names,
 // for a later pass over `top` to deal with. *progress when anything went.
 Status Flatten(int top, const std::string& name, const std::string& what, RemoveCursor* c,
                std::chrono::steady_clock::time_point until, bool* progress) {
-  int fd = OpenAt2(top, name, O_RDONLY | O_DIRECTORY);
-  if (fd < 0) {
-    if (errno == ENOENT) return Status::Ok();
-    if (errno == ENOTDIR || errno == ELOOP) {  // replaced by a file or symlink meanwhile
-      if (::unlinkat(top, name.c_str(), 0) != 0 && errno != ENOENT) return Status::FromErrno("remove " + what, errno);
-      *progress = true;
-      return Status::Ok();
-    }
-    return OpenError("open " + what, errno);
-  }
-  DIR* d = ::fdopendir(fd);
-  if (!d) {
-    ::close(fd);
-    return Status::FromErrno("read " + what, errno);
-  }
+  DIR* d = nullptr;
+  Opened how;
+  NODEVOL_RETURN_IF_ERROR(OpenDirOrRemove(top, name, what, &d, &how));
+  if (how == Opened::kRemoved) *progress = true;
+  if (how != Opened::kDir) return Status::Ok();
   Status st;
   errno = 0;
   while (struct dirent* e = ::readdir(d)) {
@@ -240,24 +259,12 @@ Status RemoveVolumeDir(const std::string& root, const std::string& rel, const st
         return Status::FromErrno("rename " + root + "/" + rel + " to " + tombstone, errno);
       }
     }
-    int fd = OpenAt2(parent.get(), tombstone, O_RDONLY | O_DIRECTORY);
-    if (fd < 0) {
-      if (errno == ENOENT) {
-        *done = true;
-        return Status::Ok();
-      }
-      if (errno == ENOTDIR || errno == ELOOP) {  // the volume's path was a file or symlink
-        if (::unlinkat(parent.get(), tombstone.c_str(), 0) != 0 && errno != ENOENT)
-          return Status::FromErrno("remove " + what, errno);
-        *done = true;
-        return Status::Ok();
-      }
-      return OpenError("open " + what, errno);
-    }
-    DIR* d = ::fdopendir(fd);
-    if (!d) {
-      ::close(fd);
-      return Status::FromErrno("read " + what, errno);
+    DIR* d = nullptr;
+    Opened how;
+    NODEVOL_RETURN_IF_ERROR(OpenDirOrRemove(parent.get(), tombstone, what, &d, &how));
+    if (how != Opened::kDir) {  // gone, or the volume's path was a file or symlink
+      *done = true;
+      return Status::Ok();
     }
     int pfd = ::dup(parent.get());
     if (pfd < 0) {

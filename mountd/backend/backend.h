@@ -72,6 +72,9 @@ class Backend {
   // the LV's mount; nfs: the volume's bind), else "". Reconcile unstages a
   // ready volume mounted there that no publication holds.
   virtual std::string StagedMount(const VolumeRecord& record) const { return ""; }
+  // Whether Stage may wait for something outside the node (an NFS server):
+  // the start then re-stages this pool's publications in the background.
+  virtual bool StageMayWait() const { return false; }
   // Whether the volume's storage exists (for reconcile and drift reports).
   virtual Status Check(const VolumeRecord& record) = 0;
   // Pool capacity as the backend sees it.

@@ -29,8 +29,12 @@ CapacityMonitor::CapacityMonitor(Node* node, std::chrono::milliseconds poll, Lis
 CapacityMonitor::~CapacityMonitor() { Stop(); }
 
 void CapacityMonitor::Start() {
-  Sample();
-  thread_ = std::thread([this] { Loop(); });
+  // The first sample too on the thread: a pool whose figures come from a
+  // server (NFS) may wait for it, and nodevold's start must not.
+  thread_ = std::thread([this] {
+    Sample();
+    Loop();
+  });
 }
 
 void CapacityMonitor::Stop() {

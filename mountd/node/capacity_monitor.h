@@ -22,6 +22,8 @@ class CapacityMonitor {
   CapacityMonitor(Node* node, std::chrono::milliseconds poll, Listener on_sample);
   ~CapacityMonitor();  // Stops.
 
+  // Starts the thread, which samples at once (Snapshot's version stays 0
+  // until that first sample is in).
   void Start();
   // Wakes every waiter for good. Idempotent.
   void Stop();

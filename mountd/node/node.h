@@ -17,11 +17,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backend/backend.h"
@@ -90,12 +92,18 @@ class Node {
  public:
   // pods_root is resolved by the caller (mount/target.h ResolveConfiguredDir).
   Node(std::string pods_root, Store* store, std::map<std::string, std::unique_ptr<Backend>> pools);
+  // Stops the background re-staging (node/restage.cc), waiting at most for
+  // the stage in progress.
+  ~Node();
 
   // Which pools pods may ask for inline volumes (node/access.cc); a pool
   // not named refuses them. Call before Start.
   void SetInlinePolicies(std::map<std::string, InlinePolicy> policies);
 
   // Loads the state and reconciles it with the mount table (see reconcile.cc).
+  // Binds to re-create on a backend whose staging may wait for a server
+  // (NFS) are left to a background thread, so a dead server never holds
+  // up the start of the whole node.
   Status Start();
 
   std::vector<PoolView> Pools() const;
@@ -142,6 +150,8 @@ class Node {
   void AddDrift(std::string line);
   void Reconcile();
   void ReconcilePublication(PublicationRecord pub);
+  Status Rebind(PublicationRecord* pub, unsigned long flags);
+  void RestageLoop();
   void RollBack(const PublicationRecord& pub, const std::string& why);
   void AdoptUnrecorded(std::vector<VolumeRecord>* vols);
 
@@ -156,6 +166,14 @@ class Node {
   std::map<std::string, VolumeRecord> volumes_;
   std::map<std::string, PublicationRecord> publications_;  // by resolved target
   std::vector<std::string> drift_;
+
+  // node/restage.cc: targets whose bind waits for a server, and the thread
+  // that re-creates them after the start.
+  std::vector<std::string> restage_;  // filled by Start, then the thread's
+  std::thread restager_;
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
+  bool stopping_ = false;
 };
 
 }  // namespace nodevol

@@ -9,6 +9,7 @@
 //   publication publishing, adopted       completed (the mount was not ours to undo)
 //   publication publishing, not mounted   rolled back (the caller saw an error)
 //   publication published, bind missing   bind re-created when the target dir exists
+//                                         (NFS: after the start, in the background)
 //   publication published, flags lost     remounted as recorded; the record stays
 //                                         until that works
 //   publication unpublishing              unmount finished, record removed (an
@@ -52,6 +53,7 @@ Status Node::Start() {
     for (PublicationRecord& p : pubs) publications_[p.target] = std::move(p);
   }
   Reconcile();
+  if (!restage_.empty()) restager_ = std::thread([this] { RestageLoop(); });
   return Status::Ok();
 }
 
@@ -236,27 +238,17 @@ void Node::ReconcilePublication(PublicationRecord pub) {
   ParseBindOptions(pub.mount_options, &flags);  // validated when recorded
   flags &= ~MS_RDONLY;
   if (ms == MountState::kNotMounted) {
-    // The source may need staging first (after a reboot an LV or an NFS
-    // export is not mounted, and its staging dir is an empty directory of
-    // the node's own disk).
     VolumeRecord rec;
     Backend* b = LookupVolume(pub.volume, &rec) ? FindPool(rec.spec.pool) : nullptr;
-    std::string source = pub.source;
-    s = b ? b->Stage(rec, &source) : Status::NotFound("volume " + pub.volume + " has no record or no pool");
-    if (s.ok() && source != pub.source) {
-      pub.source = source;
-      s = store_->PutPublication(pub);
-    }
-    if (!s.ok()) {
-      AddDrift("publication of " + pub.volume + " at " + pub.target + ": bind mount is missing and staging the volume failed: " +
-               s.message() + "; record kept");
+    if (b && b->StageMayWait()) {
+      restage_.push_back(pub.target);
+      AddDrift("publication of " + pub.volume + " at " + pub.target +
+               ": bind mount is missing; re-creating it in the background (its server may be slow to answer)");
       return;
     }
-    // Only now: after a reboot Stage has just mounted what the bind
-    // inherits nosuid,nodev from.
-    s = BindMount(pub.source, pub.target, pub.read_only, flags | InheritedBindFlags(pub.source));
+    s = Rebind(&pub, flags);
     AddDrift("publication of " + pub.volume + " at " + pub.target +
-             (s.ok() ? ": bind mount was missing; re-created" : ": bind mount is missing and re-creating failed: " + s.message()));
+             (s.ok() ? ": bind mount was missing; re-created" : ": bind mount is missing and " + s.message() + "; record kept"));
     if (!s.ok()) return;
   } else if (!pub.adopted) {
     flags |= InheritedBindFlags(pub.source);
@@ -288,6 +280,30 @@ void Node::ReconcilePublication(PublicationRecord pub) {
       publications_[pub.target] = pub;
     }
   }
+}
+
+// Stages the volume of a publication whose bind is missing and binds it
+// again. After a reboot an LV or an NFS export is not mounted, and its
+// staging dir is an empty directory of the node's own disk.
+Status Node::Rebind(PublicationRecord* pub, unsigned long flags) {
+  VolumeRecord rec;
+  Backend* b = LookupVolume(pub->volume, &rec) ? FindPool(rec.spec.pool) : nullptr;
+  std::string source = pub->source;
+  Status s = b ? b->Stage(rec, &source) : Status::NotFound("volume " + pub->volume + " has no record or no pool");
+  if (s.ok() && source != pub->source) {
+    pub->source = source;
+    s = store_->PutPublication(*pub);
+    if (s.ok()) {
+      std::lock_guard<std::mutex> l(mu_);
+      publications_[pub->target] = *pub;
+    }
+  }
+  if (!s.ok()) return Status(s.code(), "staging the volume failed: " + s.message());
+  // Only now: after a reboot Stage has just mounted what the bind
+  // inherits nosuid,nodev from.
+  s = BindMount(pub->source, pub->target, pub->read_only, flags | InheritedBindFlags(pub->source));
+  if (!s.ok()) return Status(s.code(), "re-creating failed: " + s.message());
+  return Status::Ok();
 }
 
 }  // namespace nodevol

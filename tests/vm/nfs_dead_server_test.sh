@@ -149,7 +149,13 @@ vm_log "Unpublish of v1: $took ms (nodevold: $(daemon_ms Unpublish "pod-1/.*outc
 (($(daemon_ms Unpublish "pod-1/.*outcome=OK") < 3 * timeout * 1000 + 1000)) || vm_fail "Unpublish took too long in nodevold"
 ((took < (3 * timeout + 15) * 1000)) || vm_fail "Unpublish took $took ms"
 [[ -z $(nfs_mount_at "$t1") ]] || vm_fail "$t1 is still mounted"
-[[ -z $(nfs_mount_at "$sdir_a") ]] || vm_fail "v1's staging mount (nothing uses it) was not detached: $(grep -E "stays|forcing" "$VM_NODEVOLD_LOG")"
+sa_left=$(nfs_mount_at "$sdir_a")
+# The unmount may come a little later: when another call holds the staging
+# mount's lock (one started before Unpublish and still waiting for the
+# server: nodevold is ready before its first capacity sample ends),
+# Unpublish drops its hold and leaves the unmount to that holder.
+for ((i = 0; i < 3 * timeout && ${#sa_left} > 0; i++)); do sleep 1; sa_left=$(nfs_mount_at "$sdir_a"); done
+[[ -z $sa_left ]] || vm_fail "v1's staging mount (nothing uses it) was not detached within $((3 * timeout)) s: $(grep -E "stays|forcing" "$VM_NODEVOLD_LOG")"
 vm_ctl volume get v1 | grep -q v1 || vm_fail "v1 lost its record"
 # nodevold's own calls stuck on the pool's staging mount keep it busy (or
 # the unmount hangs flushing v1's writes): no process uses it, so it is
@@ -214,7 +220,7 @@ vm_run vm_ctl publish --volume v1 --target "$t3"
 [[ $(cat "$t3/f") == "new export" ]] || vm_fail "a new publication after ESTALE shows: $(cat "$t3/f" 2>&1)"
 grep -q "binding it again\|mounting it again" "$VM_NODEVOLD_LOG" || vm_fail "nodevold did not say it replaced a stale mount"
 
-vm_step "a reboot with the server down and three publications to re-stage: the start waits for the server once"
+vm_step "a reboot with the server down and three publications to re-stage: the start does not wait; the binds come back with the server"
 vm_nodevold_stop
 nfs_server_stop
 # What a reboot leaves: no mounts (detached here: the server cannot answer
@@ -226,14 +232,31 @@ from=$(wc -l <"$VM_NODEVOLD_LOG")
 start=$(now_ms)
 vm_nodevold_start "$pool" --pool=name=local,backend=dir,path=/var/tmp/local-pool
 took=$(($(now_ms) - start))
-restage=$(tail -n +"$((from + 1))" "$VM_NODEVOLD_LOG" | grep "staging the volume failed" || true)
-fast=$(grep -c "not mounting from it for another" <<<"$restage" || true)
-vm_log "start: $took ms; re-stages that failed: $(wc -l <<<"$restage"), at once: $fast"
-# One mount.nfs waits the timeout; the other two fail at once instead of
-# each waiting too (3 x 30 s with the default timeout: past systemd's start
-# limit, a restart loop).
-((fast >= 2)) || vm_fail "each re-stage waited for the dead server: $restage"
+info=$(vm_ctl info)
+deferred=$(grep -c "bind mount is missing; re-creating it in the background" <<<"$info" || true)
+vm_log "start: $took ms; binds left to the background: $deferred"
+# Before issue 30 item 3 each re-stage waited for the dead server in turn
+# (3 x 30 s with the default timeout: past systemd's start limit, a
+# restart loop); then one waited. Now none does, nor the first capacity
+# sample: nodevold is ready before any mount could time out. (The order of
+# the log lines, not a time: a loaded host makes any start slow.)
+first=$(tail -n +"$((from + 1))" "$VM_NODEVOLD_LOG" | grep -m1 -E "info ready:|did not answer within" || true)
+[[ $first == *"info ready:"* ]] || vm_fail "nodevold waited for the dead server before it was ready: $first"
+((deferred == 3)) || vm_fail "want 3 binds re-created in the background, info says: $info"
+# The node serves meanwhile: the local pool works.
+vm_run vm_ctl volume create lx --pool local --size 1Mi $(claim lx)
+vm_run vm_ctl volume delete lx
 nfs_server_resume
+for _ in $(seq 120); do
+  [[ -n $(nfs_mount_at "$t1") && -n $(nfs_mount_at "$t2") && -n $(nfs_mount_at "$t3") ]] && break
+  sleep 0.5
+done
+for t in "$t1" "$t2" "$t3"; do
+  [[ -n $(nfs_mount_at "$t") ]] || vm_fail "$t not bound again 60 s after the server came back: $(grep "$t" "$VM_NODEVOLD_LOG" | tail -3)"
+done
+[[ $(cat "$t1/f") == "new export" && $(cat "$t3/f") == "new export" ]] || vm_fail "the re-created binds of v1 do not show it"
+vm_ctl info | grep -q "at $t1: bind mount was missing; re-created after the start" || vm_fail "the background re-creation is not reported: $(vm_ctl info)"
+vm_log "binds of $t1, $t2 and $t3 re-created in the background once the server answered"
 
 vm_step "clean up (v4's staging mount, kept for the process, goes with v4's next unpublish)"
 for _ in $(seq 60); do vm_ctl publish --volume v4 --target "$t4" >/tmp/p.out 2>&1 && break; sleep 1; done

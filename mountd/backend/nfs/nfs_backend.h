@@ -102,6 +102,7 @@ class NfsBackend : public Backend {
   Status Stage(const VolumeRecord& record, std::string* path) override;
   Status Unstage(const VolumeRecord& record) override;
   std::string StagedMount(const VolumeRecord& record) const override { return VolumeDir(record.spec.name); }
+  bool StageMayWait() const override { return true; }
   Status Check(const VolumeRecord& record) override;
   Status GetCapacity(Capacity* out) override;
   Status Survey(const std::set<std::string>& known, std::vector<VolumeRecord>* unrecorded,

@@ -1,0 +1,72 @@
+// Node: re-creating, after the start, the binds whose staging waits for a
+// server (NFS). At start every bind of a pool whose Stage may wait is left
+// here: one dead server would otherwise hold the whole node's start (and
+// every local pool with it) past systemd's start timeout, restarting it in
+// a loop. The thread retries each target until its bind is back, its
+// publication is gone (an Unpublish came first), or nodevold stops; each
+// try runs under the target's and the volume's locks, as a Publish does.
+#include <spdlog/spdlog.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include "mount/bind.h"
+#include "mount/mount_table.h"
+#include "node/node.h"
+
+namespace nodevol {
+
+namespace {
+// While the server stays down a try costs little: the backend fails fast
+// for a while after a mount timed out (backend/nfs/nfs_client.h).
+constexpr auto kRetryEvery = std::chrono::seconds(10);
+}  // namespace
+
+Node::~Node() {
+  {
+    std::lock_guard<std::mutex> l(stop_mu_);
+    stopping_ = true;
+  }
+  stop_cv_.notify_all();
+  if (restager_.joinable()) restager_.join();
+}
+
+void Node::RestageLoop() {
+  std::vector<std::string> pending = std::move(restage_);
+  while (!pending.empty()) {
+    std::vector<std::string> again;
+    for (const std::string& target : pending) {
+      {
+        std::lock_guard<std::mutex> l(stop_mu_);
+        if (stopping_) return;
+      }
+      LockTable::Guard tg(&locks_, TargetKey(target));
+      PublicationRecord pub;
+      if (!LookupPublication(target, &pub)) continue;  // unpublished meanwhile
+      LockTable::Guard vg(&locks_, VolumeKey(pub.volume));
+      struct statx st;
+      if (!StatCached(target, false, &st).ok() || !S_ISDIR(st.stx_mode)) {
+        spdlog::warn("publication of {} at {}: the target directory is gone; not re-creating its bind", pub.volume,
+                     target);
+        continue;
+      }
+      MountTable table;
+      if (table.Load().ok() && table.FindTarget(target)) continue;  // a Publish re-created it
+      unsigned long flags = 0;
+      ParseBindOptions(pub.mount_options, &flags);  // validated when recorded
+      Status s = Rebind(&pub, flags & ~MS_RDONLY);
+      if (!s.ok()) {
+        spdlog::warn("publication of {} at {}: bind mount is missing and {}; trying again in {} s", pub.volume,
+                     target, s.message(), kRetryEvery.count());
+        again.push_back(target);
+        continue;
+      }
+      spdlog::info("publication of {} at {}: bind mount re-created", pub.volume, target);
+      AddDrift("publication of " + pub.volume + " at " + target + ": bind mount was missing; re-created after the start");
+    }
+    pending = std::move(again);
+    std::unique_lock<std::mutex> l(stop_mu_);
+    if (!pending.empty() && stop_cv_.wait_for(l, kRetryEvery, [this] { return stopping_; })) return;
+  }
+}
+
+}  // namespace nodevol

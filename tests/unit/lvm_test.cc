@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 namespace nodevol {
 namespace {
@@ -92,11 +94,29 @@ TEST(Lvm, RemoveChecksAFreshReportForTheSameLv) {
   Lvm lvm("/sbin/lvm", true, fake.runner());
   LvmReport r;
   ASSERT_TRUE(lvm.Report(&r).ok());
+  // Older than what Remove accepts (the cache may be 30 s old otherwise).
+  std::this_thread::sleep_for(Lvm::kRemoveReportAge + std::chrono::milliseconds(100));
   Status st = lvm.Remove("vg0", "mine", "U-old");
   EXPECT_EQ(st.code(), Status::Code::kFailedPrecondition);
   EXPECT_NE(st.message().find("not the one nodevold looked at"), std::string::npos) << st.message();
   EXPECT_EQ(fake.Count("fullreport"), 2u) << "a fresh report, not the cached one";
   EXPECT_EQ(fake.Count("lvremove"), 0u);
+}
+
+// A delete reads a fresh report before zeroing; Remove right after uses it
+// instead of paying a second fullreport, unless an lvm command ran between.
+TEST(Lvm, RemoveUsesAReportJustTakenUnlessACommandRanSince) {
+  FakeLvm fake;
+  Lvm lvm("/sbin/lvm", true, fake.runner());
+  LvmReport r;
+  ASSERT_TRUE(lvm.Report(&r, /*fresh=*/true).ok());
+  EXPECT_EQ(lvm.Remove("vg0", "mine", "U-old").code(), Status::Code::kFailedPrecondition);
+  EXPECT_EQ(fake.Count("fullreport"), 1u) << "the report just taken serves";
+  ASSERT_TRUE(lvm.Report(&r, /*fresh=*/true).ok());
+  ASSERT_TRUE(lvm.Extend("vg0", "mine", 16u << 20).ok());  // an lvm command: the cache goes
+  const size_t before = fake.Count("fullreport");
+  EXPECT_EQ(lvm.Remove("vg0", "mine", "U-old").code(), Status::Code::kFailedPrecondition);
+  EXPECT_EQ(fake.Count("fullreport"), before + 1) << "a command ran since: a new report";
 }
 
 // issue 27 item 6: lvremove -y of an origin took the operator's snapshots

@@ -49,7 +49,10 @@ class Lvm {
   // (kManagedTag) and nothing depending on it (snapshots, an attached
   // cache), else FAILED_PRECONDITION naming what is in the way. lvremove
   // selects by UUID, so an LV made meanwhile under that name is not hit.
+  // "Fresh" is a report at most kRemoveReportAge old with no lvm command
+  // of ours since: the one a delete took just before zeroing serves.
   Status Remove(const std::string& vg, const std::string& lv, const std::string& uuid);
+  static constexpr std::chrono::seconds kRemoveReportAge{2};
   // Activates an LV of ours (after a reboot with activation skipped).
   Status Activate(const std::string& vg, const std::string& lv);
 

@@ -414,6 +414,16 @@ Status LvmBackend::Expand(VolumeRecord* record, uint64_t new_size) {
 }
 
 Status LvmBackend::Stage(const VolumeRecord& record, std::string* path) {
+  // Staged already (a create leaves the volume so, and so does another
+  // publication of it): the recorded device mounted at the staging dir is
+  // all a bind needs, and a pod start pays no lvm process. The create
+  // leaves no cached report behind (it skips the one after lvcreate), so
+  // reading one here cost a fullreport per LVM pod start: lvm_bench's
+  // publish went from 41 to 964 ms under TCG.
+  if (StagedAlready(record)) {
+    *path = StagingDir(record.spec.name);
+    return Status::Ok();
+  }
   LvmReport report;
   NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report));
   const LvmLv* lv = nullptr;
@@ -425,6 +435,16 @@ Status LvmBackend::Stage(const VolumeRecord& record, std::string* path) {
   NODEVOL_RETURN_IF_ERROR(EnsureMounted(record, *lv, &mounted_now));
   *path = StagingDir(record.spec.name);
   return Status::Ok();
+}
+
+bool LvmBackend::StagedAlready(const VolumeRecord& record) const {
+  auto device = record.attributes.find("device");
+  if (device == record.attributes.end() || device->second.empty()) return false;
+  struct stat dev;
+  if (::stat(device->second.c_str(), &dev) != 0 || !S_ISBLK(dev.st_mode)) return false;
+  bool mounted = false;
+  dev_t shown = 0;
+  return IsMountPoint(StagingDir(record.spec.name), &mounted, &shown).ok() && mounted && shown == dev.st_rdev;
 }
 
 Status LvmBackend::Unstage(const VolumeRecord& record) { return Unmount(StagingDir(record.spec.name)); }

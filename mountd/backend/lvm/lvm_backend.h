@@ -81,6 +81,8 @@ class LvmBackend : public Backend {
   // Mounts the LV at its staging dir unless it already is; *mounted_now
   // says whether this call mounted it.
   Status EnsureMounted(const VolumeRecord& record, const LvmLv& lv, bool* mounted_now);
+  // True when the record's device is what is mounted at its staging dir.
+  bool StagedAlready(const VolumeRecord& record) const;
   Status CheckFits(const LvmReport& report, uint64_t more_bytes);
   Status SetUpVolumeGroup();
   // <state dir>/lvm/<vg>.vg-uuid: the VG's UUID once seen, so a VG that is

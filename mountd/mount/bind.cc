@@ -25,6 +25,10 @@ class PinnedDir {
   ~PinnedDir() { if (fd_ >= 0) ::close(fd_); }
   Status Open(const std::string& path) {
     fd_ = ::open(path.c_str(), O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+    // A symlink (or a file) swapped in after the path was checked: what the
+    // caller named is not a directory, which is theirs to fix, not ours.
+    if (fd_ < 0 && (errno == ENOTDIR || errno == ELOOP))
+      return Status::InvalidArgument("\"" + path + "\" is not a directory (nodevold follows no symlink here)");
     if (fd_ < 0) return Status::FromErrno("open " + path, errno);
     // The kernel's view of what we opened must be the path we validated.
     char buf[PATH_MAX];

@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
   po::options_description desc(
       "Usage: nodevol-provisioner [options]\n\n"
       "Provisions nodevol volumes for PersistentVolumeClaims of StorageClasses whose\n"
-      "provisioner is nodevol.io/provisioner, on nodes whose nodevold reports room.\n\nOptions");
+      "provisioner is nodevol.io, on nodes whose nodevold reports room.\n\nOptions");
   desc.add_options()("help", "show this help")
       ("kubeconfig", po::value(&kubeconfig), "kubeconfig file(s) (':'-separated); default: $KUBECONFIG, else in-cluster")
       ("context", po::value(&context), "kubeconfig context (default: current-context)")
@@ -186,7 +186,7 @@ int main(int argc, char** argv) {
       identity = std::string(host) + suffix;
     }
     if (lease_namespace.empty()) lease_namespace = config.ns;
-    if (lease_name.empty()) lease_name = leader::LeaseNameFor(cc.options.provisioner_name);
+    if (lease_name.empty()) lease_name = kDefaultLeaseName;
     store = std::make_unique<leader::KubeLeaseStore>(lease_client.get(), lease_namespace, lease_name);
     leader::LeaderElectorConfig ec;
     ec.identity = identity;

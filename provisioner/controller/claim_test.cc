@@ -11,7 +11,7 @@ namespace {
 nlohmann::json Pvc() {
   return nlohmann::json::parse(R"({
     "metadata": {"namespace": "app", "name": "data", "uid": "1234-abcd", "resourceVersion": "77",
-                 "annotations": {"volume.kubernetes.io/storage-provisioner": "nodevol.io/provisioner"},
+                 "annotations": {"volume.kubernetes.io/storage-provisioner": "nodevol.io"},
                  "labels": {"tier": "db"}},
     "spec": {"storageClassName": "fast", "accessModes": ["ReadWriteOnce"],
              "resources": {"requests": {"storage": "1.5Gi"}}}})");

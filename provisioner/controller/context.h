@@ -22,6 +22,8 @@ namespace nodevol::provisioner {
 
 struct ControllerOptions {
   std::string provisioner_name = kProvisionerName;
+  // Whether a class or PV naming provisioner `name` is ours.
+  bool Serves(const std::string& name) const { return name == provisioner_name || name == kLegacyProvisionerName; }
   PlacementPolicy policy = PlacementPolicy::kMostFree;
   // Nodes running nodevold carry this label (NFS PVs' node affinity).
   std::string node_label_key = "nodevol.io/node";

@@ -227,7 +227,7 @@ void Controller::GaveUpOnClaim(const std::string& key, bool permanent) {
 
 void Controller::EnqueueVolume(const nlohmann::json& pv) {
   auto ann = pv["metadata"].value("annotations", nlohmann::json::object());
-  if (ann.value(kAnnProvisionedBy, "") != config_.options.provisioner_name) return;
+  if (!config_.options.Serves(ann.value(kAnnProvisionedBy, ""))) return;
   volume_queue_.Add(pv["metadata"].value("name", ""));
 }
 

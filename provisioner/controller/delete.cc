@@ -19,7 +19,7 @@ using nlohmann::json;
 // Ours, Released, reclaim Delete.
 bool Deletable(const ControllerContext& ctx, const json& pv) {
   auto ann = pv["metadata"].value("annotations", json::object());
-  if (Str(ann, kAnnProvisionedBy) != ctx.options.provisioner_name) return false;
+  if (!ctx.options.Serves(Str(ann, kAnnProvisionedBy))) return false;
   std::string phase = pv.value("status", json::object()).value("phase", "");
   return pv["spec"].value("persistentVolumeReclaimPolicy", "") == "Delete" && phase == "Released";
 }

@@ -310,7 +310,7 @@ inline std::unique_ptr<kube::Informer> StaticCache(std::vector<json> items) {
 
 inline json Claim(const std::string& uid, const std::string& size = "1Gi", const std::string& cls = "fast",
                   json extra_annotations = json::object()) {
-  json ann = {{"volume.kubernetes.io/storage-provisioner", "nodevol.io/provisioner"}};
+  json ann = {{"volume.kubernetes.io/storage-provisioner", "nodevol.io"}};
   ann.update(extra_annotations);
   return {{"kind", "PersistentVolumeClaim"},
           {"apiVersion", "v1"},
@@ -325,7 +325,7 @@ inline json Class(const std::string& name = "fast", const std::string& pool = "f
   return {{"kind", "StorageClass"},
           {"apiVersion", "storage.k8s.io/v1"},
           {"metadata", {{"name", name}, {"resourceVersion", "3"}}},
-          {"provisioner", "nodevol.io/provisioner"},
+          {"provisioner", "nodevol.io"},
           {"parameters", {{"pool", pool}}},
           {"reclaimPolicy", reclaim},
           {"volumeBindingMode", "Immediate"}};
@@ -335,7 +335,7 @@ inline json Class(const std::string& name = "fast", const std::string& pool = "f
 struct World {
   FakeApi api;
   FakeNodeView view;
-  EventRecorder events{&api, "nodevol.io/provisioner"};
+  EventRecorder events{&api, "nodevol.io"};
   Reservations reservations{std::chrono::milliseconds(0)};
   Attempts attempts;
   WaitingClaims waiting;

@@ -3,7 +3,17 @@
 
 namespace nodevol::provisioner {
 
-inline constexpr const char* kProvisionerName = "nodevol.io/provisioner";
+// The StorageClass provisioner nodevol serves. A DNS subdomain, because it is
+// also the name of the CSIDriver object that turns on kube-scheduler's
+// capacity check (docs/scheduling.md) and of the CSI driver.
+inline constexpr const char* kProvisionerName = "nodevol.io";
+// The name before 0.2: classes that still say it are provisioned (a class's
+// provisioner cannot be changed) but get no capacity objects, and PVs
+// provisioned under it are deleted and resized as before.
+inline constexpr const char* kLegacyProvisionerName = "nodevol.io/provisioner";
+// The Lease the replicas elect a leader with: the name it had before the
+// rename, so old and new replicas of a rolling upgrade compete for one lease.
+inline constexpr const char* kDefaultLeaseName = "nodevol.io-provisioner";
 inline constexpr const char* kFlexDriver = "nodevol.io/volume";
 // PV controller's hand-over annotations (provisioner-contract.md §1).
 inline constexpr const char* kAnnStorageProvisioner = "volume.kubernetes.io/storage-provisioner";

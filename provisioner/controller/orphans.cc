@@ -33,7 +33,7 @@ std::string Orphaned(ControllerContext& ctx, const v1::Volume& v, const std::str
     std::string pv_node = ann.value(kAnnNode, "");
     if (pv_node.empty() || pv_node == node) return "";
     if (v.backend() == "nfs" && ann.value(kAnnBackend, "") == "nfs" && ann.value(kAnnPool, "") == v.pool()) return "";
-    if (ann.value(kAnnProvisionedBy, "") != ctx.options.provisioner_name) return "";
+    if (!ctx.options.Serves(ann.value(kAnnProvisionedBy, ""))) return "";
     return "its PV names node " + pv_node;
   }
   if (Param(v, "nodevol.io/reclaim-policy") != "Delete") return "";
@@ -65,7 +65,7 @@ std::vector<std::string> SweepOrphans(ControllerContext& ctx, std::chrono::secon
     }
     for (const auto& v : list.volumes()) {
       if (ctx.stop && ctx.stop->IsSet()) break;
-      if (Param(v, "nodevol.io/provisioner") != ctx.options.provisioner_name) continue;
+      if (!ctx.options.Serves(Param(v, "nodevol.io/provisioner"))) continue;
       if (v.ephemeral() || v.created_unix() + grace.count() > now) continue;
       if (v.name().rfind("pvc-", 0) != 0) continue;
       const std::string why = Orphaned(ctx, v, node);

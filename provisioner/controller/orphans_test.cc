@@ -19,7 +19,7 @@ v1::Volume Vol(const std::string& uid, const std::string& reclaim = "Delete", co
   v.set_pool("fast");
   v.set_backend(backend);
   v.set_created_unix(1);
-  (*v.mutable_parameters())["nodevol.io/provisioner"] = "nodevol.io/provisioner";
+  (*v.mutable_parameters())["nodevol.io/provisioner"] = "nodevol.io";
   (*v.mutable_parameters())["nodevol.io/reclaim-policy"] = reclaim;
   (*v.mutable_parameters())["nodevol.io/pvc-namespace"] = "app";
   (*v.mutable_parameters())["nodevol.io/pvc-name"] = "data-" + uid;
@@ -31,7 +31,7 @@ json Pv(const std::string& uid, const std::string& node, const std::string& recl
   return {{"kind", "PersistentVolume"},
           {"apiVersion", "v1"},
           {"metadata", {{"name", "pvc-" + uid}, {"uid", "pv-" + uid}, {"resourceVersion", "9"},
-                        {"annotations", {{"pv.kubernetes.io/provisioned-by", "nodevol.io/provisioner"},
+                        {"annotations", {{"pv.kubernetes.io/provisioned-by", "nodevol.io"},
                                          {"nodevol.io/node", node}, {"nodevol.io/pool", "fast"},
                                          {"nodevol.io/backend", backend}}}}},
           {"spec", {{"claimRef", {{"namespace", "app"}, {"name", "data-" + uid}, {"uid", uid}}},

@@ -218,17 +218,17 @@ Outcome Pass::Run(const std::string& key) {
   if (!st.ok()) {
     // Only complain about claims handed to us.
     auto ann = pvc_["metadata"].value("annotations", json::object());
-    if (ann.value(kAnnStorageProvisioner, "") == ctx_.options.provisioner_name)
+    if (ctx_.options.Serves(ann.value(kAnnStorageProvisioner, "")))
       return Fail(st.message(), Outcome::kGiveUp);
     return Outcome::kDone;
   }
-  if (claim_.provisioner != ctx_.options.provisioner_name || !claim_.volume_name.empty()) return Outcome::kDone;
+  if (!ctx_.options.Serves(claim_.provisioner) || !claim_.volume_name.empty()) return Outcome::kDone;
   auto sc = ctx_.classes->Get(claim_.class_name);
   if (!sc) return Fail("storage class " + claim_.class_name + " not found", Outcome::kRetry);
-  if (sc->value("provisioner", "") != ctx_.options.provisioner_name) return Outcome::kDone;
+  if (sc->value("provisioner", "") != claim_.provisioner) return Outcome::kDone;
   std::string binding = sc->value("volumeBindingMode", "Immediate");
   std::string why;
-  if (ShouldProvision(claim_, ctx_.options.provisioner_name, binding, &why) != ClaimAction::kProvision) {
+  if (ShouldProvision(claim_, claim_.provisioner, binding, &why) != ClaimAction::kProvision) {
     spdlog::debug("claim {}: not provisioning: {}", key, why);
     return Outcome::kDone;
   }

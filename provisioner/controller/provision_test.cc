@@ -18,7 +18,7 @@ json PvFor(const std::string& uid, const std::string& node) {
   return {{"kind", "PersistentVolume"},
           {"apiVersion", "v1"},
           {"metadata", {{"name", "pvc-" + uid}, {"uid", "pv-uid-" + uid},
-                        {"annotations", {{"pv.kubernetes.io/provisioned-by", "nodevol.io/provisioner"},
+                        {"annotations", {{"pv.kubernetes.io/provisioned-by", "nodevol.io"},
                                          {"nodevol.io/node", node}, {"nodevol.io/pool", "fast"},
                                          {"nodevol.io/backend", "lvm"}}}}},
           {"spec", {{"claimRef", {{"namespace", "app"}, {"name", "data-" + uid}, {"uid", uid}}},
@@ -41,6 +41,31 @@ TEST(Provision, CreatesOnTheRoomiestNodeAndSavesThePv) {
   EXPECT_EQ(claim["metadata"]["annotations"].value("nodevol.io/provisioning-node", ""), "b");
   auto reasons = w.api.EventReasons();
   EXPECT_NE(std::find(reasons.begin(), reasons.end(), "ProvisioningSucceeded"), reasons.end());
+}
+
+// A class made before the rename to nodevol.io still provisions (a class's
+// provisioner field cannot be changed); the PV carries the new name, which
+// deletion accepts like the old one.
+TEST(Provision, AClassOfTheOldNameIsStillServed) {
+  World w;
+  FakeNode a("a");
+  w.view.Add(&a, "fast", 10 * GiB);
+  json cls = Class("old");
+  cls["provisioner"] = "nodevol.io/provisioner";
+  json claim = Claim("u0", "1Gi", "old", {{"volume.kubernetes.io/storage-provisioner", "nodevol.io/provisioner"}});
+  w.Load({claim}, {}, {cls});
+  EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-u0"), Outcome::kDone);
+  EXPECT_TRUE(a.HasVolume("pvc-u0"));
+  EXPECT_EQ(w.api.Object(kPvs + "/pvc-u0")["metadata"]["annotations"].value("pv.kubernetes.io/provisioned-by", ""),
+            "nodevol.io");
+  // Another provisioner's class is not ours.
+  cls["provisioner"] = "other.io";
+  claim = Claim("u9", "1Gi", "old", {{"volume.kubernetes.io/storage-provisioner", "other.io"}});
+  World w2;
+  w2.view.Add(&a, "fast", 10 * GiB);
+  w2.Load({claim}, {}, {cls});
+  EXPECT_EQ(ProvisionClaim(w2.ctx, "app/data-u9"), Outcome::kDone);
+  EXPECT_FALSE(a.HasVolume("pvc-u9"));
 }
 
 // Item 2: DEADLINE_EXCEEDED after the volume was made on b; b's capacity

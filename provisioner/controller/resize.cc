@@ -21,7 +21,7 @@ Workers::Outcome ResizeClaim(ControllerContext& ctx, const std::string& key) {
   if (!pv) return Outcome::kDone;
   const json& meta = (*pv)["metadata"];
   auto ann = meta.value("annotations", json::object());
-  if (ann.value(kAnnProvisionedBy, "") != ctx.options.provisioner_name) return Outcome::kDone;
+  if (!ctx.options.Serves(ann.value(kAnnProvisionedBy, ""))) return Outcome::kDone;
   // Only the claim this PV was made for (a rebound PV keeps its claimRef uid).
   if ((*pv)["spec"].value("claimRef", json::object()).value("uid", "") != claim.uid) return Outcome::kDone;
   kube::Quantity cap;

@@ -7,12 +7,6 @@
 
 namespace nodevol::leader {
 
-std::string LeaseNameFor(const std::string& provisioner_name) {
-  std::string name = provisioner_name;
-  std::replace(name.begin(), name.end(), '/', '-');
-  return name;
-}
-
 KubeLeaseStore::KubeLeaseStore(kube::Client* client, std::string namespace_name, std::string name)
     : client_(client),
       ns_(std::move(namespace_name)),

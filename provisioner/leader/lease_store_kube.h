@@ -22,10 +22,6 @@
 
 namespace nodevol::leader {
 
-// The Lease a provisioner elects on: its name with '/' replaced by '-'
-// ("nodevol.io/provisioner" -> "nodevol.io-provisioner").
-std::string LeaseNameFor(const std::string& provisioner_name);
-
 class KubeLeaseStore : public LeaseStore {
  public:
   // `client` must outlive the store.

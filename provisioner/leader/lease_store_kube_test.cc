@@ -175,11 +175,6 @@ std::unique_ptr<kube::Client> ClientFor(const std::string& url) {
   return client;
 }
 
-TEST(KubeLeaseStoreTest, LeaseNameFor) {
-  EXPECT_EQ(LeaseNameFor("nodevol.io/provisioner"), "nodevol.io-provisioner");
-  EXPECT_EQ(LeaseNameFor("a/b/c"), "a-b-c");
-}
-
 TEST(KubeLeaseStoreTest, ElectionOverHttp) {
   FakeLeaseServer server;
   auto client = ClientFor(server.url());

@@ -12,7 +12,7 @@
 #    affinity on the pods' own labels, probes on /healthz and /readyz at the
 #    --metrics-address port; with NODEVOL_PROVISIONER, every flag
 #    in its args is one the binary accepts (--help) and parses;
-#  - examples: every object a StorageClass of nodevol.io/provisioner with a
+#  - examples: every object a StorageClass of nodevol.io with a
 #    pool; lvm, nfs and dir each in Immediate and WaitForFirstConsumer.
 # kubectl: ~/.cache/nodevol/k8s/<pinned version>/bin (tests/k8s/build-k8s),
 # or KUBECTL_BIN. Exit 77 (skipped) when kubectl or python3-yaml is missing.
@@ -217,7 +217,7 @@ for d in examples:
     if not check(d["kind"] == "StorageClass" and d["apiVersion"] == "storage.k8s.io/v1",
                  f"examples: {d['kind']} {name} is not a storage.k8s.io/v1 StorageClass"):
         continue
-    check(d.get("provisioner") == "nodevol.io/provisioner", f"examples: class {name} provisioner {d.get('provisioner')!r}")
+    check(d.get("provisioner") == "nodevol.io", f"examples: class {name} provisioner {d.get('provisioner')!r}")
     params = d.get("parameters", {})
     check(params.get("pool"), f"examples: class {name} has no pool parameter")
     check(all(isinstance(v, str) for v in params.values()), f"examples: class {name} has non-string parameters")

@@ -16,7 +16,7 @@
 #  - exactly one replica leads: the Lease names it, and only its
 #    nodevol_provisioner_leader gauge is 1;
 #  - a claim of nodevol-dir is Bound to a PV provisioned by
-#    nodevol.io/provisioner, and a pod writes into the volume on the node;
+#    nodevol.io, and a pod writes into the volume on the node;
 #  - the leader pod deleted (--force): another live replica takes the
 #    Lease (the standby, or the ReplicaSet's replacement if it asks first)
 #    and a second claim is Bound;
@@ -176,8 +176,8 @@ claim c1 nodevol-dir 16Mi
 bound c1 90 || pfail "claim c1 not Bound"
 pv1=$(k get pvc c1 -o jsonpath='{.spec.volumeName}')
 [[ $pv1 == "pvc-$(k get pvc c1 -o jsonpath='{.metadata.uid}')" ]] || fail "claim c1 bound to '$pv1'"
-[[ $(k get pv "$pv1" -o jsonpath='{.metadata.annotations.pv\.kubernetes\.io/provisioned-by}') == nodevol.io/provisioner ]] \
-  || fail "PV $pv1 not provisioned by nodevol.io/provisioner"
+[[ $(k get pv "$pv1" -o jsonpath='{.metadata.annotations.pv\.kubernetes\.io/provisioned-by}') == nodevol.io ]] \
+  || fail "PV $pv1 not provisioned by nodevol.io"
 ctl volume get "$pv1" >/dev/null || fail "nodevold has no volume $pv1"
 claim_pod w1 c1 'echo from-pod > /data/f && sleep 3600' | k apply -f - >/dev/null
 k wait --for=condition=Ready pod/w1 --timeout=120s >/dev/null || fail "pod w1 not Ready"

@@ -143,7 +143,7 @@ k delete pvc huge-wait --wait=false >/dev/null
 
 step "orphan sweep: our volume without claim or PV goes (PV and claim get)"
 orphan=pvc-00000000-0000-0000-0000-00000000dead
-ctl volume create $orphan --pool default --size 1Mi --param nodevol.io/provisioner=nodevol.io/provisioner \
+ctl volume create $orphan --pool default --size 1Mi --param nodevol.io/provisioner=nodevol.io \
   --param nodevol.io/reclaim-policy=Delete --param nodevol.io/pvc-namespace=default \
   --param nodevol.io/pvc-name=gone >/dev/null || fail "volume create $orphan"
 for _ in $(seq 40); do ctl volume get $orphan >/dev/null 2>&1 || break; sleep 0.5; done

@@ -160,9 +160,9 @@ wait_event() {
 
 # storage_class NAME [binding=Immediate|WaitForFirstConsumer] [reclaim=Delete|Retain]
 #   [expand=true] [provisioner=P] [KEY=VALUE...]: applies a StorageClass of P
-# (default nodevol.io/provisioner); other KEY=VALUE pairs are its parameters.
+# (default nodevol.io); other KEY=VALUE pairs are its parameters.
 storage_class() {
-  local name=$1 binding=Immediate reclaim=Delete expand=false prov=nodevol.io/provisioner params="" a
+  local name=$1 binding=Immediate reclaim=Delete expand=false prov=nodevol.io params="" a
   shift
   for a in "$@"; do
     case $a in

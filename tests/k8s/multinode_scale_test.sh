@@ -54,7 +54,7 @@ counts() {
   local b p
   b=$(k get pvc -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' | grep -c '^Bound$') || true
   p=$(k get pv -o jsonpath='{range .items[*]}{.metadata.annotations.pv\.kubernetes\.io/provisioned-by}{"\n"}{end}' |
-    grep -c '^nodevol.io/provisioner$') || true
+    grep -c '^nodevol.io$') || true
   echo "$b $p"
 }
 # check_consistent CLAIMS: every claim Bound to pvc-<uid>, exactly CLAIMS of

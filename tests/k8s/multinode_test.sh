@@ -142,7 +142,7 @@ k apply -f - >/dev/null <<YAML || fail "apply class nv-late"
 apiVersion: storage.k8s.io/v1
 kind: StorageClass
 metadata: {name: nv-late}
-provisioner: nodevol.io/provisioner
+provisioner: nodevol.io
 parameters: {pool: default}
 reclaimPolicy: Delete
 YAML

@@ -45,7 +45,9 @@ prov_fail() { echo "---- provisioner log (tail)" >&2; tail -30 "$K8S_WORK/logs/p
 
 storage_class nv-now backend=dir pool=default mode=0770
 storage_class nv-wait binding=WaitForFirstConsumer expand=true pool=default
-storage_class nv-keep reclaim=Retain pool=default
+# A class made before the provisioner was renamed nodevol.io (its
+# provisioner field cannot change): still served.
+storage_class nv-keep reclaim=Retain pool=default provisioner=nodevol.io/provisioner
 storage_class nv-bad pool=default colour=red
 
 step "Immediate: claim bound to a provisioned PV"
@@ -144,15 +146,18 @@ step "ProvisioningFailed: $msg"
 [[ $(k get pod use-huge -o jsonpath='{.status.phase}') == Pending ]] || fail "use-huge not Pending"
 step "orphan sweep: our Delete volume without claim or PV goes; Retain and foreign ones stay"
 orphan() { # NAME RECLAIM [PROVISIONER]
-  ctl volume create "$1" --pool default --size 1Mi --param "nodevol.io/provisioner=${3:-nodevol.io/provisioner}" \
+  ctl volume create "$1" --pool default --size 1Mi --param "nodevol.io/provisioner=${3:-nodevol.io}" \
     --param "nodevol.io/reclaim-policy=$2" --param nodevol.io/pvc-namespace=default \
     --param nodevol.io/pvc-name=gone >/dev/null || fail "volume create $1"
 }
 orphan pvc-00000000-0000-0000-0000-00000000dead Delete
 orphan pvc-00000000-0000-0000-0000-00000000beef Retain
 orphan pvc-00000000-0000-0000-0000-00000000f00d Delete other.io/provisioner
+orphan pvc-00000000-0000-0000-0000-00000000cafe Delete nodevol.io/provisioner  # made before the rename
 for _ in $(seq 40); do ctl volume get pvc-00000000-0000-0000-0000-00000000dead >/dev/null 2>&1 || break; sleep 0.5; done
 ! ctl volume get pvc-00000000-0000-0000-0000-00000000dead >/dev/null 2>&1 || prov_fail "orphan not swept"
+for _ in $(seq 40); do ctl volume get pvc-00000000-0000-0000-0000-00000000cafe >/dev/null 2>&1 || break; sleep 0.5; done
+! ctl volume get pvc-00000000-0000-0000-0000-00000000cafe >/dev/null 2>&1 || prov_fail "orphan of the old provisioner name not swept"
 ctl volume get pvc-00000000-0000-0000-0000-00000000beef >/dev/null || fail "Retain orphan deleted"
 ctl volume get pvc-00000000-0000-0000-0000-00000000f00d >/dev/null || fail "another provisioner's volume deleted"
 ctl volume get "$(k get pvc later -o jsonpath='{.spec.volumeName}')" >/dev/null || fail "the sweep deleted a bound volume"

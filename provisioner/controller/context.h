@@ -1,5 +1,6 @@
 // ControllerContext: what the claim and volume controllers share: the API
-// client, the informers' caches, the nodes, events, reservations, options.
+// client, the informers' caches, the nodes, events, the capacity ledger,
+// options.
 // Plain pointers: main owns everything and stops the controllers first.
 #pragma once
 
@@ -16,7 +17,7 @@
 #include "kube/informer.h"
 #include "metrics/metrics.h"
 #include "placement/placement.h"
-#include "placement/reservations.h"
+#include "capacity/ledger.h"
 
 namespace nodevol::provisioner {
 
@@ -41,7 +42,7 @@ struct ControllerContext {
   kube::Informer* nodes = nullptr;
   NodeView* node_view = nullptr;
   EventRecorder* events = nullptr;
-  Reservations* reservations = nullptr;
+  CapacityLedger* ledger = nullptr;
   ProvisionerMetrics* metrics = nullptr;  // optional
   Attempts* attempts = nullptr;
   WaitingClaims* waiting = nullptr;  // claims that failed for room or reachability

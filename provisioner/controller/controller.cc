@@ -5,6 +5,7 @@
 #include "controller/delete.h"
 #include "controller/node_capacity.h"
 #include "controller/orphans.h"
+#include "controller/pod_claims.h"
 #include "controller/provision.h"
 #include "controller/resize.h"
 
@@ -43,11 +44,21 @@ Controller::Controller(kube::Client* client, ControllerConfig config)
   ro.on_change = [this](const std::string& node) { OnCapacityChanged(node); };
   registry_ = std::make_unique<nodes::NodeRegistry>(ro);
   view_ = std::make_unique<RegistryView>(registry_.get());
+  ledger_ = std::make_unique<CapacityLedger>([this] { return view_->Pools(); });
 
   auto claim_handlers = kube::InformerHandlers{
-      [this](const nlohmann::json& o) { EnqueueClaim(o); },
-      [this](const nlohmann::json&, const nlohmann::json& o) { EnqueueClaim(o); },
-      [this](const nlohmann::json& o) { ForgetClaim(o); }};
+      [this](const nlohmann::json& o) {
+        TrackClaim(ctx_, o);
+        EnqueueClaim(o);
+      },
+      [this](const nlohmann::json&, const nlohmann::json& o) {
+        TrackClaim(ctx_, o);
+        EnqueueClaim(o);
+      },
+      [this](const nlohmann::json& o) {
+        UntrackClaim(ctx_, o);
+        ForgetClaim(o);
+      }};
   auto volume_handlers = kube::InformerHandlers{
       [this](const nlohmann::json& o) { EnqueueVolume(o); },
       [this](const nlohmann::json&, const nlohmann::json& o) { EnqueueVolume(o); },
@@ -79,7 +90,7 @@ Controller::Controller(kube::Client* client, ControllerConfig config)
   ctx_.nodes = nodes_.get();
   ctx_.node_view = view_.get();
   ctx_.events = &events_;
-  ctx_.reservations = &reservations_;
+  ctx_.ledger = ledger_.get();
   ctx_.options = config_.options;
   ctx_.metrics = config_.metrics;
   ctx_.attempts = &attempts_;
@@ -199,7 +210,10 @@ void Controller::RequeueWaiting() {
 void Controller::RequeueAllPending() {
   given_up_.Clear();
   for (const auto& pvc : claims_->List())
-    if (pvc.value("spec", nlohmann::json::object()).value("volumeName", "").empty()) EnqueueClaim(pvc);
+    if (pvc.value("spec", nlohmann::json::object()).value("volumeName", "").empty()) {
+      TrackClaim(ctx_, pvc);  // its class may have been unknown until now
+      EnqueueClaim(pvc);
+    }
 }
 
 void Controller::EnqueueClaim(const nlohmann::json& pvc) {

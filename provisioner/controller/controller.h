@@ -93,9 +93,9 @@ class Controller {
   ControllerConfig config_;
   nodes::TlsChannelFactory tls_;
   EventRecorder events_;
-  Reservations reservations_;
   std::unique_ptr<nodes::NodeRegistry> registry_;
   std::unique_ptr<RegistryView> view_;
+  std::unique_ptr<CapacityLedger> ledger_;
   std::unique_ptr<kube::Informer> claims_, volumes_, classes_, nodes_;
   WorkQueue claim_queue_, volume_queue_;
   std::unique_ptr<Workers> claim_workers_, volume_workers_;

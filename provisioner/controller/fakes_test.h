@@ -336,7 +336,7 @@ struct World {
   FakeApi api;
   FakeNodeView view;
   EventRecorder events{&api, "nodevol.io"};
-  Reservations reservations{std::chrono::milliseconds(0)};
+  CapacityLedger ledger{[this] { return view.Pools(); }, std::chrono::milliseconds(0)};
   Attempts attempts;
   WaitingClaims waiting;
   StopFlag stop;
@@ -361,7 +361,7 @@ struct World {
     ctx.nodes = nodes.get();
     ctx.node_view = &view;
     ctx.events = &events;
-    ctx.reservations = &reservations;
+    ctx.ledger = &ledger;
     ctx.attempts = &attempts;
     ctx.waiting = &waiting;
     ctx.stop = &stop;

@@ -7,6 +7,7 @@
 
 #include "base/size.h"
 #include "controller/claim.h"
+#include "controller/pod_claims.h"
 #include "controller/pv.h"
 #include "kube/fields.h"
 #include "placement/topology.h"
@@ -98,6 +99,11 @@ class Pass {
   // Whether the existing PV `pv` is the one this pass would save.
   bool SamePv(const json& pv, const std::string& node, const std::string& pool, const std::string& backend) const;
   Status DeleteOn(nodes::NodeClient* client);
+  // Place() for this claim, and (WaitForFirstConsumer) room on the chosen
+  // node for its pod's other claims too, per pool; their own promises are
+  // not counted against them. Under the ledger's decide_mu.
+  Status PlaceWithSiblings(const PlacementRequest& req, const std::string& pool,
+                           const std::vector<SiblingClaim>& siblings, std::string* node);
 
   ControllerContext& ctx_;
   const json& pvc_;
@@ -157,6 +163,39 @@ Status Pass::SavePv(const json& pv, const std::string& node, const std::string& 
     return Status::NotFound("PV " + claim_.PvName() + " not saved: " + r.ToString());
   return Status::Unavailable("PV " + claim_.PvName() + " may or may not be saved (" + r.ToString() +
                              "; reading it back: " + got.ToString() + ")");
+}
+
+Status Pass::PlaceWithSiblings(const PlacementRequest& req, const std::string& pool,
+                               const std::vector<SiblingClaim>& siblings, std::string* node) {
+  std::set<std::string> except = {claim_.uid};
+  std::map<std::string, uint64_t> need;  // pool -> bytes, this claim's pool included
+  need[pool] += req.bytes;
+  for (const auto& s : siblings) {
+    except.insert(s.claim.uid);
+    need[s.pool] += s.claim.request_bytes;
+  }
+  auto rooms = ctx_.ledger->Rooms(except);
+  PlacementRequest all = req;
+  all.bytes = need[pool];
+  Status st = Place(rooms, all, ctx_.options.policy, node);
+  if (!st.ok() || siblings.empty()) {
+    if (!st.ok() && need[pool] > req.bytes)
+      return Status(st.code(), st.message() + " (" + FormatSize(need[pool]) + " for this claim and " +
+                                   std::to_string(siblings.size()) + " other claim(s) of its pod)");
+    return st;
+  }
+  for (const auto& [other_pool, bytes] : need) {
+    if (other_pool == pool) continue;
+    PlacementRequest r;
+    r.pool = other_pool;
+    r.bytes = bytes;
+    r.allowed_nodes = {*node};
+    r.restrict_nodes = true;
+    std::string same;
+    st = Place(rooms, r, ctx_.options.policy, &same);
+    if (!st.ok()) return Status(st.code(), "the pod's claims in pool " + other_pool + " do not fit: " + st.message());
+  }
+  return Status::Ok();
 }
 
 Status Pass::DeleteOn(nodes::NodeClient* client) {
@@ -287,26 +326,44 @@ Outcome Pass::Run(const std::string& key) {
   if (!st.ok()) return Fail(st.message(), Outcome::kRetry);
   bool reserved = false;
   if (node.empty()) {
+    // A pod's other claims on the selected node: all fit there, or the
+    // scheduler chooses again for all of them (never a half-made pod).
+    std::vector<SiblingClaim> siblings;
+    if (wffc) {
+      Status ps = PodSiblings(ctx_, claim_, &siblings);
+      if (!ps.ok()) spdlog::warn("claim {}: {}; deciding for this claim alone", key, ps.message());
+    }
     {
-      std::lock_guard<std::mutex> lock(ctx_.reservations->mu());
-      st = Place(ctx_.node_view->Pools(), req, *ctx_.reservations, ctx_.options.policy, &node);
-      if (st.ok()) ctx_.reservations->Reserve(claim_.uid, node, params.pool, claim_.request_bytes);
+      std::lock_guard<std::mutex> lock(ctx_.ledger->decide_mu());
+      st = PlaceWithSiblings(req, params.pool, siblings, &node);
+      if (st.ok()) {
+        ctx_.ledger->Promise(claim_.uid, node, params.pool, claim_.request_bytes, CapacityLedger::Kind::kCreating);
+        for (const auto& s : siblings)
+          if (s.claim.selected_node == node || s.claim.selected_node.empty())
+            ctx_.ledger->Promise(s.claim.uid, node, s.pool, s.claim.request_bytes, CapacityLedger::Kind::kSelected,
+                                 CapacityLedger::Clock::now() + std::chrono::minutes(10));
+      }
     }
     if (!st.ok()) {
-      if (wffc) return Reschedule(st.message());
-      return WaitForRoom(st.message());
+      if (!wffc) return WaitForRoom(st.message());
+      for (const auto& s : siblings)
+        if (s.claim.selected_node == claim_.selected_node) {
+          Status rs = RemoveSelectedNode(ctx_, s.claim);
+          if (!rs.ok()) spdlog::warn("claim {}: {}", key, rs.message());
+        }
+      return Reschedule(st.message());
     }
     reserved = true;
   }
 
   auto client = ctx_.node_view->Client(node);
   if (!client) {
-    if (reserved) ctx_.reservations->Done(claim_.uid, false);
+    if (reserved) ctx_.ledger->Settle(claim_.uid, false);
     return wffc ? Reschedule("nodevold on it is not known") : WaitForRoom("node " + node + " vanished");
   }
   st = RecordAttempt(node);
   if (!st.ok()) {
-    if (reserved) ctx_.reservations->Done(claim_.uid, false);
+    if (reserved) ctx_.ledger->Settle(claim_.uid, false);
     spdlog::warn("claim {}: {}", key, st.message());
     return Outcome::kRetry;
   }
@@ -327,7 +384,7 @@ Outcome Pass::Run(const std::string& key) {
   AddClaimParams(claim_, claim_.class_name, reclaim, ctx_.options.provisioner_name, &vparams);
   for (const auto& [k, v] : vparams) (*create.mutable_parameters())[k] = v;
   st = client->CreateVolume(create, &created);
-  if (reserved) ctx_.reservations->Done(claim_.uid, st.ok());
+  if (reserved) ctx_.ledger->Settle(claim_.uid, st.ok());
   if (!st.ok()) {
     // Only a definite "no room" may move a WaitForFirstConsumer claim: an
     // unreachable node may have made the volume (the next pass asks it).

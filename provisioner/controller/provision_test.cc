@@ -222,3 +222,64 @@ TEST(Provision, OnlyRoomFailuresWaitForCapacity) {
 
 }  // namespace
 }  // namespace nodevol::provisioner
+
+namespace nodevol::provisioner {
+namespace {
+
+// Issue 15: a pod with two claims on a WaitForFirstConsumer class, both
+// selected for one node.
+struct TwoClaimPod {
+  World w;
+  FakeNode a{"a"}, b{"b"};
+  static constexpr uint64_t MiB = uint64_t{1} << 20;
+  const std::string claims = "/api/v1/namespaces/app/persistentvolumeclaims/";
+
+  explicit TwoClaimPod(uint64_t a_free) {
+    w.view.Add(&a, "fast", a_free);
+    w.view.Add(&b, "fast", 1000 * MiB);
+    json cls = Class();
+    cls["volumeBindingMode"] = "WaitForFirstConsumer";
+    json sel = {{"volume.kubernetes.io/selected-node", "a"}};
+    w.Load({Claim("c1", "60Mi", "fast", sel), Claim("c2", "60Mi", "fast", sel)}, {}, {cls});
+    json pod = {{"metadata", {{"namespace", "app"}, {"name", "p"}}},
+                {"spec", {{"volumes", {{{"name", "one"}, {"persistentVolumeClaim", {{"claimName", "data-c1"}}}},
+                                       {{"name", "two"}, {"persistentVolumeClaim", {{"claimName", "data-c2"}}}}}}}}};
+    w.api.Put("/api/v1/namespaces/app/pods?fieldSelector=spec.nodeName%3D", {{"items", {pod}}});
+  }
+  bool Selected(const std::string& uid) {
+    return w.api.Object(claims + "data-" + uid)["metadata"]["annotations"].contains(
+        "volume.kubernetes.io/selected-node");
+  }
+};
+
+TEST(ProvisionPod, ClaimsThatDoNotAllFitAreRescheduledTogether) {
+  TwoClaimPod t(100 * TwoClaimPod::MiB);  // room for one 60 MiB claim, not two
+  EXPECT_EQ(ProvisionClaim(t.w.ctx, "app/data-c1"), Outcome::kDone);
+  EXPECT_FALSE(t.a.HasVolume("pvc-c1")) << "one volume of a pod that cannot fit: half-provisioned";
+  EXPECT_EQ(t.a.creates(), 0);
+  EXPECT_FALSE(t.Selected("c1"));
+  EXPECT_FALSE(t.Selected("c2")) << "the pod's other claim still pins it to a";
+  auto reasons = t.w.api.EventReasons();
+  EXPECT_NE(std::find(reasons.begin(), reasons.end(), "ProvisioningFailed"), reasons.end());
+}
+
+TEST(ProvisionPod, TheFirstClaimPromisesTheOthersOnItsNode) {
+  TwoClaimPod t(150 * TwoClaimPod::MiB);
+  EXPECT_EQ(ProvisionClaim(t.w.ctx, "app/data-c1"), Outcome::kDone);
+  EXPECT_TRUE(t.a.HasVolume("pvc-c1"));
+  std::string node, pool;
+  CapacityLedger::Kind kind;
+  ASSERT_TRUE(t.w.ledger.Find("c2", &node, &pool, &kind));
+  EXPECT_EQ(node, "a");
+  EXPECT_EQ(kind, CapacityLedger::Kind::kSelected);
+  // A claim of another pod now sees a's room without c2's 60 MiB.
+  uint64_t room = 0;
+  for (const auto& r : t.w.ledger.Rooms({"c1"}))
+    if (r.seen.node == "a") room = r.room();
+  EXPECT_EQ(room, 90 * TwoClaimPod::MiB);
+  EXPECT_EQ(ProvisionClaim(t.w.ctx, "app/data-c2"), Outcome::kDone);
+  EXPECT_TRUE(t.a.HasVolume("pvc-c2"));
+}
+
+}  // namespace
+}  // namespace nodevol::provisioner

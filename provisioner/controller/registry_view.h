@@ -13,7 +13,9 @@ class RegistryView : public NodeView {
   std::vector<PoolSeen> Pools() const override {
     std::vector<PoolSeen> out;
     for (const auto& n : registry_->Snapshot())
-      for (const auto& p : n.pools) out.push_back({n.name, p.name, p.backend, p.free_bytes, n.reachable});
+      for (const auto& p : n.pools)
+        out.push_back({n.name, p.name, p.backend, p.free_bytes, n.reachable, p.total_bytes, p.allocated_bytes,
+                       p.size_enforced});
     return out;
   }
   std::shared_ptr<nodes::NodeClient> Client(const std::string& node) const override {

@@ -210,8 +210,8 @@ Status NodeRegistry::Session(const std::shared_ptr<Entry>& e, bool* delivered) {
     if (gs.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) break;
   }
   if (!gs.ok()) return FromGrpc(gs, where + ": GetInfo");
-  std::map<std::string, std::string> backend;
-  for (const v1::PoolInfo& p : info.pools()) backend[p.name()] = p.backend();
+  std::map<std::string, std::pair<std::string, bool>> backend;  // kind, size enforced
+  for (const v1::PoolInfo& p : info.pools()) backend[p.name()] = {p.backend(), p.size_enforced()};
 
   grpc::ClientContext ctx;  // no deadline: the watchdog cancels a silent stream
   v1::WatchCapacityRequest req;
@@ -223,8 +223,9 @@ Status NodeRegistry::Session(const std::shared_ptr<Entry>& e, bool* delivered) {
     std::vector<PoolCapacity> pools;
     for (const v1::PoolCapacity& p : msg.pools()) {
       auto b = backend.find(p.pool());
-      pools.push_back({p.pool(), b == backend.end() ? "" : b->second, p.free_bytes(), p.total_bytes(),
-                       p.allocated_bytes(), p.volume_count()});
+      bool known = b != backend.end();
+      pools.push_back({p.pool(), known ? b->second.first : "", p.free_bytes(), p.total_bytes(), p.allocated_bytes(),
+                       p.volume_count(), !known || b->second.second});
     }
     std::sort(pools.begin(), pools.end(), [](const PoolCapacity& a, const PoolCapacity& b) { return a.name < b.name; });
     bool changed = false, became_reachable = false;

@@ -47,6 +47,9 @@ struct PoolCapacity {
   uint64_t total_bytes = 0;
   uint64_t allocated_bytes = 0;
   uint32_t volume_count = 0;
+  // False when the pool records sizes without enforcing them (a dir pool
+  // without quotas, NFS): its free space does not drop for an empty volume.
+  bool size_enforced = true;
   bool operator==(const PoolCapacity&) const = default;
 };
 

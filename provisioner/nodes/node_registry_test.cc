@@ -70,6 +70,7 @@ class FakeNode final : public v1::Node::Service {
     p = resp->add_pools();
     p->set_name("fast");
     p->set_backend("lvm");
+    p->set_size_enforced(true);
     return grpc::Status::OK;
   }
 
@@ -207,8 +208,8 @@ TEST_F(RegistryTest, KeepsEachNodesPoolsCurrentAndIgnoresHeartbeats) {
   EXPECT_EQ(snap[0].name, "node-a");
   EXPECT_EQ(snap[0].address, "a:1");
   ASSERT_EQ(snap[0].pools.size(), 2u);
-  EXPECT_EQ(snap[0].pools[0], (PoolCapacity{"default", "dir", 100, 100, 0, 0}));
-  EXPECT_EQ(snap[0].pools[1], (PoolCapacity{"fast", "lvm", 50, 100, 0, 0}));
+  EXPECT_EQ(snap[0].pools[0], (PoolCapacity{"default", "dir", 100, 100, 0, 0, false}));  // a dir pool without quotas
+  EXPECT_EQ(snap[0].pools[1], (PoolCapacity{"fast", "lvm", 50, 100, 0, 0, true}));
   EXPECT_EQ(snap[1].pools[1].free_bytes, 7u);
   ASSERT_TRUE(WaitFor([&] { return Changes() == 2; })) << "one change per node becoming reachable";
 

@@ -15,14 +15,15 @@ Status ParsePlacementPolicy(const std::string& text, PlacementPolicy* out) {
   return Status::Ok();
 }
 
-Status Place(const std::vector<PoolSeen>& seen, const PlacementRequest& req, const Reservations& reserved,
-             PlacementPolicy policy, std::string* node) {
+Status Place(const std::vector<PoolRoom>& rooms, const PlacementRequest& req, PlacementPolicy policy,
+             std::string* node) {
   const PoolSeen* best = nullptr;
   uint64_t best_room = 0;
   bool any_pool = false, any_unreachable = false;
   std::string why;
   auto note = [&](const std::string& n, const std::string& text) { why += (why.empty() ? "" : "; ") + n + ": " + text; };
-  for (const auto& s : seen) {
+  for (const auto& r : rooms) {
+    const PoolSeen& s = r.seen;
     if (s.pool != req.pool) continue;
     if ((req.restrict_nodes || !req.allowed_nodes.empty()) && !req.allowed_nodes.count(s.node)) continue;
     if (!req.backend.empty() && s.backend != req.backend) {
@@ -35,10 +36,9 @@ Status Place(const std::vector<PoolSeen>& seen, const PlacementRequest& req, con
       continue;
     }
     any_pool = true;
-    uint64_t held = reserved.Reserved(s.node, s.pool);
-    uint64_t room = s.free_bytes > held ? s.free_bytes - held : 0;
+    uint64_t room = r.room();
     if (room < req.bytes) {
-      note(s.node, FormatSize(room) + " free" + (held ? " (" + FormatSize(held) + " promised to volumes being created)" : ""));
+      note(s.node, FormatSize(room) + " free" + (r.promised ? " (" + FormatSize(r.promised) + " promised)" : ""));
       continue;
     }
     bool better = !best || (policy == PlacementPolicy::kMostFree ? room > best_room : room < best_room) ||

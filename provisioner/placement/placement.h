@@ -1,8 +1,8 @@
-// Placement: which node gets a new volume. Pure: the caller passes what the
-// node registry sees (free bytes per node and pool) and the bytes already
-// promised to volumes being created (Reservations), and gets a node or a
-// Status saying why none fits, naming each node's reason, which becomes the
-// claim's ProvisioningFailed event.
+// Placement: which node gets a new volume. Pure: the caller passes each
+// node's pools with their room (capacity/ledger.h: what nodevold reported
+// minus what is promised), and gets a node or a Status saying why none
+// fits, naming each node's reason, which becomes the claim's
+// ProvisioningFailed event.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "base/status.h"
-#include "placement/reservations.h"
 
 namespace nodevol::provisioner {
 
@@ -22,6 +21,17 @@ struct PoolSeen {
   std::string backend;
   uint64_t free_bytes = 0;
   bool reachable = false;
+  uint64_t total_bytes = 0;
+  uint64_t allocated_bytes = 0;  // sum of its volumes' sizes
+  bool size_enforced = true;
+};
+
+// A pool and its room for one more volume.
+struct PoolRoom {
+  PoolSeen seen;
+  uint64_t base = 0;      // what the pool can give before promises
+  uint64_t promised = 0;  // bytes promised there and not yet in a report
+  uint64_t room() const { return base > promised ? base - promised : 0; }
 };
 
 enum class PlacementPolicy {
@@ -43,11 +53,11 @@ struct PlacementRequest {
 };
 
 // OK and *node; RESOURCE_EXHAUSTED when nodes have the pool but none has
-// room (room = free - reserved); FAILED_PRECONDITION when no reachable,
+// room; FAILED_PRECONDITION when no reachable,
 // allowed node has the pool at all; UNAVAILABLE when the only candidates
 // are unreachable. Ties go to the smaller node name, so placement is
 // deterministic.
-Status Place(const std::vector<PoolSeen>& seen, const PlacementRequest& req, const Reservations& reserved,
-             PlacementPolicy policy, std::string* node);
+Status Place(const std::vector<PoolRoom>& rooms, const PlacementRequest& req, PlacementPolicy policy,
+             std::string* node);
 
 }  // namespace nodevol::provisioner

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 namespace nodevol::provisioner {
 namespace {
 
@@ -21,11 +23,20 @@ PlacementRequest Req(std::string pool, std::string backend, uint64_t bytes, std:
   return r;
 }
 
-std::string Placed(const std::vector<PoolSeen>& seen, PlacementRequest req, PlacementPolicy policy,
-                   const Reservations& r = Reservations()) {
+// Rooms with nothing promised; `promised` adds bytes per node/pool.
+std::vector<PoolRoom> Rooms(const std::vector<PoolSeen>& seen, std::map<std::string, uint64_t> promised = {}) {
+  std::vector<PoolRoom> out;
+  for (const auto& s : seen) out.push_back({s, s.free_bytes, promised[s.node + "/" + s.pool]});
+  return out;
+}
+
+std::string Placed(const std::vector<PoolRoom>& rooms, PlacementRequest req, PlacementPolicy policy) {
   std::string node;
-  Status st = Place(seen, req, r, policy, &node);
+  Status st = Place(rooms, req, policy, &node);
   return st.ok() ? node : "error: " + st.message();
+}
+std::string Placed(const std::vector<PoolSeen>& seen, PlacementRequest req, PlacementPolicy policy) {
+  return Placed(Rooms(seen), req, policy);
 }
 
 TEST(Placement, MostFreeSpreadsBinpackFills) {
@@ -34,24 +45,14 @@ TEST(Placement, MostFreeSpreadsBinpackFills) {
   EXPECT_EQ(Placed(ThreeNodes(), Req("fast", "", 5 * GiB), PlacementPolicy::kBinpack), "n3");
 }
 
-TEST(Placement, ReservedBytesCountAsUsed) {
-  Reservations r;
-  r.Reserve("claim-a", "n1", "fast", 7 * GiB);
+TEST(Placement, PromisedBytesCountAsUsed) {
   // n1 has 3 GiB of room left, n3 6 GiB.
-  EXPECT_EQ(Placed(ThreeNodes(), Req("fast", "", 3 * GiB), PlacementPolicy::kMostFree, r), "n3");
-  r.Reserve("claim-b", "n3", "fast", 5 * GiB);
-  EXPECT_EQ(Placed(ThreeNodes(), Req("fast", "", 4 * GiB), PlacementPolicy::kMostFree, r), "n2");
-  r.Done("claim-b", /*ok=*/false);  // failed create: bytes back at once
-  EXPECT_EQ(Placed(ThreeNodes(), Req("fast", "", 4 * GiB), PlacementPolicy::kMostFree, r), "n3");
-}
-
-TEST(Placement, DoneReservationsLingerUntilTheNodeReportsThem) {
-  Reservations r(std::chrono::seconds(10));
-  auto t0 = Reservations::Clock::now();
-  r.Reserve("c", "n1", "fast", 5 * GiB);
-  r.Done("c", true, t0);
-  EXPECT_EQ(r.Reserved("n1", "fast", t0 + std::chrono::seconds(9)), 5 * GiB);
-  EXPECT_EQ(r.Reserved("n1", "fast", t0 + std::chrono::seconds(11)), 0u);
+  auto rooms = Rooms(ThreeNodes(), {{"n1/fast", 7 * GiB}});
+  EXPECT_EQ(Placed(rooms, Req("fast", "", 3 * GiB), PlacementPolicy::kMostFree), "n3");
+  rooms = Rooms(ThreeNodes(), {{"n1/fast", 7 * GiB}, {"n3/fast", 5 * GiB}});
+  EXPECT_EQ(Placed(rooms, Req("fast", "", 4 * GiB), PlacementPolicy::kMostFree), "n2");
+  std::string out = Placed(rooms, Req("fast", "", 5 * GiB), PlacementPolicy::kMostFree);
+  EXPECT_NE(out.find("n1: 3.0GiB free (7.0GiB promised)"), std::string::npos) << out;
 }
 
 TEST(Placement, AllowedNodesAndBackendFilter) {
@@ -66,18 +67,18 @@ TEST(Placement, AllowedNodesAndBackendFilter) {
 
 TEST(Placement, ErrorsSayWhyPerNode) {
   std::string node;
-  Status st = Place(ThreeNodes(), Req("fast", "", 20 * GiB), Reservations(), PlacementPolicy::kMostFree, &node);
+  Status st = Place(Rooms(ThreeNodes()), Req("fast", "", 20 * GiB), PlacementPolicy::kMostFree, &node);
   EXPECT_EQ(st.code(), Status::Code::kResourceExhausted);
   EXPECT_NE(st.message().find("n1: 10.0GiB free"), std::string::npos) << st.message();
-  st = Place(ThreeNodes(), Req("none", "", GiB), Reservations(), PlacementPolicy::kMostFree, &node);
+  st = Place(Rooms(ThreeNodes()), Req("none", "", GiB), PlacementPolicy::kMostFree, &node);
   EXPECT_EQ(st.code(), Status::Code::kFailedPrecondition);
   auto seen = ThreeNodes();
   for (auto& s : seen) s.reachable = false;
-  st = Place(seen, Req("fast", "", GiB), Reservations(), PlacementPolicy::kMostFree, &node);
+  st = Place(Rooms(seen), Req("fast", "", GiB), PlacementPolicy::kMostFree, &node);
   EXPECT_EQ(st.code(), Status::Code::kUnavailable) << st.message();
   // WaitForFirstConsumer restricted to a node without the pool.
   PlacementRequest req = Req("fast", "", GiB, {"n9"}, true);
-  st = Place(ThreeNodes(), req, Reservations(), PlacementPolicy::kMostFree, &node);
+  st = Place(Rooms(ThreeNodes()), req, PlacementPolicy::kMostFree, &node);
   EXPECT_EQ(st.code(), Status::Code::kFailedPrecondition) << st.message();
 }
 

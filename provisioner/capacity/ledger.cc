@@ -1,0 +1,103 @@
+#include "capacity/ledger.h"
+
+namespace nodevol::provisioner {
+
+uint64_t BaseRoom(const PoolSeen& p) {
+  if (p.size_enforced || p.backend == "nfs") return p.free_bytes;
+  uint64_t unmade = p.total_bytes > p.allocated_bytes ? p.total_bytes - p.allocated_bytes : 0;
+  return std::min(p.free_bytes, unmade);
+}
+
+CapacityLedger::CapacityLedger(Source source, std::chrono::milliseconds linger)
+    : source_(std::move(source)), linger_(linger) {}
+
+std::vector<PoolRoom> CapacityLedger::Rooms(const std::set<std::string>& except, Clock::time_point now) const {
+  std::vector<PoolRoom> out;
+  for (auto& seen : source_()) {
+    PoolRoom r;
+    r.base = BaseRoom(seen);
+    r.seen = std::move(seen);
+    out.push_back(std::move(r));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [key, e] : entries_) {
+    if (now >= e.until || except.count(key)) continue;
+    for (auto& r : out)
+      if (r.seen.node == e.node && r.seen.pool == e.pool) r.promised += e.bytes;
+  }
+  return out;
+}
+
+bool CapacityLedger::Promise(const std::string& key, const std::string& node, const std::string& pool,
+                             uint64_t bytes, Kind kind, Clock::time_point until) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto now = Clock::now();
+    for (auto it = entries_.begin(); it != entries_.end();)  // expired ones go here, not in Rooms (const)
+      it = now >= it->second.until ? entries_.erase(it) : std::next(it);
+    auto it = entries_.find(key);
+    if (it != entries_.end() && it->second.kind == Kind::kCreating && kind != Kind::kCreating) return false;
+    if (kind == Kind::kCreating) until = Clock::time_point::max();
+    Entry e{node, pool, bytes, kind, false, until};
+    if (it != entries_.end() && it->second.node == node && it->second.pool == pool && it->second.bytes == bytes &&
+        it->second.kind == kind) {
+      it->second.until = until;  // renewed: nothing anyone reads changed
+      return true;
+    }
+    entries_[key] = e;
+  }
+  Changed();
+  return true;
+}
+
+void CapacityLedger::Settle(const std::string& key, bool ok, Clock::time_point now) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(key);
+    if (it == entries_.end() || it->second.kind != Kind::kCreating) return;
+    if (ok) {
+      it->second.settled = true;
+      it->second.until = now + linger_;
+      return;  // still counted: no change
+    }
+    entries_.erase(it);
+  }
+  Changed();
+}
+
+void CapacityLedger::Release(const std::string& key) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(key);
+    if (it == entries_.end() || it->second.kind == Kind::kCreating) return;
+    entries_.erase(it);
+  }
+  Changed();
+}
+
+bool CapacityLedger::Find(const std::string& key, std::string* node, std::string* pool, Kind* kind,
+                          Clock::time_point now) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(key);
+  if (it == entries_.end() || now >= it->second.until) return false;
+  *node = it->second.node;
+  *pool = it->second.pool;
+  *kind = it->second.kind;
+  return true;
+}
+
+void CapacityLedger::SetOnChange(std::function<void()> on_change) {
+  std::lock_guard<std::mutex> lock(mu_);
+  on_change_ = std::move(on_change);
+}
+
+void CapacityLedger::Changed() {
+  std::function<void()> f;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    f = on_change_;
+  }
+  if (f) f();
+}
+
+}  // namespace nodevol::provisioner

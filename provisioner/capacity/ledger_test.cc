@@ -1,0 +1,103 @@
+#include "capacity/ledger.h"
+
+#include <gtest/gtest.h>
+
+namespace nodevol::provisioner {
+namespace {
+
+constexpr uint64_t MiB = 1ull << 20;
+using Kind = CapacityLedger::Kind;
+using Clock = CapacityLedger::Clock;
+
+uint64_t RoomOf(const CapacityLedger& l, const std::string& node, const std::string& pool,
+                const std::set<std::string>& except = {}, Clock::time_point now = Clock::now()) {
+  for (const auto& r : l.Rooms(except, now))
+    if (r.seen.node == node && r.seen.pool == pool) return r.room();
+  ADD_FAILURE() << "no pool " << node << "/" << pool;
+  return 0;
+}
+
+std::vector<PoolSeen> Pools() {
+  return {{"n1", "fast", "lvm", 100 * MiB, true, 200 * MiB, 100 * MiB, true},
+          {"n2", "fast", "lvm", 100 * MiB, true, 200 * MiB, 100 * MiB, true}};
+}
+
+TEST(CapacityLedger, UnenforcedPoolsCountTheSizesOfTheirVolumes) {
+  // A tmpfs dir pool of 100 MiB, 90 free, with 60 MiB of (empty) volumes:
+  // only 40 MiB may still be promised.
+  PoolSeen dir{"n", "d", "dir", 90 * MiB, true, 100 * MiB, 60 * MiB, false};
+  EXPECT_EQ(BaseRoom(dir), 40 * MiB);
+  dir.allocated_bytes = 5 * MiB;  // the free space is the smaller figure
+  EXPECT_EQ(BaseRoom(dir), 90 * MiB);
+  dir.allocated_bytes = 300 * MiB;  // more made than the pool holds: none
+  EXPECT_EQ(BaseRoom(dir), 0u);
+  PoolSeen enforced{"n", "l", "lvm", 90 * MiB, true, 100 * MiB, 300 * MiB, true};  // thin, overprovisioned
+  EXPECT_EQ(BaseRoom(enforced), 90 * MiB);
+  PoolSeen nfs{"n", "s", "nfs", 90 * MiB, true, 100 * MiB, 300 * MiB, false};  // shared, sizes advisory
+  EXPECT_EQ(BaseRoom(nfs), 90 * MiB);
+}
+
+TEST(CapacityLedger, OneKeyCountsOnceWhereverItsLatestPromiseIs) {
+  int changes = 0;
+  CapacityLedger l([] { return Pools(); });
+  l.SetOnChange([&] { ++changes; });
+  auto soon = Clock::now() + std::chrono::seconds(30);
+  ASSERT_TRUE(l.Promise("c1", "n1", "fast", 30 * MiB, Kind::kScheduling, soon));
+  EXPECT_EQ(RoomOf(l, "n1", "fast"), 70 * MiB);
+  // The scheduler picked n2 after all: the promise moves.
+  ASSERT_TRUE(l.Promise("c1", "n2", "fast", 30 * MiB, Kind::kSelected, soon));
+  EXPECT_EQ(RoomOf(l, "n1", "fast"), 100 * MiB);
+  EXPECT_EQ(RoomOf(l, "n2", "fast"), 70 * MiB);
+  ASSERT_TRUE(l.Promise("c1", "n2", "fast", 30 * MiB, Kind::kCreating));
+  EXPECT_EQ(RoomOf(l, "n2", "fast"), 70 * MiB);
+  // Its own promise is not counted against the claim deciding for itself.
+  EXPECT_EQ(RoomOf(l, "n2", "fast", {"c1"}), 100 * MiB);
+  EXPECT_EQ(changes, 3);
+  // A renewal of the same promise is no change.
+  ASSERT_TRUE(l.Promise("c1", "n2", "fast", 30 * MiB, Kind::kCreating));
+  EXPECT_EQ(changes, 3);
+}
+
+TEST(CapacityLedger, ACreateIsNotReleasedOrWeakenedWhileItRuns) {
+  CapacityLedger l([] { return Pools(); }, std::chrono::seconds(10));
+  ASSERT_TRUE(l.Promise("c", "n1", "fast", 50 * MiB, Kind::kCreating));
+  // The claim's informer update (still selected, not bound) and the
+  // extender must not move or drop a running create.
+  EXPECT_FALSE(l.Promise("c", "n2", "fast", 50 * MiB, Kind::kSelected, Clock::now() + std::chrono::minutes(1)));
+  l.Release("c");
+  EXPECT_EQ(RoomOf(l, "n1", "fast"), 50 * MiB);
+  // Done: counted `linger` more (nodevold's next report has the volume),
+  // and the claim binding meanwhile does not drop it early.
+  auto t0 = Clock::now();
+  l.Settle("c", true, t0);
+  l.Release("c");
+  EXPECT_EQ(RoomOf(l, "n1", "fast", {}, t0 + std::chrono::seconds(9)), 50 * MiB);
+  EXPECT_EQ(RoomOf(l, "n1", "fast", {}, t0 + std::chrono::seconds(11)), 100 * MiB);
+}
+
+TEST(CapacityLedger, AFailedCreateGivesItsBytesBackAtOnce) {
+  CapacityLedger l([] { return Pools(); });
+  ASSERT_TRUE(l.Promise("c", "n1", "fast", 50 * MiB, Kind::kCreating));
+  l.Settle("c", false);
+  EXPECT_EQ(RoomOf(l, "n1", "fast"), 100 * MiB);
+}
+
+TEST(CapacityLedger, PromisesEnd) {
+  CapacityLedger l([] { return Pools(); });
+  auto t0 = Clock::now();
+  ASSERT_TRUE(l.Promise("pod-claim", "n1", "fast", 60 * MiB, Kind::kScheduling, t0 + std::chrono::seconds(30)));
+  ASSERT_TRUE(l.Promise("sel", "n1", "fast", 10 * MiB, Kind::kSelected, t0 + std::chrono::minutes(10)));
+  EXPECT_EQ(RoomOf(l, "n1", "fast", {}, t0), 30 * MiB);
+  EXPECT_EQ(RoomOf(l, "n1", "fast", {}, t0 + std::chrono::seconds(31)), 90 * MiB);
+  l.Release("sel");
+  EXPECT_EQ(RoomOf(l, "n1", "fast", {}, t0 + std::chrono::seconds(31)), 100 * MiB);
+  std::string node, pool;
+  Kind kind;
+  EXPECT_TRUE(l.Find("pod-claim", &node, &pool, &kind, t0));
+  EXPECT_EQ(node, "n1");
+  EXPECT_FALSE(l.Find("pod-claim", &node, &pool, &kind, t0 + std::chrono::seconds(31)));
+  EXPECT_FALSE(l.Find("sel", &node, &pool, &kind, t0));
+}
+
+}  // namespace
+}  // namespace nodevol::provisioner

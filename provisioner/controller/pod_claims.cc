@@ -1,0 +1,101 @@
+#include "controller/pod_claims.h"
+
+#include <spdlog/spdlog.h>
+
+#include "kube/fields.h"
+#include "storageclass/class_params.h"
+
+namespace nodevol::provisioner {
+
+using nlohmann::json;
+
+namespace {
+
+// The claim names a pod's volumes use (a generic ephemeral volume's claim
+// is named <pod>-<volume>).
+std::vector<std::string> ClaimNames(const json& pod) {
+  std::vector<std::string> out;
+  const std::string pod_name = pod["metadata"].value("name", "");
+  for (const auto& v : pod.value("spec", json::object()).value("volumes", json::array())) {
+    if (!v.is_object()) continue;
+    if (v.contains("persistentVolumeClaim") && v["persistentVolumeClaim"].is_object())
+      out.push_back(v["persistentVolumeClaim"].value("claimName", ""));
+    else if (v.contains("ephemeral"))
+      out.push_back(pod_name + "-" + v.value("name", ""));
+  }
+  return out;
+}
+
+constexpr auto kSelectedFor = std::chrono::minutes(10);  // kube-scheduler's bindTimeoutSeconds
+
+}  // namespace
+
+std::string ClassPool(ControllerContext& ctx, const ClaimView& claim, bool* wffc) {
+  if (!ctx.options.Serves(claim.provisioner)) return "";
+  auto sc = ctx.classes->Get(claim.class_name);
+  if (!sc || !ctx.options.Serves(sc->value("provisioner", ""))) return "";
+  ClassParams params;
+  if (!ParseClassParams(kube::StringMap(sc->value("parameters", json::object())),
+                        kube::Strings(sc->value("mountOptions", json())), &params)
+           .ok())
+    return "";
+  if (wffc) *wffc = sc->value("volumeBindingMode", "Immediate") == "WaitForFirstConsumer";
+  return params.pool;
+}
+
+Status PodSiblings(ControllerContext& ctx, const ClaimView& claim, std::vector<SiblingClaim>* out) {
+  out->clear();
+  json pods;
+  auto r = ctx.client->Get("/api/v1/namespaces/" + claim.ns + "/pods?fieldSelector=spec.nodeName%3D", &pods);
+  if (!r.ok()) return Status::Unavailable("listing the pods of namespace " + claim.ns + ": " + r.ToString());
+  std::set<std::string> seen = {claim.name};
+  for (const auto& pod : pods.value("items", json::array())) {
+    auto names = ClaimNames(pod);
+    if (std::find(names.begin(), names.end(), claim.name) == names.end()) continue;
+    for (const auto& name : names) {
+      if (!seen.insert(name).second) continue;
+      auto pvc = ctx.claims->Get(claim.ns + "/" + name);
+      SiblingClaim s;
+      if (!pvc || !ParseClaim(*pvc, &s.claim).ok() || !s.claim.volume_name.empty() || s.claim.deleting) continue;
+      s.pool = ClassPool(ctx, s.claim);
+      if (!s.pool.empty()) out->push_back(std::move(s));
+    }
+  }
+  return Status::Ok();
+}
+
+Status RemoveSelectedNode(ControllerContext& ctx, const ClaimView& claim) {
+  json patch = {{"metadata", {{"uid", claim.uid}, {"annotations", {{kAnnSelectedNode, nullptr}}}}}};
+  auto r = ctx.client->MergePatch("/api/v1/namespaces/" + claim.ns + "/persistentvolumeclaims/" + claim.name, patch);
+  if (r.ok() || r.code() == kube::Result::Code::kNotFound || r.code() == kube::Result::Code::kConflict)
+    return Status::Ok();
+  return Status::Unavailable("removing " + std::string(kAnnSelectedNode) + " from claim " + claim.Key() + ": " +
+                             r.ToString());
+}
+
+void TrackClaim(ControllerContext& ctx, const json& pvc) {
+  if (!ctx.ledger) return;
+  ClaimView c;
+  if (!ParseClaim(pvc, &c).ok()) return;
+  bool wffc = false;
+  std::string pool = ClassPool(ctx, c, &wffc);
+  if (pool.empty() || !wffc || c.selected_node.empty() || !c.volume_name.empty() || c.deleting) {
+    ctx.ledger->Release(c.uid);
+    return;
+  }
+  std::string node, promised_pool;
+  CapacityLedger::Kind kind;
+  // Already promised there (by the extender, or in a pass for a sibling):
+  // keep that promise's end only if it is the longer one.
+  if (ctx.ledger->Find(c.uid, &node, &promised_pool, &kind) && kind != CapacityLedger::Kind::kScheduling &&
+      node == c.selected_node && promised_pool == pool)
+    return;
+  ctx.ledger->Promise(c.uid, c.selected_node, pool, c.request_bytes, CapacityLedger::Kind::kSelected,
+                      CapacityLedger::Clock::now() + kSelectedFor);
+}
+
+void UntrackClaim(ControllerContext& ctx, const json& pvc) {
+  if (ctx.ledger) ctx.ledger->Release(pvc["metadata"].value("uid", ""));
+}
+
+}  // namespace nodevol::provisioner

@@ -59,6 +59,11 @@ int main(int argc, char** argv) {
        "how often to look for volumes whose claim and PV are gone (0 = never)")
       ("orphan-grace-seconds", po::value<long>()->default_value(600),
        "how old such a volume must be before it is deleted")
+      ("capacity-objects", po::value(&cc.capacity_objects)->default_value(true),
+       "publish a CSIStorageCapacity per class and node for kube-scheduler (docs/scheduling.md); with false, set "
+       "storageCapacity: false in the CSIDriver nodevol.io too, or the scheduler rejects every node")
+      ("capacity-namespace", po::value(&cc.capacity_namespace),
+       "namespace of those objects (default: the pod's or kubeconfig's)")
       ("leader-elect", po::value(&leader_elect)->default_value(true),
        "run only while holding the Lease (more than one replica); false: run at once")
       ("lease-namespace", po::value(&lease_namespace), "namespace of the Lease (default: the pod's or kubeconfig's)")
@@ -109,6 +114,19 @@ int main(int argc, char** argv) {
   if (!st.ok()) {
     std::cerr << "nodevol-provisioner: " << st.message() << "\n";
     return 1;
+  }
+
+  if (cc.capacity_namespace.empty()) cc.capacity_namespace = config.ns;
+  // In a pod (the Deployment sets POD_NAME and POD_NAMESPACE): the capacity
+  // objects are owned by the Deployment, so uninstalling removes them.
+  if (cc.capacity_objects && std::getenv("POD_NAME") && std::getenv("POD_NAMESPACE")) {
+    Status os = FindDeploymentOwner(client.get(), std::getenv("POD_NAMESPACE"), std::getenv("POD_NAME"),
+                                    &cc.capacity_owner);
+    if (os.ok())
+      spdlog::info("capacity objects owned by {} {}", cc.capacity_owner.value("kind", ""),
+                   cc.capacity_owner.value("name", ""));
+    else
+      spdlog::warn("capacity objects get no owner (uninstalling will not remove them): {}", os.message());
   }
 
   sigset_t set;

@@ -66,22 +66,45 @@ Controller::Controller(kube::Client* client, ControllerConfig config)
   // A new or changed class may unblock claims waiting for it (a resync,
   // same resourceVersion, is not a change).
   auto class_handlers = kube::InformerHandlers{
-      [this](const nlohmann::json&) { RequeueAllPending(); },
+      [this](const nlohmann::json&) {
+        RequeueAllPending();
+        PokePublisher();
+      },
       [this](const nlohmann::json& a, const nlohmann::json& b) {
         if (a["metadata"].value("resourceVersion", "") != b["metadata"].value("resourceVersion", ""))
           RequeueAllPending();
       },
-      [](const nlohmann::json&) {}};
+      [this](const nlohmann::json&) { PokePublisher(); }};
+  // A node's hostname label is its capacity objects' topology.
+  auto hostname = [](const nlohmann::json& n) {
+    return n["metadata"].value("labels", nlohmann::json::object()).value("kubernetes.io/hostname", "");
+  };
   auto node_handlers = kube::InformerHandlers{
-      [this](const nlohmann::json&) { OnNodesChanged(); },
-      [this](const nlohmann::json& a, const nlohmann::json& b) {
-        if (InternalIp(a) != InternalIp(b)) OnNodesChanged();
+      [this](const nlohmann::json&) {
+        OnNodesChanged();
+        PokePublisher();
       },
-      [this](const nlohmann::json&) { OnNodesChanged(); }};
+      [this, hostname](const nlohmann::json& a, const nlohmann::json& b) {
+        if (InternalIp(a) != InternalIp(b)) OnNodesChanged();
+        if (hostname(a) != hostname(b)) PokePublisher();
+      },
+      [this](const nlohmann::json&) {
+        OnNodesChanged();
+        PokePublisher();
+      }};
   claims_ = MakeInformer(client, "/api/v1/persistentvolumeclaims", "", "claims", config_.resync, claim_handlers);
   volumes_ = MakeInformer(client, "/api/v1/persistentvolumes", "", "volumes", config_.resync, volume_handlers);
   classes_ = MakeInformer(client, "/apis/storage.k8s.io/v1/storageclasses", "", "classes", {}, class_handlers);
   nodes_ = MakeInformer(client, "/api/v1/nodes", config_.node_selector, "nodes", {}, node_handlers);
+
+  if (config_.capacity_objects) {
+    CapacityPublisher::Options po;
+    po.driver = config_.options.provisioner_name;
+    po.ns = config_.capacity_namespace;
+    po.owner = config_.capacity_owner;
+    publisher_ = std::make_unique<CapacityPublisher>(client, classes_.get(), nodes_.get(), ledger_.get(), po);
+    ledger_->SetOnChange([this] { PokePublisher(); });
+  }
 
   ctx_.client = client;
   ctx_.claims = claims_.get();
@@ -118,6 +141,7 @@ bool Controller::Start(std::chrono::milliseconds sync_timeout) {
                                 [this](const std::string& k) { return DeleteReleasedVolume(ctx_, k); });
   if (config_.sweep_interval.count() > 0) sweeper_ = std::thread([this] { SweepLoop(); });
   mirror_ = std::thread([this] { MirrorLoop(); });
+  if (publisher_) publisher_->Start();
   started_ = true;
   spdlog::info("controller started: {} claim workers, {} volume workers, nodes labelled {}", config_.claim_workers,
                config_.volume_workers, config_.node_selector);
@@ -131,6 +155,7 @@ void Controller::Stop() {
   stop_.Set();
   claim_queue_.ShutDown();
   volume_queue_.ShutDown();
+  if (publisher_) publisher_->Stop();
   // Informers next (no new work; a Start waiting for them to sync gives
   // up), then the workers finish their keys.
   for (auto* i : {claims_.get(), volumes_.get(), classes_.get(), nodes_.get()})
@@ -199,6 +224,7 @@ void Controller::OnCapacityChanged(const std::string& node) {
     std::lock_guard<std::mutex> lock(mirror_mu_);
     mirror_dirty_.insert(node);
   }
+  PokePublisher();
   // Room may have appeared: claims that waited for it get another pass.
   RequeueWaiting();
 }

@@ -26,6 +26,7 @@
 
 #include "controller/context.h"
 #include "controller/given_up.h"
+#include "capacity/storage_capacity.h"
 #include "controller/registry_view.h"
 #include "kube/informer.h"
 #include "nodes/node_registry.h"
@@ -51,6 +52,11 @@ struct ControllerConfig {
   // At most one capacity patch per Node this often.
   std::chrono::milliseconds mirror_interval{std::chrono::seconds(5)};
   ProvisionerMetrics* metrics = nullptr;  // optional; outlives the controller
+  // CSIStorageCapacity objects (capacity/storage_capacity.h): on or off,
+  // their namespace, and their ownerReference (null: none).
+  bool capacity_objects = true;
+  std::string capacity_namespace;  // "": the provisioner's own (main.cc)
+  nlohmann::json capacity_owner;
 };
 
 class Controller {
@@ -76,6 +82,9 @@ class Controller {
  private:
   void OnNodesChanged();
   void OnCapacityChanged(const std::string& node);
+  void PokePublisher() {
+    if (publisher_) publisher_->Poke();
+  }
   // A class changed: every unbound claim, given up or not.
   void RequeueAllPending();
   // Capacity changed: the claims waiting for room that are due.
@@ -96,6 +105,7 @@ class Controller {
   std::unique_ptr<nodes::NodeRegistry> registry_;
   std::unique_ptr<RegistryView> view_;
   std::unique_ptr<CapacityLedger> ledger_;
+  std::unique_ptr<CapacityPublisher> publisher_;  // null when capacity objects are off
   std::unique_ptr<kube::Informer> claims_, volumes_, classes_, nodes_;
   WorkQueue claim_queue_, volume_queue_;
   std::unique_ptr<Workers> claim_workers_, volume_workers_;

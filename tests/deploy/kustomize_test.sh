@@ -70,7 +70,7 @@ def one(kind, name=None):
 # --- namespace and identity
 check(one("Namespace", NS) != {}, f"base: no Namespace {NS}")
 for d in base:
-    if d["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding"):
+    if d["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding", "CSIDriver"):
         check(d["metadata"].get("namespace") == NS, f"base: {d['kind']} {d['metadata']['name']} not in {NS}")
 sa = one("ServiceAccount")
 sa_name = sa.get("metadata", {}).get("name")
@@ -78,7 +78,8 @@ sa_name = sa.get("metadata", {}).get("name")
 # --- RBAC: bound to the ServiceAccount, narrow
 allowed = {
     ("", "persistentvolumeclaims"), ("", "persistentvolumes"), ("storage.k8s.io", "storageclasses"),
-    ("", "nodes"), ("", "events"), ("coordination.k8s.io", "leases"),
+    ("", "nodes"), ("", "events"), ("coordination.k8s.io", "leases"), ("", "pods"), ("apps", "replicasets"),
+    ("storage.k8s.io", "csistoragecapacities"),
 }
 verbs_of = {}
 for kind, bkind in (("ClusterRole", "ClusterRoleBinding"), ("Role", "RoleBinding")):
@@ -104,11 +105,23 @@ need = {
     ("ClusterRole", "nodes"): {"list", "watch", "patch"},
     ("ClusterRole", "events"): {"create", "patch"},
     ("Role", "leases"): {"get", "create", "update"},
+    ("ClusterRole", "pods"): {"list"},
+    ("Role", "pods"): {"get"},
+    ("Role", "replicasets"): {"get"},
+    ("Role", "csistoragecapacities"): {"list", "create", "patch", "delete"},
 }
 for key, verbs in need.items():
     have = verbs_of.get(key, set())
     check(verbs <= have, f"base: {key[0]} lacks {sorted(verbs - have)} on {key[1]}")
     check(have <= verbs, f"base: {key[0]} grants {sorted(have - verbs)} on {key[1]}, which the code does not use")
+
+# --- CSIDriver: named like the classes' provisioner, capacity checked, no
+# attach (both immutable once created).
+drv = one("CSIDriver", "nodevol.io")
+dspec = drv.get("spec", {})
+check(dspec.get("storageCapacity") is True, "CSIDriver nodevol.io: storageCapacity is not true")
+check(dspec.get("attachRequired") is False, "CSIDriver nodevol.io: attachRequired is not false")
+check(dspec.get("podInfoOnMount") is False, "CSIDriver nodevol.io: podInfoOnMount is not false")
 
 # --- Deployment
 dep = one("Deployment")

@@ -74,10 +74,11 @@ patches:
       path: /spec/template/spec/containers/0/imagePullPolicy
       value: Never
     - op: add
-      path: /spec/template/spec/containers/0/env
-      value:
-      - {name: KUBERNETES_SERVICE_HOST, value: "$node_ip"}
-      - {name: KUBERNETES_SERVICE_PORT, value: "6443"}
+      path: /spec/template/spec/containers/0/env/-
+      value: {name: KUBERNETES_SERVICE_HOST, value: "$node_ip"}
+    - op: add
+      path: /spec/template/spec/containers/0/env/-
+      value: {name: KUBERNETES_SERVICE_PORT, value: "6443"}
 YAML
 k kustomize "$overlay" >"$overlay/rendered.yaml" || fail "kubectl kustomize of the overlay"
 grep -q "image: $image:$tag" "$overlay/rendered.yaml" || fail "the overlay did not set the image"
@@ -184,6 +185,22 @@ k wait --for=condition=Ready pod/w1 --timeout=120s >/dev/null || fail "pod w1 no
 for _ in $(seq 20); do [[ -f $K8S_WORK/nodevold/pool/$pv1/f ]] && break; sleep 0.5; done
 [[ $(cat "$K8S_WORK/nodevold/pool/$pv1/f" 2>/dev/null) == from-pod ]] || fail "the pod's file is not in volume $pv1 on the node"
 
+step "capacity objects: one per nodevol.io class on the node, with room, owned by the Deployment"
+# csis: "class hostname capacity owner-kind/owner-name" per object.
+csis() {
+  kn get csistoragecapacities -o jsonpath='{range .items[*]}{.storageClassName} {.nodeTopology.matchLabels.kubernetes\.io/hostname} {.capacity} {.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}{"\n"}{end}'
+}
+host=$(k get node "$K8S_NODE" -o jsonpath='{.metadata.labels.kubernetes\.io/hostname}')
+line=
+for _ in $(seq 40); do
+  line=$(csis | awk -v h="$host" '$1 == "nodevol-dir" && $2 == h')
+  [[ -n $line ]] && break; sleep 0.5
+done
+read -r _ _ cap owner <<<"$line"
+[[ -n $line && $owner == Deployment/nodevol-provisioner ]] || pfail "no CSIStorageCapacity for nodevol-dir on $host owned by the Deployment: $(csis)"
+cap_bytes=$(numfmt --from=iec-i "$cap" 2>/dev/null || echo "$cap")
+((cap_bytes > 0)) || pfail "nodevol-dir on $host: capacity '$cap'"
+
 step "the leader pod deleted (--force): another replica takes the Lease"
 # Its log, followed until the container ends (the pod object goes at once).
 kn logs -f "$leader" >"$K8S_WORK/logs/first-leader.log" 2>&1 &
@@ -248,4 +265,10 @@ for p in $(pods); do
   refused=$(kn logs "$p" 2>/dev/null | grep -i forbidden | head -3 || true)
   [[ -z $refused ]] || pfail "$p was refused: $refused"
 done
+
+step "the Deployment deleted: the garbage collector removes the capacity objects"
+[[ -n $(csis) ]] || fail "no capacity objects before the Deployment is deleted"
+kn delete deploy nodevol-provisioner --wait=false >/dev/null || fail "deleting the Deployment"
+for _ in $(seq 60); do [[ -z $(csis) ]] && break; sleep 1; done
+[[ -z $(csis) ]] || fail "capacity objects left after the Deployment went: $(csis)"
 step "PASS"

@@ -134,11 +134,23 @@ for _ in $(seq 120); do k get pv "$pv" >/dev/null 2>&1 || break; sleep 0.5; done
 ! k get pv "$pv" >/dev/null 2>&1 || prov_fail "PV $pv still there: $(k get pv "$pv" -o jsonpath='{.status.phase} {.metadata.finalizers}')"
 ! ctl volume get "$pv" >/dev/null 2>&1 || fail "volume $pv still on the node"
 
-step "WaitForFirstConsumer, no room: selected-node removed (claim patch)"
+step "capacity objects (csistoragecapacities list, create) in $NS"
+for _ in $(seq 40); do
+  [[ -n $(k -n $NS get csistoragecapacities -o jsonpath='{.items[?(@.storageClassName=="nv-wait")].metadata.name}') ]] && break
+  sleep 0.5
+done
+[[ -n $(k -n $NS get csistoragecapacities -o jsonpath='{.items[?(@.storageClassName=="nv-wait")].metadata.name}') ]] \
+  || prov_fail "no CSIStorageCapacity for class nv-wait in $NS"
+
+step "WaitForFirstConsumer, no room: the scheduler keeps the pod Pending (the CSIDriver); selected-node removed (claim patch)"
 claim huge-wait nv-wait 1000Ti
 claim_pod use-huge huge-wait 'sleep 3600' | k apply -f - >/dev/null
-wait_event huge-wait ProvisioningFailed "pick another node" >/dev/null
+k get csidriver nodevol.io >/dev/null || fail "deploy/base made no CSIDriver nodevol.io"
+wait_event use-huge FailedScheduling "did not have enough free storage" >/dev/null
 k delete pod use-huge --grace-period=1 --wait=true --timeout=60s >/dev/null
+# As a scheduler with stale figures would: a selected node without room.
+k annotate pvc huge-wait "volume.kubernetes.io/selected-node=$K8S_NODE" >/dev/null
+wait_event huge-wait ProvisioningFailed "pick another node" >/dev/null
 k delete pvc huge-wait --wait=false >/dev/null
 
 step "orphan sweep: our volume without claim or PV goes (PV and claim get)"

@@ -12,10 +12,15 @@
 #                 (selected-node removed);
 #       capacity  the CSIDriver of deploy/base and the provisioner's
 #                 CSIStorageCapacity objects: the scheduler filters.
-#     Each: every claim Bound, no node holds more than its pool, and the
-#     test prints the reschedules (ProvisioningFailed "pick another node")
-#     and the time from creation to all Bound. FlexVolume PVs are not
-#     affected by the CSIDriver (the claims bind to flexVolume PVs).
+#     Each: no node holds more than its pool; the test prints the
+#     reschedules (ProvisioningFailed "pick another node") and the time
+#     from creation to all Bound. Capacity mode: every claim Bound. Blind
+#     mode does not finish on its own (seen on v1.37.2): once the small
+#     node is full, its pods are the ones that never bind, so it has the
+#     fewest pods and kube-scheduler's scoring sends every retry back to
+#     it. The test records how many were Bound when progress stopped,
+#     then applies the CSIDriver and checks the rest are placed.
+#     FlexVolume PVs are not affected by the CSIDriver.
 #  2. capacity mode, a claim that fits no node: the pod stays Pending with
 #     FailedScheduling "did not have enough free storage", nothing is made;
 #     the 400 MiB node's pool grown to 600 MiB: it is placed there.
@@ -72,6 +77,12 @@ YAML
   done
 }
 
+# node_of CLAIM: the node its PV is pinned to.
+node_of() {
+  k get pv "$(k get pvc "$1" -o jsonpath='{.spec.volumeName}')" \
+    -o jsonpath='{.spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].values[0]}'
+}
+
 # reschedules: ProvisioningFailed events asking the scheduler again, in all.
 reschedules() {
   k get events --field-selector reason=ProvisioningFailed -o jsonpath='{range .items[*]}{.count} {.message}{"\n"}{end}' |
@@ -116,6 +127,10 @@ clean() {
   k delete events --all >/dev/null 2>&1 || true
 }
 
+bound_count() {
+  k get pvc -l "set=$1" -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' | grep -c '^Bound$' || true
+}
+
 # burst MODE: 40 pods at once; every claim Bound, no node overcommitted.
 burst() {
   local t0 secs r
@@ -126,17 +141,27 @@ burst() {
   r=$(reschedules)
   check_no_overcommit
   step "$1: 40 claims Bound in $secs s with $r reschedules"
-  echo "$1 $secs $r" >>"$K8S_WORK/burst.txt"
 }
 
 step "1. blind: no CSIDriver nodevol.io"
 ! k get csidriver nodevol.io >/dev/null 2>&1 || fail "a CSIDriver nodevol.io exists before the test made one"
-burst blind
+t0=$(date +%s.%N)
+pods_yaml blind 40 8 12 16 24 | k apply -f - >/dev/null || fail "creating the blind pods"
+# Until no claim has bound for 30 s (or all have).
+last=-1 still=0
+while ((still < 30)); do
+  b=$(bound_count blind)
+  ((b == 40)) && break
+  if ((b == last)); then still=$((still + 3)); else still=0 last=$b; fi
+  sleep 3
+done
+secs=$(elapsed "$t0")
+check_no_overcommit
+step "blind: $b of 40 claims Bound after $secs s (progress stopped), $(reschedules) reschedules"
 # The PVs are FlexVolume PVs whatever the CSIDriver says.
 [[ $(k get pv -o jsonpath='{.items[0].spec.flexVolume.driver}') == nodevol.io/volume ]] || fail "not a flexVolume PV"
-clean blind
 
-step "1. capacity: deploy/base's CSIDriver and the provisioner's CSIStorageCapacity objects"
+step "1. capacity: deploy/base's CSIDriver and the provisioner's CSIStorageCapacity objects (first for the blind pods left)"
 # The objects exist for every node before the scheduler starts to
 # require them (a node without one would be rejected).
 for _ in $(seq 60); do
@@ -146,15 +171,16 @@ done
 [[ $(k get csistoragecapacities -o jsonpath='{range .items[?(@.storageClassName=="nv-wait")]}x{end}') == xxx ]] \
   || pn_fail "not one CSIStorageCapacity per node for nv-wait: $(k get csistoragecapacities -o wide)"
 k apply -f "$deploy/base/csidriver.yaml" >/dev/null || fail "apply the CSIDriver"
-sleep 5  # the scheduler's CSIDriver informer (upstream's own test waits 5 s)
+t0=$(date +%s.%N)
+all_bound blind 40 300
+check_no_overcommit
+step "blind, then the CSIDriver: the other $((40 - b)) claims Bound $(elapsed "$t0") s after it"
+clean blind
+
 burst capacity
 pod=$(k get pods -l set=capacity -o jsonpath='{.items[0].metadata.name}')
 k get pod "$pod" -o jsonpath='{.spec.nodeName}' | grep -q '^pn-' || fail "pod $pod not scheduled onto a pretend node"
 clean capacity
-read -r _ _ r_blind < <(grep '^blind ' "$K8S_WORK/burst.txt")
-read -r _ _ r_cap < <(grep '^capacity ' "$K8S_WORK/burst.txt")
-step "reschedules: blind $r_blind, capacity $r_cap"
-((r_blind > 0)) || step "note: the blind run needed no reschedule (the scheduler's spread happened to fit)"
 
 step "2. a claim that fits no node: Pending with the scheduler's reason, nothing made"
 pods_yaml huge 1 450 | k apply -f - >/dev/null
@@ -167,8 +193,7 @@ step "pn-3's pool grown to 600 MiB: the pod is placed there"
 mount -o remount,size=600m "$PN_DIR/pn-3/pool" || fail "growing pn-3's tmpfs"
 POOL[pn-3]=$((600 * MiB))
 bound huge-0 120 || pn_fail "huge-0 not Bound after pn-3 grew"
-[[ $(pv_nodes "$(k get pvc huge-0 -o jsonpath='{.spec.volumeName}')" | awk '{ print $2 }') == pn-3 ]] \
-  || fail "huge-0 not on pn-3"
+[[ $(node_of huge-0) == pn-3 ]] || fail "huge-0 on '$(node_of huge-0)', not pn-3"
 clean huge
 mount -o remount,size=400m "$PN_DIR/pn-3/pool" || fail "shrinking pn-3's tmpfs back"
 POOL[pn-3]=$((400 * MiB))
@@ -194,8 +219,7 @@ spec:
   volumes: [{name: a, persistentVolumeClaim: {claimName: two-a}}, {name: b, persistentVolumeClaim: {claimName: two-b}}]
 YAML
 all_bound two 2 300
-na=$(pv_nodes "$(k get pvc two-a -o jsonpath='{.spec.volumeName}')" | awk '{ print $2 }')
-nb=$(pv_nodes "$(k get pvc two-b -o jsonpath='{.spec.volumeName}')" | awk '{ print $2 }')
+na=$(node_of two-a) nb=$(node_of two-b)
 [[ $na == "$nb" && $na != pn-1 ]] || pn_fail "two-a on $na, two-b on $nb"
 [[ -z $(pn_volumes pn-1) ]] || pn_fail "left on pn-1: $(pn_volumes pn-1)"
 step "both on $na after $(reschedules) reschedule(s); nothing half-made on pn-1"
@@ -205,7 +229,8 @@ step "4. pn-3 filled behind the provisioner's back: new pods go elsewhere"
 pn_ctl pn-3 volume create filler --pool default --size 390Mi >/dev/null || fail "nodevolctl volume create on pn-3"
 obj=$(k get csistoragecapacities -o jsonpath='{range .items[?(@.nodeTopology.matchLabels.kubernetes\.io/hostname=="pn-3")]}{.metadata.name}{end}')
 for _ in $(seq 60); do
-  cap=$(numfmt --from=iec-i "$(k get csistoragecapacities "$obj" -o jsonpath='{.capacity}')")
+  cap=$(k get csistoragecapacities "$obj" -o jsonpath='{.capacity}')
+  [[ $cap =~ ^[0-9]+$ ]] || cap=$(numfmt --from=iec-i "$cap")  # the apiserver may say 10Mi
   ((cap < 20 * MiB)) && break
   sleep 0.5
 done

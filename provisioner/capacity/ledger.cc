@@ -23,7 +23,8 @@ std::vector<PoolRoom> CapacityLedger::Rooms(const std::set<std::string>& except,
   for (const auto& [key, e] : entries_) {
     if (now >= e.until || except.count(key)) continue;
     for (auto& r : out)
-      if (r.seen.node == e.node && r.seen.pool == e.pool) r.promised += e.bytes;
+      if (r.seen.node == e.node && r.seen.pool == e.pool && !(e.settled && r.seen.figures_at > e.settled_at))
+        r.promised += e.bytes;
   }
   return out;
 }
@@ -38,7 +39,7 @@ bool CapacityLedger::Promise(const std::string& key, const std::string& node, co
     auto it = entries_.find(key);
     if (it != entries_.end() && it->second.kind == Kind::kCreating && kind != Kind::kCreating) return false;
     if (kind == Kind::kCreating) until = Clock::time_point::max();
-    Entry e{node, pool, bytes, kind, false, until};
+    Entry e{node, pool, bytes, kind, false, {}, until};
     if (it != entries_.end() && it->second.node == node && it->second.pool == pool && it->second.bytes == bytes &&
         it->second.kind == kind) {
       it->second.until = until;  // renewed: nothing anyone reads changed
@@ -57,6 +58,7 @@ void CapacityLedger::Settle(const std::string& key, bool ok, Clock::time_point n
     if (it == entries_.end() || it->second.kind != Kind::kCreating) return;
     if (ok) {
       it->second.settled = true;
+      it->second.settled_at = now;
       it->second.until = now + linger_;
       return;  // still counted: no change
     }

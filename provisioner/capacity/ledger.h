@@ -16,8 +16,10 @@
 // key replaces the earlier one, so a claim the extender let through, that
 // the scheduler then selected a node for and whose volume is then being
 // created counts once, wherever its latest promise is. Every promise ends:
-// a create's when it fails, or `linger` after it succeeded (by then
-// nodevold's report includes the volume); the others at the time given or
+// a create's when it fails, or once it succeeded and the node's figures
+// changed after that (that report includes the volume; counting both
+// would count the volume twice), or `linger` after it succeeded at most;
+// the others at the time given or
 // when released (the claim bound, its selected node removed, the claim
 // gone). A create's promise is not replaced or released by the weaker
 // kinds while it runs.
@@ -82,6 +84,7 @@ class CapacityLedger {
     uint64_t bytes = 0;
     Kind kind = Kind::kScheduling;
     bool settled = false;  // kCreating: the create ended well; lingering
+    Clock::time_point settled_at;
     Clock::time_point until;
   };
   void Changed();

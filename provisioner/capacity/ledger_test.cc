@@ -101,3 +101,28 @@ TEST(CapacityLedger, PromisesEnd) {
 
 }  // namespace
 }  // namespace nodevol::provisioner
+
+namespace nodevol::provisioner {
+namespace {
+
+// A finished create counts until the node's figures change after it (that
+// report has the volume), not twice for the rest of its linger.
+TEST(CapacityLedger, ANewReportEndsAFinishedCreate) {
+  auto t0 = Clock::now();
+  std::vector<PoolSeen> seen = Pools();
+  seen[0].figures_at = t0;
+  CapacityLedger l([&] { return seen; }, std::chrono::seconds(10));
+  ASSERT_TRUE(l.Promise("c", "n1", "fast", 40 * MiB, Kind::kCreating));
+  l.Settle("c", true, t0 + std::chrono::seconds(1));
+  EXPECT_EQ(RoomOf(l, "n1", "fast", {}, t0 + std::chrono::seconds(2)), 60 * MiB);
+  // nodevold's next report: its free bytes already without the volume.
+  seen[0].free_bytes = 60 * MiB;
+  seen[0].figures_at = t0 + std::chrono::seconds(2);
+  EXPECT_EQ(RoomOf(l, "n1", "fast", {}, t0 + std::chrono::seconds(3)), 60 * MiB);
+  // A create still running is counted whatever the reports say.
+  ASSERT_TRUE(l.Promise("d", "n1", "fast", 10 * MiB, Kind::kCreating));
+  EXPECT_EQ(RoomOf(l, "n1", "fast", {}, t0 + std::chrono::seconds(3)), 50 * MiB);
+}
+
+}  // namespace
+}  // namespace nodevol::provisioner

@@ -239,6 +239,7 @@ Status NodeRegistry::Session(const std::shared_ptr<Entry>& e, bool* delivered) {
         became_reachable = true;
       }
       changed = became_reachable || s.pools != pools;
+      if (s.pools != pools) s.figures_at = SteadyClock::now();
       s.pools = std::move(pools);
     }
     if (became_reachable)

@@ -60,6 +60,7 @@ struct NodeState {
   std::string last_error;  // why it is (or last was) unreachable; "" = never failed
   std::chrono::system_clock::time_point since;  // when `reachable` last changed (or the node was added)
   std::vector<PoolCapacity> pools;  // last figures seen, sorted by name; kept while unreachable
+  std::chrono::steady_clock::time_point figures_at;  // when `pools` last changed
 };
 
 // Delay before re-dialling after `failures` consecutive failed attempts

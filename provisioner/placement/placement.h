@@ -5,6 +5,7 @@
 // ProvisioningFailed event.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -24,6 +25,9 @@ struct PoolSeen {
   uint64_t total_bytes = 0;
   uint64_t allocated_bytes = 0;  // sum of its volumes' sizes
   bool size_enforced = true;
+  // When these figures last changed (steady clock): a report newer than a
+  // finished create includes its volume.
+  std::chrono::steady_clock::time_point figures_at;
 };
 
 // A pool and its room for one more volume.

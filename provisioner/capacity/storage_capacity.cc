@@ -114,11 +114,14 @@ std::map<std::string, CapacityPublisher::Want> CapacityPublisher::Desired() cons
       continue;  // the claims' events say why; no node can take its volumes
     const std::string class_name = sc["metadata"].value("name", "");
     for (const auto& node : nodes_->List()) {
-      Want w{class_name, node["metadata"].value("name", ""), HostnameOf(node), 0};
-      for (const auto& r : rooms)
-        if (r.seen.node == w.node && r.seen.pool == params.pool && r.seen.reachable &&
+      Want w{class_name, node["metadata"].value("name", ""), HostnameOf(node), 0, true};
+      for (const auto& r : rooms) {
+        if (r.seen.node != w.node) continue;
+        w.unknown = false;
+        if (r.seen.pool == params.pool && r.seen.reachable &&
             (params.backend.empty() || params.backend == r.seen.backend))
           w.capacity = r.room();
+      }
       out[ObjectName(class_name, w.node)] = w;
     }
   }
@@ -214,7 +217,7 @@ Status CapacityPublisher::Sync() {
     if (it->second.class_name != w.class_name || it->second.topology != w.hostname) {
       // Immutable fields: the object is made again.
       if (!note(Write("DELETE", name, nullptr)) || !note(Write("POST", name, &w))) return first;
-    } else if (it->second.capacity != w.capacity && !note(Write("PATCH", name, &w))) {
+    } else if (!w.unknown && it->second.capacity != w.capacity && !note(Write("PATCH", name, &w))) {
       return first;
     }
   }

@@ -19,7 +19,10 @@
 // second leader finds and updates the first one's objects, never
 // duplicates them. Objects of a class or node that went are deleted.
 //
-// Writes follow Poke() after `debounce`, only for objects whose figures
+// A node this replica has no figures for yet (just started leading, still
+// dialling) keeps its object's value, so a failover does not turn every
+// node away for the seconds the dialling takes; a new node's object starts
+// at 0. Writes follow Poke() after `debounce`, only for objects whose figures
 // changed, at most `writes_per_second`; the objects are listed again every
 // `resync` (and after a failed write) to correct drift. Run only while
 // leading. Thread-safe.
@@ -77,6 +80,9 @@ class CapacityPublisher {
   struct Want {
     std::string class_name, node, hostname;
     uint64_t capacity = 0;
+    // No figures from the node yet (a new leader still dialling): an
+    // existing object keeps its value instead of dropping to 0.
+    bool unknown = false;
   };
   std::map<std::string, Want> Desired() const;
   Status List();

@@ -102,6 +102,28 @@ TEST(CapacityPublisher, ANewLeaderAdoptsTheObjectsAndDropsThoseOfGoneNodes) {
   EXPECT_EQ(f.api.Writes(kColl) - before, 3);  // delete n2; delete + create n1
 }
 
+// A new leader has no figures until it reaches each nodevold: the objects
+// keep their values meanwhile (else every node would be turned away for
+// the seconds of dialling); nodes it has reached are updated.
+TEST(CapacityPublisher, NodesWithoutFiguresYetKeepTheirValue) {
+  Fixture f;
+  f.Relist();
+  f.Make({NodeObj("n1", "host-1"), NodeObj("n2", "host-2")});
+  ASSERT_TRUE(f.pub->Sync().ok());
+  EXPECT_EQ(f.Object("n1")["capacity"], std::to_string(100 * MiB));
+  f.Relist();
+  f.pools.clear();  // the next leader, before its first report
+  f.Make({NodeObj("n1", "host-1"), NodeObj("n2", "host-2")});
+  int before = f.api.Writes(kColl);
+  ASSERT_TRUE(f.pub->Sync().ok());
+  EXPECT_EQ(f.api.Writes(kColl), before);
+  EXPECT_EQ(f.Object("n1")["capacity"], std::to_string(100 * MiB));
+  // n1 reported, unreachable since: 0.
+  f.pools = {{"n1", "fast", "lvm", 100 * MiB, false, 0, 0, true}};
+  ASSERT_TRUE(f.pub->Sync().ok());
+  EXPECT_EQ(f.Object("n1")["capacity"], "0");
+}
+
 TEST(CapacityPublisher, NamesAreStableAndDistinct) {
   EXPECT_EQ(CapacityPublisher::ObjectName("a", "b"), CapacityPublisher::ObjectName("a", "b"));
   EXPECT_NE(CapacityPublisher::ObjectName("a", "b"), CapacityPublisher::ObjectName("b", "a"));

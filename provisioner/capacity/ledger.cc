@@ -88,6 +88,15 @@ bool CapacityLedger::Find(const std::string& key, std::string* node, std::string
   return true;
 }
 
+CapacityLedger::Clock::time_point CapacityLedger::NextExpiry() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto now = Clock::now();
+  auto next = Clock::time_point::max();
+  for (const auto& [_, e] : entries_)
+    if (e.until > now) next = std::min(next, e.until);  // ended ones linger in the map until the next Promise
+  return next;
+}
+
 void CapacityLedger::SetOnChange(std::function<void()> on_change) {
   std::lock_guard<std::mutex> lock(mu_);
   on_change_ = std::move(on_change);

@@ -73,6 +73,10 @@ class CapacityLedger {
   bool Find(const std::string& key, std::string* node, std::string* pool, Kind* kind,
             Clock::time_point now = Clock::now()) const;
 
+  // When the earliest promise still running ends by itself
+  // (time_point::max(): none will): rooms grow then without an on_change.
+  Clock::time_point NextExpiry() const;
+
   // Held while a placement decides and promises, so two claims racing for
   // a node's last bytes see each other.
   std::mutex& decide_mu() { return decide_mu_; }

@@ -97,6 +97,17 @@ TEST(CapacityLedger, PromisesEnd) {
   EXPECT_EQ(node, "n1");
   EXPECT_FALSE(l.Find("pod-claim", &node, &pool, &kind, t0 + std::chrono::seconds(31)));
   EXPECT_FALSE(l.Find("sel", &node, &pool, &kind, t0));
+  // The publisher wakes at the next end, never at one already past.
+  EXPECT_EQ(l.NextExpiry(), t0 + std::chrono::seconds(30));
+}
+
+TEST(CapacityLedger, NextExpirySkipsEndedPromises) {
+  CapacityLedger l([] { return Pools(); });
+  EXPECT_EQ(l.NextExpiry(), Clock::time_point::max());
+  ASSERT_TRUE(l.Promise("gone", "n1", "fast", MiB, Kind::kScheduling, Clock::now() - std::chrono::seconds(1)));
+  EXPECT_EQ(l.NextExpiry(), Clock::time_point::max());
+  ASSERT_TRUE(l.Promise("c", "n1", "fast", MiB, Kind::kCreating));
+  EXPECT_EQ(l.NextExpiry(), Clock::time_point::max());  // a running create ends when it ends
 }
 
 }  // namespace

@@ -84,9 +84,13 @@ void CapacityPublisher::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
   int failures = 0;
   while (!stopping_) {
-    // Wait for a poke or the resync, then let a burst of changes settle;
-    // after failures, longer (1 s doubling, at most the resync period).
-    cv_.wait_for(lock, options_.resync, [this] { return poked_ || stopping_; });
+    // Wait for a poke, the resync or the end of a promise (room grows then
+    // with no poke), then let a burst of changes settle; after failures,
+    // longer (1 s doubling, at most the resync period).
+    auto wake = std::chrono::steady_clock::now() + options_.resync;
+    auto expiry = ledger_->NextExpiry();
+    if (expiry < wake) wake = expiry;
+    cv_.wait_until(lock, wake, [this] { return poked_ || stopping_; });
     if (stopping_) break;
     auto pause = options_.debounce;
     for (int i = 0; i < failures && pause < options_.resync; ++i) pause *= 2;

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <chrono>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <boost/asio/ip/tcp.hpp>
@@ -54,8 +55,21 @@ Status ParseAddress(const std::string& what, const std::string& address, tcp::en
   return Status::Ok();
 }
 
-http::response<http::string_body> Respond(const http::request<http::string_body>& req,
-                                          const Handlers& handlers, const std::string& what) {
+struct Tables {
+  Handlers get;
+  PostHandlers post;
+  size_t max_body = 0;
+};
+
+std::string AllowFor(const Tables& t, std::string_view path) {
+  std::string allow;
+  if (t.get.count(path)) allow = "GET, HEAD";
+  if (t.post.count(path)) allow += allow.empty() ? "POST" : ", POST";
+  return allow;
+}
+
+http::response<http::string_body> Respond(const http::request<http::string_body>& req, const Tables& tables,
+                                          const std::string& what) {
   http::response<http::string_body> res;
   res.version(req.version());
   res.keep_alive(req.keep_alive());
@@ -63,19 +77,26 @@ http::response<http::string_body> Respond(const http::request<http::string_body>
   std::string_view target(req.target().data(), req.target().size());
   target = target.substr(0, target.find('?'));  // scrapers may add parameters
 
-  if (req.method() != http::verb::get && req.method() != http::verb::head) {
-    out.status = 405;
-    res.set(http::field::allow, "GET, HEAD");
-    out.body = "method not allowed\n";
-  } else if (auto it = handlers.find(target); it == handlers.end()) {
-    out.status = 404;
-    out.body = "not found\n";
+  const bool get = req.method() == http::verb::get || req.method() == http::verb::head;
+  const bool post = req.method() == http::verb::post;
+  auto g = get ? tables.get.find(target) : tables.get.end();
+  auto p = post ? tables.post.find(target) : tables.post.end();
+  if (g == tables.get.end() && p == tables.post.end()) {
+    std::string allow = AllowFor(tables, target);
+    if (allow.empty()) {
+      out.status = 404;
+      out.body = "not found\n";
+    } else {
+      out.status = 405;
+      res.set(http::field::allow, allow);
+      out.body = "method not allowed\n";
+    }
   } else {
     try {
-      out = it->second();
+      out = g != tables.get.end() ? g->second() : p->second(req.body());
     } catch (const std::exception& e) {
       // E.g. bad_alloc while rendering: this request fails, the server stays.
-      spdlog::error("{}: handler for {} failed: {}", what, it->first, e.what());
+      spdlog::error("{}: handler for {} failed: {}", what, target, e.what());
       out = Response{500, "internal error\n", kTextContentType};
     }
   }
@@ -92,16 +113,18 @@ http::response<http::string_body> Respond(const http::request<http::string_body>
 // with the io_context on Stop().
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, const Handlers* handlers, const std::string* what, std::atomic<size_t>* count)
-      : stream_(std::move(socket)), handlers_(handlers), what_(what), count_(count) {
+  Session(tcp::socket socket, const Tables* tables, const std::string* what, std::atomic<size_t>* count)
+      : stream_(std::move(socket)), tables_(tables), what_(what), count_(count) {
     ++*count_;
   }
   ~Session() { --*count_; }
 
   void Read() {
-    req_ = {};
+    parser_.emplace();
+    // GET-only servers take no body at all; beast's default is 1 MiB.
+    parser_->body_limit(tables_->max_body);
     stream_.expires_after(kIoTimeout);
-    http::async_read(stream_, buffer_, req_,
+    http::async_read(stream_, buffer_, *parser_,
                      [self = shared_from_this()](beast::error_code ec, size_t) {
                        self->OnRead(ec);
                      });
@@ -109,8 +132,21 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   void OnRead(beast::error_code ec) {
+    if (ec == http::error::body_limit) {
+      // Said before the body is read whole; the rest is not read.
+      res_ = {};
+      res_.result(http::status::payload_too_large);
+      res_.set(http::field::content_type, kTextContentType);
+      res_.set(http::field::connection, "close");
+      res_.body() = "request body larger than " + std::to_string(tables_->max_body) + " bytes\n";
+      res_.prepare_payload();
+      stream_.expires_after(kIoTimeout);
+      http::async_write(stream_, res_, [self = shared_from_this()](beast::error_code, size_t) { self->Close(); });
+      return;
+    }
     if (ec) return Close();  // EOF, timeout or a malformed request: just drop it
-    res_ = Respond(req_, *handlers_, *what_);
+    req_ = parser_->release();
+    res_ = Respond(req_, *tables_, *what_);
     stream_.expires_after(kIoTimeout);
     http::async_write(stream_, res_, [self = shared_from_this()](beast::error_code wec, size_t) {
       if (wec || self->res_.need_eof()) return self->Close();
@@ -126,9 +162,10 @@ class Session : public std::enable_shared_from_this<Session> {
 
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
   http::request<http::string_body> req_;
   http::response<http::string_body> res_;
-  const Handlers* handlers_;
+  const Tables* tables_;
   const std::string* what_;
   std::atomic<size_t>* count_;
 };
@@ -136,7 +173,7 @@ class Session : public std::enable_shared_from_this<Session> {
 }  // namespace
 
 struct HttpServer::Impl {
-  Handlers handlers;
+  Tables tables;
   std::string what;
   std::mutex mu;  // serializes Start/Stop
   // Reset on Stop(); acceptor before io_context, since it uses its services.
@@ -162,7 +199,7 @@ struct HttpServer::Impl {
         return Accept();
       }
       if (!ec) {
-        std::make_shared<Session>(std::move(socket), &handlers, &what, &connections)->Read();
+        std::make_shared<Session>(std::move(socket), &tables, &what, &connections)->Read();
         return Accept();
       }
       // E.g. EMFILE: retrying at once would spin, so back off a little.
@@ -175,8 +212,13 @@ struct HttpServer::Impl {
   }
 };
 
-HttpServer::HttpServer(Handlers handlers, std::string what, size_t max_connections) : impl_(std::make_unique<Impl>()) {
-  impl_->handlers = std::move(handlers);
+HttpServer::HttpServer(Handlers handlers, std::string what, size_t max_connections)
+    : HttpServer(std::move(handlers), {}, 0, std::move(what), max_connections) {}
+
+HttpServer::HttpServer(Handlers handlers, PostHandlers post, size_t max_body, std::string what,
+                       size_t max_connections)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->tables = {std::move(handlers), std::move(post), max_body};
   impl_->what = std::move(what);
   impl_->max_connections = max_connections;
 }

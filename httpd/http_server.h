@@ -1,10 +1,12 @@
-// HttpServer: serves a fixed table of GET paths on one TCP address, on its
-// own thread, with Boost.Beast. Each path maps to a function returning the
-// status, body and content type; the query string is ignored. Only GET and
-// HEAD are accepted (405 with "Allow: GET, HEAD" otherwise); a path not in
-// the table gets 404; a handler that throws gets 500. HEAD announces the
-// length a GET would have and sends no body. Meant for metrics and health
-// probes: no TLS, no authentication.
+// HttpServer: serves a fixed table of GET paths, and optionally one of POST
+// paths, on one TCP address, on its own thread, with Boost.Beast. Each path
+// maps to a function returning the status, body and content type; the
+// query string is ignored. GET and HEAD go to the GET table, POST to the
+// POST table with the request body; a path in neither table gets 404, a
+// method the path does not take 405 with Allow; a handler that throws
+// gets 500. HEAD announces the length a GET would have and sends no body.
+// A POST body longer than max_body is refused with 413 before it is read
+// whole, and the connection closed. No TLS, no authentication.
 //
 // At most max_connections clients are served at once; one more is closed
 // right after accept, and a client silent for 10 s is dropped, so a flood
@@ -38,12 +40,16 @@ struct Response {
 
 using Handler = std::function<Response()>;
 using Handlers = std::map<std::string, Handler, std::less<>>;  // exact path ("/metrics") -> handler
+using PostHandler = std::function<Response(const std::string& body)>;
+using PostHandlers = std::map<std::string, PostHandler, std::less<>>;
 
 class HttpServer {
  public:
   // `what` names the address in errors and logs ("metrics" gives
   // "invalid metrics address ...", "metrics: accept failed ...").
   HttpServer(Handlers handlers, std::string what, size_t max_connections = 64);
+  // With POST paths too; bodies of at most max_body bytes.
+  HttpServer(Handlers handlers, PostHandlers post, size_t max_body, std::string what, size_t max_connections = 64);
   ~HttpServer();  // Stops.
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;

@@ -27,7 +27,7 @@ struct PoolSeen {
   bool size_enforced = true;
   // When these figures last changed (steady clock): a report newer than a
   // finished create includes its volume.
-  std::chrono::steady_clock::time_point figures_at;
+  std::chrono::steady_clock::time_point figures_at{};
 };
 
 // A pool and its room for one more volume.

@@ -12,10 +12,12 @@
 #include <gtest/gtest.h>
 
 #include "metrics/http_server.h"
+#include "raw_http.h"
 #include "metrics/metrics.h"
 
 namespace nodevol::metrics {
 namespace {
+using namespace nodevol::testing;
 
 bool HasLine(const std::string& text, const std::string& line) {
   return ("\n" + text).find("\n" + line + "\n") != std::string::npos;
@@ -159,42 +161,6 @@ TEST(MetricsRender, EverySampleFollowsItsTypeLine) {
 }
 
 // --- HTTP ---
-
-int Connect(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  timeval tv{5, 0};  // a hung server fails the test instead of hanging it
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(port);
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-// Sends raw request bytes and returns everything read until the server closes.
-std::string RoundTrip(int port, const std::string& request) {
-  int fd = Connect(port);
-  if (fd < 0) return "<connect failed>";
-  send(fd, request.data(), request.size(), MSG_NOSIGNAL);
-  std::string out;
-  char buf[4096];
-  for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) out.append(buf, n);
-  close(fd);
-  return out;
-}
-
-std::string Get(int port, const std::string& method, const std::string& path) {
-  return RoundTrip(port, method + " " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-}
-
-std::string Body(const std::string& response) {
-  size_t at = response.find("\r\n\r\n");
-  return at == std::string::npos ? "<no header end>" : response.substr(at + 4);
-}
 
 class HttpServerTest : public ::testing::Test {
  protected:

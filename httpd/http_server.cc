@@ -3,6 +3,7 @@
 #include <atomic>
 #include <charconv>
 #include <chrono>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -121,31 +122,66 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void Read() {
     parser_.emplace();
-    // GET-only servers take no body at all; beast's default is 1 MiB.
-    parser_->body_limit(tables_->max_body);
+    // No limit while the header is read (Beast would check an announced
+    // length against its 1 MiB default there); OnHeader sets the real one.
+    // Not boost::none: Boost 1.74's parser compares the length with the
+    // optional itself, and any length is "greater" than none.
+    parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
     stream_.expires_after(kIoTimeout);
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, size_t) {
-                       self->OnRead(ec);
-                     });
+    http::async_read_header(stream_, buffer_, *parser_,
+                            [self = shared_from_this()](beast::error_code ec, size_t) {
+                              self->OnHeader(ec);
+                            });
   }
 
  private:
-  void OnRead(beast::error_code ec) {
-    if (ec == http::error::body_limit) {
-      // Said before the body is read whole; the rest is not read.
-      res_ = {};
-      res_.result(http::status::payload_too_large);
-      res_.set(http::field::content_type, kTextContentType);
-      res_.set(http::field::connection, "close");
-      res_.body() = "request body larger than " + std::to_string(tables_->max_body) + " bytes\n";
-      res_.prepare_payload();
-      stream_.expires_after(kIoTimeout);
-      http::async_write(stream_, res_, [self = shared_from_this()](beast::error_code, size_t) { self->Close(); });
+  // The header decides whether the body is read at all: only a POST to a
+  // POST path takes one (at most max_body bytes); any other request is
+  // answered from its header, and a body it came with is not read (the
+  // connection is closed after the answer).
+  void OnHeader(beast::error_code ec) {
+    if (ec) return Close();
+    const auto& h = parser_->get();
+    std::string_view target(h.target().data(), h.target().size());
+    target = target.substr(0, target.find('?'));
+    if (h.method() == http::verb::post && tables_->post.count(target)) {
+      auto announced = parser_->content_length();
+      if (announced && *announced > tables_->max_body) return TooLarge();
+      parser_->body_limit(tables_->max_body);  // also bounds a chunked body as it arrives
+      http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
+        self->OnRead(ec);
+      });
       return;
     }
+    const bool unread_body = !parser_->is_done();
+    req_ = {};
+    req_.method(h.method());
+    req_.target(h.target());
+    req_.version(h.version());
+    req_.keep_alive(h.keep_alive() && !unread_body);
+    Answer();
+  }
+
+  void OnRead(beast::error_code ec) {
+    if (ec == http::error::body_limit) return TooLarge();
     if (ec) return Close();  // EOF, timeout or a malformed request: just drop it
     req_ = parser_->release();
+    Answer();
+  }
+
+  // 413, said before the body is read whole; the rest is not read.
+  void TooLarge() {
+    res_ = {};
+    res_.result(http::status::payload_too_large);
+    res_.set(http::field::content_type, kTextContentType);
+    res_.set(http::field::connection, "close");
+    res_.body() = "request body larger than " + std::to_string(tables_->max_body) + " bytes\n";
+    res_.prepare_payload();
+    stream_.expires_after(kIoTimeout);
+    http::async_write(stream_, res_, [self = shared_from_this()](beast::error_code, size_t) { self->Close(); });
+  }
+
+  void Answer() {
     res_ = Respond(req_, *tables_, *what_);
     stream_.expires_after(kIoTimeout);
     http::async_write(stream_, res_, [self = shared_from_this()](beast::error_code wec, size_t) {

@@ -5,8 +5,11 @@
 // POST table with the request body; a path in neither table gets 404, a
 // method the path does not take 405 with Allow; a handler that throws
 // gets 500. HEAD announces the length a GET would have and sends no body.
-// A POST body longer than max_body is refused with 413 before it is read
-// whole, and the connection closed. No TLS, no authentication.
+// Only a POST to a POST path has its body read: at most max_body bytes
+// (413 from the announced length, before the body is read, and the
+// connection closed); any other request is answered from its header, and
+// a body it came with is never read (the connection is closed after the
+// answer). No TLS, no authentication.
 //
 // At most max_connections clients are served at once; one more is closed
 // right after accept, and a client silent for 10 s is dropped, so a flood

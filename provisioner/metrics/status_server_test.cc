@@ -1,46 +1,23 @@
 #include "metrics/status_server.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <mutex>
 #include <string>
 
+#include "httpd/raw_http_test_util.h"
+
 namespace nodevol::provisioner {
 namespace {
 
-// Sends one request with Connection: close; returns all the server sent.
-std::string Request(int port, const std::string& method, const std::string& path) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  timeval tv{5, 0};  // a hung server fails the test instead of hanging it
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(port);
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
-    close(fd);
-    return "<connect failed>";
-  }
-  std::string req = method + " " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n";
-  if (method == "POST") req += "Content-Length: 2\r\n\r\n{}";
-  else req += "\r\n";
-  send(fd, req.data(), req.size(), MSG_NOSIGNAL);
-  std::string out;
-  char buf[4096];
-  for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) out.append(buf, n);
-  close(fd);
-  return out;
-}
+using namespace nodevol::testing;
 
-std::string Body(const std::string& response) {
-  size_t at = response.find("\r\n\r\n");
-  return at == std::string::npos ? "<no header end>" : response.substr(at + 4);
+// One request with Connection: close (a POST carries "{}"); all the server sent.
+std::string Request(int port, const std::string& method, const std::string& path) {
+  std::string req = method + " " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n";
+  req += method == "POST" ? "Content-Length: 2\r\n\r\n{}" : "\r\n";
+  return RoundTrip(port, req);
 }
 
 bool StartsWith(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "httpd/http_server.h"
-#include "raw_http.h"
+#include "httpd/raw_http_test_util.h"
 
 namespace nodevol::httpd {
 namespace {

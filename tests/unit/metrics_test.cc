@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "metrics/http_server.h"
-#include "raw_http.h"
+#include "httpd/raw_http_test_util.h"
 #include "metrics/metrics.h"
 
 namespace nodevol::metrics {

@@ -1,4 +1,4 @@
-// Raw HTTP/1.1 over a loopback socket, for the tests of the programs' HTTP
+// Raw HTTP/1.1 over a loopback socket, for tests of the programs' HTTP
 // servers: the exact bytes sent, everything read back until the server
 // closes, with a 5 s receive timeout so a hung server fails the test.
 #pragma once

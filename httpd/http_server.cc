@@ -208,6 +208,11 @@ class Session : public std::enable_shared_from_this<Session> {
 
 }  // namespace
 
+Status CheckAddress(const std::string& what, const std::string& address) {
+  tcp::endpoint ep;
+  return ParseAddress(what, address, &ep);
+}
+
 struct HttpServer::Impl {
   Tables tables;
   std::string what;

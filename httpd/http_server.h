@@ -46,6 +46,9 @@ using Handlers = std::map<std::string, Handler, std::less<>>;  // exact path ("/
 using PostHandler = std::function<Response(const std::string& body)>;
 using PostHandlers = std::map<std::string, PostHandler, std::less<>>;
 
+// INVALID_ARGUMENT, as Start would give, when address is not host:port.
+Status CheckAddress(const std::string& what, const std::string& address);
+
 class HttpServer {
  public:
   // `what` names the address in errors and logs ("metrics" gives

@@ -6,12 +6,16 @@
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
+#include <condition_variable>
 #include <cstdlib>
+#include <mutex>
 #include <iostream>
 #include <thread>
 
 #include "base/version.h"
 #include "controller/controller.h"
+#include "extender/http.h"
+#include "httpd/http_server.h"
 #include "kube/client.h"
 #include "kube/config.h"
 #include "leader/leader_elector.h"
@@ -39,6 +43,7 @@ int main(int argc, char** argv) {
   std::string lease_namespace, lease_name, identity;
   bool leader_elect = true;
   std::string metrics_address = "0.0.0.0:9810";
+  std::string extender_address = "off";
   po::options_description desc(
       "Usage: nodevol-provisioner [options]\n\n"
       "Provisions nodevol volumes for PersistentVolumeClaims of StorageClasses whose\n"
@@ -71,6 +76,9 @@ int main(int argc, char** argv) {
       ("identity", po::value(&identity), "this replica's name in the Lease (default: <host name>_<random>)")
       ("metrics-address", po::value(&metrics_address)->default_value(metrics_address),
        "HTTP /metrics, /healthz and /readyz on host:port or [v6]:port, or off")
+      ("extender-address", po::value(&extender_address)->default_value(extender_address),
+       "serve kube-scheduler's extender (POST /filter, /prioritize; docs/scheduling.md) on host:port while "
+       "leading, or off")
       ("log-level", po::value(&log_level)->default_value(log_level), "trace, debug, info, warn, error");
   po::variables_map vm;
   try {
@@ -140,6 +148,10 @@ int main(int argc, char** argv) {
   Controller controller(client.get(), cc);
   std::atomic<int> exit_code{0};
   std::atomic<bool> stopping{false};
+  // The extender is served by the leader only, from its ledger: a
+  // standby does not listen (docs/scheduling.md, "Failover").
+  std::mutex extender_mu;
+  std::condition_variable extender_ready;
   auto start = [&] {
     if (!controller.Start(std::chrono::minutes(2))) {
       if (stopping) return;  // a signal ended the sync: not a failure
@@ -149,6 +161,7 @@ int main(int argc, char** argv) {
       return;
     }
     spdlog::info("nodevol-provisioner {} running", nodevol::Version());
+    if (extender_address != "off") extender_ready.notify_all();
   };
 
   // Served before the caches sync (liveness holds meanwhile) and declared
@@ -176,6 +189,32 @@ int main(int argc, char** argv) {
       return 2;
     }
     spdlog::info("metrics and probes on {} port {} (/metrics, /healthz, /readyz)", metrics_address, status.port());
+  }
+
+  httpd::HttpServer extender(
+      {}, ExtenderHandlers([&]() -> Extender* { return controller.ServingExtender(); }), kMaxExtenderBody,
+      "extender");
+  std::thread extender_thread;
+  if (extender_address != "off") {
+    if (Status as = httpd::CheckAddress("extender", extender_address); !as.ok()) {
+      std::cerr << "nodevol-provisioner: --extender-address: " << as.message() << "\n";
+      return 2;
+    }
+    // Bound once the controller runs; until then (and on a standby) the
+    // port is free, or held by a leader that is still exiting: retried.
+    extender_thread = std::thread([&] {
+      std::unique_lock<std::mutex> lock(extender_mu);
+      while (!stopping && !controller.Ready()) extender_ready.wait_for(lock, std::chrono::seconds(1));
+      for (int tries = 0; !stopping; ++tries) {
+        Status bs = extender.Start(extender_address);
+        if (bs.ok()) {
+          spdlog::info("scheduler extender on {} port {} (/filter, /prioritize)", extender_address, extender.port());
+          return;
+        }
+        if (tries % 30 == 0) spdlog::warn("scheduler extender: {}; retrying", bs.message());
+        extender_ready.wait_for(lock, std::chrono::seconds(1));
+      }
+    });
   }
 
   // Leader election (client-go's defaults: lease 15 s, renew deadline 10 s,
@@ -249,6 +288,12 @@ int main(int argc, char** argv) {
   stopping = true;  // /readyz says so while the controller stops
   // The workers stop first (queued keys dropped, running ones finished);
   // only then does the elector release the lease for the standby.
+  {
+    std::lock_guard<std::mutex> lock(extender_mu);
+    extender_ready.notify_all();
+  }
+  if (extender_thread.joinable()) extender_thread.join();
+  extender.Stop();
   controller.Stop();
   if (elector) {
     elector->Stop();

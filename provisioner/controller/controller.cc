@@ -119,6 +119,26 @@ Controller::Controller(kube::Client* client, ControllerConfig config)
   ctx_.attempts = &attempts_;
   ctx_.waiting = &waiting_;
   ctx_.stop = &stop_;
+  extender_ = std::make_unique<Extender>(
+      ledger_.get(),
+      [this](const std::string& ns, const std::vector<std::string>& names) {
+        return PendingPodClaims(ctx_, ns, names);
+      },
+      config_.options.policy);
+}
+
+Extender* Controller::ServingExtender() {
+  if (!Ready()) return nullptr;
+  if (extender_warm_) return extender_.get();
+  bool heard = std::chrono::steady_clock::now() - started_at_ > std::chrono::seconds(15);
+  if (!heard) {
+    heard = true;
+    for (const auto& n : registry_->Snapshot())
+      if (!n.reachable && n.last_error.empty() && n.pools.empty()) heard = false;
+  }
+  if (!heard) return nullptr;
+  extender_warm_ = true;
+  return extender_.get();
 }
 
 Controller::~Controller() { Stop(); }
@@ -142,6 +162,7 @@ bool Controller::Start(std::chrono::milliseconds sync_timeout) {
   if (config_.sweep_interval.count() > 0) sweeper_ = std::thread([this] { SweepLoop(); });
   mirror_ = std::thread([this] { MirrorLoop(); });
   if (publisher_) publisher_->Start();
+  started_at_ = std::chrono::steady_clock::now();
   started_ = true;
   spdlog::info("controller started: {} claim workers, {} volume workers, nodes labelled {}", config_.claim_workers,
                config_.volume_workers, config_.node_selector);

@@ -28,6 +28,7 @@
 #include "controller/given_up.h"
 #include "capacity/storage_capacity.h"
 #include "controller/registry_view.h"
+#include "extender/extender.h"
 #include "kube/informer.h"
 #include "nodes/node_registry.h"
 #include "nodes/tls.h"
@@ -79,6 +80,12 @@ class Controller {
   size_t ClaimQueueDepth() { return claim_queue_.Len(); }
   size_t VolumeQueueDepth() { return volume_queue_.Len(); }
 
+  // The scheduler extender over this controller's ledger, once it can
+  // answer truthfully: Ready, and every nodevol node heard from (figures
+  // or a failed dial) or 15 s since Start, so a new leader does not call
+  // nodes it is still dialling unresolvable. Null before.
+  Extender* ServingExtender();
+
  private:
   void OnNodesChanged();
   void OnCapacityChanged(const std::string& node);
@@ -106,6 +113,9 @@ class Controller {
   std::unique_ptr<RegistryView> view_;
   std::unique_ptr<CapacityLedger> ledger_;
   std::unique_ptr<CapacityPublisher> publisher_;  // null when capacity objects are off
+  std::unique_ptr<Extender> extender_;
+  std::chrono::steady_clock::time_point started_at_;
+  std::atomic<bool> extender_warm_{false};
   std::unique_ptr<kube::Informer> claims_, volumes_, classes_, nodes_;
   WorkQueue claim_queue_, volume_queue_;
   std::unique_ptr<Workers> claim_workers_, volume_workers_;

@@ -30,17 +30,48 @@ constexpr auto kSelectedFor = std::chrono::minutes(10);  // kube-scheduler's bin
 
 }  // namespace
 
+namespace {
+
+// Whether class_name is a class of ours whose parameters parse.
+bool OurClass(ControllerContext& ctx, const std::string& class_name, ClassParams* params, bool* wffc) {
+  auto sc = ctx.classes->Get(class_name);
+  if (!sc || !ctx.options.Serves(sc->value("provisioner", ""))) return false;
+  if (!ParseClassParams(kube::StringMap(sc->value("parameters", json::object())),
+                        kube::Strings(sc->value("mountOptions", json())), params)
+           .ok())
+    return false;
+  *wffc = sc->value("volumeBindingMode", "Immediate") == "WaitForFirstConsumer";
+  return true;
+}
+
+}  // namespace
+
 std::string ClassPool(ControllerContext& ctx, const ClaimView& claim, bool* wffc) {
   if (!ctx.options.Serves(claim.provisioner)) return "";
-  auto sc = ctx.classes->Get(claim.class_name);
-  if (!sc || !ctx.options.Serves(sc->value("provisioner", ""))) return "";
   ClassParams params;
-  if (!ParseClassParams(kube::StringMap(sc->value("parameters", json::object())),
-                        kube::Strings(sc->value("mountOptions", json())), &params)
-           .ok())
-    return "";
-  if (wffc) *wffc = sc->value("volumeBindingMode", "Immediate") == "WaitForFirstConsumer";
+  bool waits = false;
+  if (!OurClass(ctx, claim.class_name, &params, &waits)) return "";
+  if (wffc) *wffc = waits;
   return params.pool;
+}
+
+std::vector<PendingClaim> PendingPodClaims(ControllerContext& ctx, const std::string& ns,
+                                           const std::vector<std::string>& names) {
+  std::vector<PendingClaim> out;
+  for (const auto& name : names) {
+    auto pvc = ctx.claims->Get(ns + "/" + name);
+    ClaimView c;
+    // Not yet made, unbound claims only: the scheduler's VolumeBinding
+    // waits for a missing claim, and a bound one's PV pins the node.
+    if (!pvc || !ParseClaim(*pvc, &c).ok() || !c.volume_name.empty() || c.deleting || !c.has_class) continue;
+    // Not ClassPool: the PV controller names the provisioner on a
+    // waiting claim only after a node is selected, and the extender runs before.
+    ClassParams params;
+    bool wffc = false;
+    if (!OurClass(ctx, c.class_name, &params, &wffc) || !wffc) continue;
+    out.push_back({c.uid, c.name, params.pool, params.backend, c.request_bytes});
+  }
+  return out;
 }
 
 Status PodSiblings(ControllerContext& ctx, const ClaimView& claim, std::vector<SiblingClaim>* out) {

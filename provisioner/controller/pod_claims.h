@@ -13,6 +13,7 @@
 #include "base/status.h"
 #include "controller/claim.h"
 #include "controller/context.h"
+#include "extender/extender.h"
 
 namespace nodevol::provisioner {
 
@@ -31,6 +32,14 @@ Status PodSiblings(ControllerContext& ctx, const ClaimView& claim, std::vector<S
 // The pool of a claim's class, when the class is ours and its parameters
 // parse; "" otherwise. *wffc: the class waits for the first consumer.
 std::string ClassPool(ControllerContext& ctx, const ClaimView& claim, bool* wffc = nullptr);
+
+// The extender's view of a pod's claims (extender/extender.h): those of
+// `names` in namespace ns that exist, are unbound and not being deleted,
+// and whose class is ours and waits for the first consumer. An Immediate
+// claim is not counted: its volume is made wherever there is room, and
+// kube-scheduler waits for it to be bound before placing the pod.
+std::vector<PendingClaim> PendingPodClaims(ControllerContext& ctx, const std::string& ns,
+                                           const std::vector<std::string>& names);
 
 // Removes selected-node from claim (uid-guarded), giving the scheduler the
 // choice back. OK when done, or the claim is gone or changed meanwhile.

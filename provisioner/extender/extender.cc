@@ -1,0 +1,167 @@
+#include "extender/extender.h"
+
+#include <algorithm>
+#include <set>
+
+#include "base/size.h"
+
+namespace nodevol::provisioner {
+
+namespace {
+
+struct PoolNeed {
+  std::string backend;
+  uint64_t bytes = 0;
+};
+
+// One candidate node's verdict.
+struct Verdict {
+  bool fits = false;
+  bool resolvable = true;
+  std::string why;
+  uint64_t left = 0;  // room left after the pod, summed over its pools
+};
+
+Verdict Judge(const std::string& node, const std::map<std::string, PoolNeed>& need,
+              const std::map<std::string, std::map<std::string, const PoolRoom*>>& by_node) {
+  Verdict v;
+  auto it = by_node.find(node);
+  if (it == by_node.end()) {
+    v.resolvable = false;
+    v.why = "no nodevold registered on this node";
+    return v;
+  }
+  std::string short_of;
+  for (const auto& [pool, n] : need) {
+    auto p = it->second.find(pool);
+    if (p == it->second.end()) {
+      v.resolvable = false;
+      v.why = "nodevold here has no pool " + pool;
+      return v;
+    }
+    const PoolRoom& r = *p->second;
+    if (!n.backend.empty() && r.seen.backend != n.backend) {
+      v.resolvable = false;
+      v.why = "pool " + pool + " here is " + r.seen.backend + ", the class wants " + n.backend;
+      return v;
+    }
+    if (!r.seen.reachable) {
+      v.why = "nodevold unreachable, its pool " + pool + " cannot be checked";
+      return v;
+    }
+    if (r.room() < n.bytes) {
+      if (!short_of.empty()) short_of += "; ";
+      short_of += "pool " + pool + " has " + FormatSize(r.room()) + " free";
+      if (r.promised) short_of += " (" + FormatSize(r.promised) + " more promised to volumes not yet made)";
+      short_of += ", this pod needs " + FormatSize(n.bytes);
+      continue;
+    }
+    v.left += r.room() - n.bytes;
+  }
+  if (!short_of.empty()) {
+    v.why = short_of;
+    return v;
+  }
+  v.fits = true;
+  return v;
+}
+
+}  // namespace
+
+Extender::Extender(CapacityLedger* ledger, ClaimFinder finder, PlacementPolicy policy, std::chrono::milliseconds hold)
+    : ledger_(ledger), finder_(std::move(finder)), policy_(policy), hold_(hold) {}
+
+namespace {
+
+// Fills need->pools and need->verdicts for args' nodes from the ledger.
+void Evaluate(CapacityLedger* ledger, const ExtenderArgs& args, std::vector<PendingClaim> claims,
+              std::map<std::string, PoolNeed>* pools, std::map<std::string, Verdict>* verdicts) {
+  std::set<std::string> except;
+  for (const auto& c : claims) {
+    except.insert(c.uid);
+    PoolNeed& n = (*pools)[c.pool];
+    n.bytes += c.bytes;
+    if (n.backend.empty()) n.backend = c.backend;
+  }
+  auto rooms = ledger->Rooms(except);
+  std::map<std::string, std::map<std::string, const PoolRoom*>> by_node;
+  for (const auto& r : rooms) by_node[r.seen.node][r.seen.pool] = &r;
+  for (const auto& node : args.node_names) (*verdicts)[node] = Judge(node, *pools, by_node);
+}
+
+// The best fitting node by policy (ties: the smaller name), "" if none.
+std::string Best(const std::map<std::string, Verdict>& verdicts, PlacementPolicy policy) {
+  const std::string* best = nullptr;
+  uint64_t best_left = 0;
+  for (const auto& [node, v] : verdicts) {  // name order: the first of equals wins
+    if (!v.fits) continue;
+    bool better = !best || (policy == PlacementPolicy::kMostFree ? v.left > best_left : v.left < best_left);
+    if (better) best = &node, best_left = v.left;
+  }
+  return best ? *best : "";
+}
+
+}  // namespace
+
+FilterAnswer Extender::Filter(const ExtenderArgs& args) {
+  FilterAnswer out;
+  auto claims = finder_(args.pod_namespace, args.claim_names);
+  if (claims.empty()) {
+    out.nodes = args.node_names;
+    return out;
+  }
+  // Decide and promise under the ledger's decision lock, as a provisioning
+  // pass does: two pods filtered at once must see each other's promise.
+  std::lock_guard<std::mutex> decide(ledger_->decide_mu());
+  std::map<std::string, PoolNeed> pools;
+  std::map<std::string, Verdict> verdicts;
+  Evaluate(ledger_, args, claims, &pools, &verdicts);
+  for (const auto& node : args.node_names) {
+    const Verdict& v = verdicts[node];
+    if (v.fits) out.nodes.push_back(node);
+    else if (v.resolvable) out.failed[node] = v.why;
+    else out.unresolvable[node] = v.why;
+  }
+  out.promised = Best(verdicts, policy_);
+  if (!out.promised.empty()) {
+    auto until = CapacityLedger::Clock::now() + hold_;
+    for (const auto& c : claims)
+      ledger_->Promise(c.uid, out.promised, c.pool, c.bytes, CapacityLedger::Kind::kScheduling, until);
+  }
+  return out;
+}
+
+std::vector<NodeScore> Extender::Prioritize(const ExtenderArgs& args) {
+  std::vector<NodeScore> out;
+  auto claims = finder_(args.pod_namespace, args.claim_names);
+  if (claims.empty()) {
+    for (const auto& node : args.node_names) out.push_back({node, 0});
+    return out;
+  }
+  std::map<std::string, PoolNeed> pools;
+  std::map<std::string, Verdict> verdicts;
+  Evaluate(ledger_, args, claims, &pools, &verdicts);
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (const auto& [node, v] : verdicts) {
+    if (!v.fits) continue;
+    lo = std::min(lo, v.left);
+    hi = std::max(hi, v.left);
+  }
+  const std::string best = Best(verdicts, policy_);
+  for (const auto& node : args.node_names) {
+    const Verdict& v = verdicts[node];
+    int score = 0;
+    if (v.fits) {
+      // Linear between the fitting nodes' extremes; the policy's best is 10.
+      double span = static_cast<double>(hi - lo);
+      double t = span > 0 ? static_cast<double>(v.left - lo) / span : 1.0;
+      if (policy_ == PlacementPolicy::kBinpack && span > 0) t = 1.0 - t;
+      score = static_cast<int>(t * (kMaxScore - 1) + 0.5) + 1;  // a fitting node scores at least 1
+      if (score >= kMaxScore && node != best) score = kMaxScore - 1;  // one best: the promised node
+    }
+    out.push_back({node, score});
+  }
+  return out;
+}
+
+}  // namespace nodevol::provisioner

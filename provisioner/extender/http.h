@@ -1,0 +1,31 @@
+// The extender's HTTP face: kube-scheduler's JSON (scheduling-contract.md
+// §3; its keys are the Go field names) over the domain in extender.h.
+//
+//   POST /filter      ExtenderArgs -> ExtenderFilterResult
+//   POST /prioritize  ExtenderArgs -> HostPriorityList
+//
+// Only nodeCacheCapable: true is served (NodeNames in, NodeNames out):
+// with full Node objects the answer would have to echo them back, and
+// kube-scheduler's cache already has them. A request without NodeNames,
+// or one that does not decode, gets 400 with the reason in "Error"; when
+// `current` returns null (this replica does not lead, or has not synced)
+// 503, which kube-scheduler treats as the extender failing (ignorable or
+// not, docs/scheduling.md).
+#pragma once
+
+#include <functional>
+
+#include "extender/extender.h"
+#include "httpd/http_server.h"
+
+namespace nodevol::provisioner {
+
+inline constexpr char kJsonContentType[] = "application/json";
+// kube-scheduler sends the whole Pod and, without nodeCacheCapable, every
+// Node: 16 MiB covers a pod spec at the apiserver's own 1.5 MiB object
+// limit many times over, and bounds what one request can make us hold.
+inline constexpr size_t kMaxExtenderBody = 16u << 20;
+
+httpd::PostHandlers ExtenderHandlers(std::function<Extender*()> current);
+
+}  // namespace nodevol::provisioner

@@ -9,9 +9,11 @@
 #include <thread>
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <spdlog/spdlog.h>
 
 namespace nodevol::httpd {
@@ -111,14 +113,24 @@ http::response<http::string_body> Respond(const http::request<http::string_body>
 
 // One client connection; requests on it are served in order (keep-alive).
 // Owned by the handlers in flight, so it dies with its last operation or
-// with the io_context on Stop().
-class Session : public std::enable_shared_from_this<Session> {
+// with the io_context on Stop(). Stream: beast::tcp_stream, or
+// beast::ssl_stream over one (Handshake first).
+template <class Stream>
+class Session : public std::enable_shared_from_this<Session<Stream>> {
  public:
-  Session(tcp::socket socket, const Tables* tables, const std::string* what, std::atomic<size_t>* count)
-      : stream_(std::move(socket)), tables_(tables), what_(what), count_(count) {
+  Session(Stream stream, const Tables* tables, const std::string* what, std::atomic<size_t>* count)
+      : stream_(std::move(stream)), tables_(tables), what_(what), count_(count) {
     ++*count_;
   }
   ~Session() { --*count_; }
+
+  void Handshake() {
+    Lowest().expires_after(kIoTimeout);
+    stream_.async_handshake(asio::ssl::stream_base::server, [self = this->shared_from_this()](beast::error_code ec) {
+      if (ec) return self->Close();  // not TLS, no or a wrong client certificate, too slow
+      self->Read();
+    });
+  }
 
   void Read() {
     parser_.emplace();
@@ -127,9 +139,9 @@ class Session : public std::enable_shared_from_this<Session> {
     // Not boost::none: Boost 1.74's parser compares the length with the
     // optional itself, and any length is "greater" than none.
     parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
-    stream_.expires_after(kIoTimeout);
+    Lowest().expires_after(kIoTimeout);
     http::async_read_header(stream_, buffer_, *parser_,
-                            [self = shared_from_this()](beast::error_code ec, size_t) {
+                            [self = this->shared_from_this()](beast::error_code ec, size_t) {
                               self->OnHeader(ec);
                             });
   }
@@ -148,7 +160,7 @@ class Session : public std::enable_shared_from_this<Session> {
       auto announced = parser_->content_length();
       if (announced && *announced > tables_->max_body) return TooLarge();
       parser_->body_limit(tables_->max_body);  // also bounds a chunked body as it arrives
-      http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
+      http::async_read(stream_, buffer_, *parser_, [self = this->shared_from_this()](beast::error_code ec, size_t) {
         self->OnRead(ec);
       });
       return;
@@ -177,26 +189,31 @@ class Session : public std::enable_shared_from_this<Session> {
     res_.set(http::field::connection, "close");
     res_.body() = "request body larger than " + std::to_string(tables_->max_body) + " bytes\n";
     res_.prepare_payload();
-    stream_.expires_after(kIoTimeout);
-    http::async_write(stream_, res_, [self = shared_from_this()](beast::error_code, size_t) { self->Close(); });
+    Lowest().expires_after(kIoTimeout);
+    http::async_write(stream_, res_, [self = this->shared_from_this()](beast::error_code, size_t) { self->Close(); });
   }
 
   void Answer() {
     res_ = Respond(req_, *tables_, *what_);
-    stream_.expires_after(kIoTimeout);
-    http::async_write(stream_, res_, [self = shared_from_this()](beast::error_code wec, size_t) {
+    Lowest().expires_after(kIoTimeout);
+    http::async_write(stream_, res_, [self = this->shared_from_this()](beast::error_code wec, size_t) {
       if (wec || self->res_.need_eof()) return self->Close();
       self->Read();
     });
   }
 
+  // Without TLS's close_notify: every answer carries its length, so a
+  // truncation cannot pass for a whole answer, and a client that never
+  // answers a shutdown cannot hold the session.
   void Close() {
     beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-    stream_.close();
+    Lowest().socket().shutdown(tcp::socket::shutdown_send, ignored);
+    Lowest().close();
   }
 
-  beast::tcp_stream stream_;
+  beast::tcp_stream& Lowest() { return beast::get_lowest_layer(stream_); }
+
+  Stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   http::request<http::string_body> req_;
@@ -226,6 +243,7 @@ struct HttpServer::Impl {
   size_t max_connections = 64;
   std::atomic<size_t> connections{0};
   uint64_t refused = 0;
+  std::unique_ptr<asio::ssl::context> tls;  // null: plain HTTP
 
   void Accept() {
     acceptor->async_accept([this](beast::error_code ec, tcp::socket socket) {
@@ -240,7 +258,13 @@ struct HttpServer::Impl {
         return Accept();
       }
       if (!ec) {
-        std::make_shared<Session>(std::move(socket), &tables, &what, &connections)->Read();
+        beast::tcp_stream tcp(std::move(socket));
+        if (tls)
+          std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(
+              beast::ssl_stream<beast::tcp_stream>(std::move(tcp), *tls), &tables, &what, &connections)
+              ->Handshake();
+        else
+          std::make_shared<Session<beast::tcp_stream>>(std::move(tcp), &tables, &what, &connections)->Read();
         return Accept();
       }
       // E.g. EMFILE: retrying at once would spin, so back off a little.
@@ -265,6 +289,36 @@ HttpServer::HttpServer(Handlers handlers, PostHandlers post, size_t max_body, st
 }
 
 HttpServer::~HttpServer() { Stop(); }
+
+Status HttpServer::EnableTls(const TlsFiles& files) {
+  std::lock_guard lock(impl_->mu);
+  if (impl_->ioc) return Status::FailedPrecondition(impl_->what + " server already started");
+  auto ctx = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_server);
+  ctx->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                   asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1 |
+                   asio::ssl::context::single_dh_use);
+  auto load = [&](const char* what_file, const std::string& path, auto&& fn) -> Status {
+    beast::error_code ec;
+    fn(path, ec);
+    if (ec)
+      return Status::InvalidArgument(impl_->what + " TLS " + what_file + " \"" + path + "\": " + ec.message());
+    return Status::Ok();
+  };
+  NODEVOL_RETURN_IF_ERROR(load("certificate", files.cert, [&](const std::string& p, beast::error_code& ec) {
+    ctx->use_certificate_chain_file(p, ec);
+  }));
+  NODEVOL_RETURN_IF_ERROR(load("key", files.key, [&](const std::string& p, beast::error_code& ec) {
+    ctx->use_private_key_file(p, asio::ssl::context::pem, ec);
+  }));
+  if (!files.client_ca.empty()) {
+    NODEVOL_RETURN_IF_ERROR(load("client CA", files.client_ca, [&](const std::string& p, beast::error_code& ec) {
+      ctx->load_verify_file(p, ec);
+    }));
+    ctx->set_verify_mode(asio::ssl::verify_peer | asio::ssl::verify_fail_if_no_peer_cert);
+  }
+  impl_->tls = std::move(ctx);
+  return Status::Ok();
+}
 
 Status HttpServer::Start(const std::string& address) {
   std::lock_guard lock(impl_->mu);

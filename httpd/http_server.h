@@ -49,6 +49,12 @@ using PostHandlers = std::map<std::string, PostHandler, std::less<>>;
 // INVALID_ARGUMENT, as Start would give, when address is not host:port.
 Status CheckAddress(const std::string& what, const std::string& address);
 
+// PEM files: the server's certificate chain and key; client_ca "" = any
+// client (no client certificate asked for).
+struct TlsFiles {
+  std::string cert, key, client_ca;
+};
+
 class HttpServer {
  public:
   // `what` names the address in errors and logs ("metrics" gives
@@ -60,6 +66,9 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
+  // Serves TLS from the next Start; INVALID_ARGUMENT naming the file that
+  // cannot be read or does not match. Before Start only.
+  Status EnableTls(const TlsFiles& files);
   // Binds "host:port" (IPv4, or [IPv6]:port; port 0 picks a free one) and
   // starts serving. INVALID_ARGUMENT for a malformed address, UNAVAILABLE when
   // the bind fails (e.g. address in use), with the address named.

@@ -47,12 +47,15 @@ void CapacityMonitor::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-void CapacityMonitor::Poke() {
+uint64_t CapacityMonitor::Poke() {
+  uint64_t next;
   {
     std::lock_guard<std::mutex> l(mu_);
     poked_ = true;
+    next = started_ + 1;
   }
   wake_.notify_all();
+  return next;
 }
 
 void CapacityMonitor::Loop() {
@@ -68,6 +71,11 @@ void CapacityMonitor::Loop() {
 }
 
 void CapacityMonitor::Sample() {
+  uint64_t number;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    number = ++started_;
+  }
   std::vector<PoolCapacityView> now;
   Status st = node_->GetCapacity("", &now);
   if (!st.ok()) {
@@ -76,15 +84,18 @@ void CapacityMonitor::Sample() {
   }
   if (on_sample_) on_sample_(now);
   std::lock_guard<std::mutex> l(mu_);
+  // Samples run one at a time on this thread, so numbers finish in order.
+  sample_ = number;
   if (version_ != 0 && !Significant(now, figures_)) return;
   figures_ = std::move(now);
   ++version_;
   changed_.notify_all();
 }
 
-uint64_t CapacityMonitor::Snapshot(std::vector<PoolCapacityView>* out) const {
+uint64_t CapacityMonitor::Snapshot(std::vector<PoolCapacityView>* out, uint64_t* sample) const {
   std::lock_guard<std::mutex> l(mu_);
   *out = figures_;
+  if (sample) *sample = sample_;
   return version_;
 }
 

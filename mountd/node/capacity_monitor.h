@@ -27,11 +27,16 @@ class CapacityMonitor {
   void Start();
   // Wakes every waiter for good. Idempotent.
   void Stop();
-  // Asks for a sample now (after a create, delete or expand).
-  void Poke();
+  // Asks for a sample now (after a create, delete or expand); returns the
+  // number of the first sample that begins after this call, so whose
+  // figures include every change made before it.
+  uint64_t Poke();
 
-  // Latest figures and their version (0 before the first sample).
-  uint64_t Snapshot(std::vector<PoolCapacityView>* out) const;
+  // Latest figures and their version (0 before the first sample); *sample
+  // (optional): the number of the latest sample, which took or confirmed
+  // them (samples are numbered from 1; a sample that changes nothing
+  // significant confirms the figures without a new version).
+  uint64_t Snapshot(std::vector<PoolCapacityView>* out, uint64_t* sample = nullptr) const;
   // Blocks until the version differs from `seen`, the timeout passes, or
   // Stop(); returns false once stopped.
   bool WaitChange(uint64_t seen, std::chrono::milliseconds timeout) const;
@@ -49,6 +54,8 @@ class CapacityMonitor {
   bool stopped_ = false;
   bool poked_ = false;
   uint64_t version_ = 0;
+  uint64_t started_ = 0;  // samples begun
+  uint64_t sample_ = 0;   // the latest sample finished
   std::vector<PoolCapacityView> figures_;
   std::thread thread_;
 };

@@ -138,11 +138,13 @@ grpc::Status NodeService::WatchCapacity(grpc::ServerContext* ctx, const v1::Watc
   auto last_sent = Clock::now();
   while (!ctx->IsCancelled() && !shutting_down_) {
     std::vector<PoolCapacityView> pools;
-    uint64_t version = capacity_->Snapshot(&pools);
+    uint64_t sample = 0;
+    uint64_t version = capacity_->Snapshot(&pools, &sample);
     bool changed = version != seen;
     if (changed || Clock::now() - last_sent >= heartbeat) {
       v1::GetCapacityResponse msg;
       ToProto(pools, &msg);
+      msg.set_sample(sample);
       msg.set_heartbeat(!changed);
       if (!writer->Write(msg)) break;
       seen = version;
@@ -160,7 +162,7 @@ grpc::Status NodeService::CreateVolume(grpc::ServerContext*, const v1::CreateVol
     VolumeSpec spec{req->name(), req->pool(), req->size_bytes(), req->fs_type(), ToParams(req->parameters())};
     VolumeView v;
     NODEVOL_RETURN_IF_ERROR(node_->CreateVolume(spec, &v));
-    capacity_->Poke();
+    resp->set_capacity_sample(capacity_->Poke());
     ToProto(v, resp->mutable_volume());
     return Status::Ok();
   });

@@ -8,6 +8,21 @@ uint64_t BaseRoom(const PoolSeen& p) {
   return std::min(p.free_bytes, unmade);
 }
 
+namespace {
+
+// Whether the node's figures include a finished create's volume. A report
+// received after the create returned may have been taken before it (the
+// sample was under way), and one taken after it may arrive before the
+// create's answer: only the sample numbers tell. Without them (an older
+// nodevold), figures that changed after the answer are taken to have it.
+template <class E>
+bool Reported(const E& e, const PoolSeen& seen) {
+  if (e.included_from && seen.sample) return seen.sample >= e.included_from;
+  return seen.figures_at > e.settled_at;
+}
+
+}  // namespace
+
 CapacityLedger::CapacityLedger(Source source, std::chrono::milliseconds linger)
     : source_(std::move(source)), linger_(linger) {}
 
@@ -23,7 +38,7 @@ std::vector<PoolRoom> CapacityLedger::Rooms(const std::set<std::string>& except,
   for (const auto& [key, e] : entries_) {
     if (now >= e.until || except.count(key)) continue;
     for (auto& r : out)
-      if (r.seen.node == e.node && r.seen.pool == e.pool && !(e.settled && r.seen.figures_at > e.settled_at))
+      if (r.seen.node == e.node && r.seen.pool == e.pool && !(e.settled && Reported(e, r.seen)))
         r.promised += e.bytes;
   }
   return out;
@@ -34,12 +49,19 @@ bool CapacityLedger::Promise(const std::string& key, const std::string& node, co
   {
     std::lock_guard<std::mutex> lock(mu_);
     const auto now = Clock::now();
-    for (auto it = entries_.begin(); it != entries_.end();)  // expired ones go here, not in Rooms (const)
-      it = now >= it->second.until ? entries_.erase(it) : std::next(it);
+    for (auto it = entries_.begin(); it != entries_.end();)  // ended ones go here, not in Rooms (const)
+      it = now >= it->second.until && now >= it->second.made_until ? entries_.erase(it) : std::next(it);
     auto it = entries_.find(key);
+    // A create running, or done: its volume is (or is about to be) in the
+    // node's figures, and a weaker promise would count it twice.
     if (it != entries_.end() && it->second.kind == Kind::kCreating && kind != Kind::kCreating) return false;
     if (kind == Kind::kCreating) until = Clock::time_point::max();
-    Entry e{node, pool, bytes, kind, false, {}, until};
+    Entry e;
+    e.node = node;
+    e.pool = pool;
+    e.bytes = bytes;
+    e.kind = kind;
+    e.until = until;
     if (it != entries_.end() && it->second.node == node && it->second.pool == pool && it->second.bytes == bytes &&
         it->second.kind == kind) {
       it->second.until = until;  // renewed: nothing anyone reads changed
@@ -51,7 +73,7 @@ bool CapacityLedger::Promise(const std::string& key, const std::string& node, co
   return true;
 }
 
-void CapacityLedger::Settle(const std::string& key, bool ok, Clock::time_point now) {
+void CapacityLedger::Settle(const std::string& key, bool ok, Clock::time_point now, uint64_t included_from) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = entries_.find(key);
@@ -59,7 +81,9 @@ void CapacityLedger::Settle(const std::string& key, bool ok, Clock::time_point n
     if (ok) {
       it->second.settled = true;
       it->second.settled_at = now;
+      it->second.included_from = included_from;
       it->second.until = now + linger_;
+      it->second.made_until = now + kMadeFor;
       return;  // still counted: no change
     }
     entries_.erase(it);
@@ -71,7 +95,14 @@ void CapacityLedger::Release(const std::string& key) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = entries_.find(key);
-    if (it == entries_.end() || it->second.kind == Kind::kCreating) return;
+    if (it == entries_.end()) return;
+    if (it->second.kind == Kind::kCreating) {
+      // Running: it ends with Settle. Done: it counts until the node's
+      // figures include the volume, as before, but the claim went (or
+      // bound), so nothing needs to be kept out any longer.
+      if (it->second.settled) it->second.made_until = {};
+      return;
+    }
     entries_.erase(it);
   }
   Changed();

@@ -17,12 +17,16 @@
 // the scheduler then selected a node for and whose volume is then being
 // created counts once, wherever its latest promise is. Every promise ends:
 // a create's when it fails, or once it succeeded and the node's figures
-// changed after that (that report includes the volume; counting both
+// reports the capacity sample nodevold said includes the volume (or, from
+// an older nodevold, once its figures change after that; counting both
 // would count the volume twice), or `linger` after it succeeded at most;
 // the others at the time given or
 // when released (the claim bound, its selected node removed, the claim
 // gone). A create's promise is not replaced or released by the weaker
-// kinds while it runs.
+// kinds while it runs, nor for kMadeFor after it succeeded unless the
+// key is released: the claim then waits for the PV controller to bind it
+// (seconds in a burst), and a promise of its selected node made then
+// would count a volume the figures already hold.
 //
 // Thread-safe. on_change runs after a promise is added, moved or dropped
 // (not when one merely expires), outside the ledger's lock.
@@ -45,6 +49,9 @@ class CapacityLedger {
  public:
   using Clock = std::chrono::steady_clock;
   using Source = std::function<std::vector<PoolSeen>()>;
+  // kube-scheduler's bind timeout: a claim whose volume is made is bound
+  // by then, or given up.
+  static constexpr std::chrono::minutes kMadeFor{10};
 
   enum class Kind {
     kScheduling,  // the extender let the claim's pod through to this node
@@ -64,9 +71,12 @@ class CapacityLedger {
   // promise and `kind` is weaker.
   bool Promise(const std::string& key, const std::string& node, const std::string& pool, uint64_t bytes, Kind kind,
                Clock::time_point until = Clock::time_point::max());
-  // The create of `key` ended: ok keeps its bytes counted for `linger`
-  // more, !ok drops them now.
-  void Settle(const std::string& key, bool ok, Clock::time_point now = Clock::now());
+  // The create of `key` ended: ok keeps its bytes counted until the node
+  // reports capacity sample `included_from` (CreateVolumeResponse's
+  // capacity_sample: the first whose figures have the volume) or, when
+  // that is 0 (an older nodevold), until its figures change after now;
+  // `linger` more at most. !ok drops them now.
+  void Settle(const std::string& key, bool ok, Clock::time_point now = Clock::now(), uint64_t included_from = 0);
   // Drops key's promise unless it is a create (running or lingering).
   void Release(const std::string& key);
   // Where key's promise is (false when it has none, or it expired).
@@ -89,7 +99,9 @@ class CapacityLedger {
     Kind kind = Kind::kScheduling;
     bool settled = false;  // kCreating: the create ended well; lingering
     Clock::time_point settled_at;
-    Clock::time_point until;
+    uint64_t included_from = 0;  // the node's first sample with the volume (0: unknown)
+    Clock::time_point until;       // counted until then
+    Clock::time_point made_until;  // settled create: weaker kinds refused until then
   };
   void Changed();
 

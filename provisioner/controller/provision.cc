@@ -384,7 +384,7 @@ Outcome Pass::Run(const std::string& key) {
   AddClaimParams(claim_, claim_.class_name, reclaim, ctx_.options.provisioner_name, &vparams);
   for (const auto& [k, v] : vparams) (*create.mutable_parameters())[k] = v;
   st = client->CreateVolume(create, &created);
-  if (reserved) ctx_.ledger->Settle(claim_.uid, st.ok());
+  if (reserved) ctx_.ledger->Settle(claim_.uid, st.ok(), CapacityLedger::Clock::now(), created.capacity_sample());
   if (!st.ok()) {
     // Only a definite "no room" may move a WaitForFirstConsumer claim: an
     // unreachable node may have made the volume (the next pass asks it).

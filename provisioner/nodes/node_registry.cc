@@ -241,6 +241,7 @@ Status NodeRegistry::Session(const std::shared_ptr<Entry>& e, bool* delivered) {
       changed = became_reachable || s.pools != pools;
       if (s.pools != pools) s.figures_at = SteadyClock::now();
       s.pools = std::move(pools);
+      s.sample = msg.sample();
     }
     if (became_reachable)
       spdlog::info("node {} ({}) reachable: {} pools", e->endpoint.name, e->endpoint.address, msg.pools_size());

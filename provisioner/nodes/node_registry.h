@@ -61,6 +61,9 @@ struct NodeState {
   std::chrono::system_clock::time_point since;  // when `reachable` last changed (or the node was added)
   std::vector<PoolCapacity> pools;  // last figures seen, sorted by name; kept while unreachable
   std::chrono::steady_clock::time_point figures_at;  // when `pools` last changed
+  // nodevold's number for the capacity sample `pools` come from (0: not
+  // told; CreateVolumeResponse.capacity_sample says which one has a volume).
+  uint64_t sample = 0;
 };
 
 // Delay before re-dialling after `failures` consecutive failed attempts

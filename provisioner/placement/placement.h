@@ -28,6 +28,8 @@ struct PoolSeen {
   // When these figures last changed (steady clock): a report newer than a
   // finished create includes its volume.
   std::chrono::steady_clock::time_point figures_at{};
+  // nodevold's capacity sample these figures come from (0: not told).
+  uint64_t sample = 0;
 };
 
 // A pool and its room for one more volume.

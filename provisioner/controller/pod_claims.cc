@@ -108,19 +108,35 @@ void TrackClaim(ControllerContext& ctx, const json& pvc) {
   if (!ctx.ledger) return;
   ClaimView c;
   if (!ParseClaim(pvc, &c).ok()) return;
+  // Not ClassPool: before a node is selected the claim names no
+  // provisioner yet.
+  ClassParams params;
   bool wffc = false;
-  std::string pool = ClassPool(ctx, c, &wffc);
-  if (pool.empty() || !wffc || c.selected_node.empty() || !c.volume_name.empty() || c.deleting) {
+  if (!OurClass(ctx, c.class_name, &params, &wffc) || !wffc || !c.volume_name.empty() || c.deleting) {
     ctx.ledger->Release(c.uid);
     return;
   }
+  const std::string& pool = params.pool;
   std::string node, promised_pool;
   CapacityLedger::Kind kind;
+  if (c.selected_node.empty()) {
+    // Waiting for the scheduler. The extender's promise for it stands
+    // (the claim's own add event, or any update, often arrives after the
+    // extender let its pod through); a selected-node that was removed
+    // (a reschedule) ends the promise it held.
+    if (ctx.ledger->Find(c.uid, &node, &promised_pool, &kind) && kind == CapacityLedger::Kind::kSelected)
+      ctx.ledger->Release(c.uid);
+    return;
+  }
   // Already promised there (by the extender, or in a pass for a sibling):
   // keep that promise's end only if it is the longer one.
-  if (ctx.ledger->Find(c.uid, &node, &promised_pool, &kind) && kind != CapacityLedger::Kind::kScheduling &&
-      node == c.selected_node && promised_pool == pool)
-    return;
+  bool found = ctx.ledger->Find(c.uid, &node, &promised_pool, &kind);
+  if (found && kind != CapacityLedger::Kind::kScheduling && node == c.selected_node && promised_pool == pool) return;
+  // Until this update, the next pods were filtered with these bytes on the
+  // wrong node: the likeliest cause of a reschedule in a burst.
+  if (found && kind == CapacityLedger::Kind::kScheduling && node != c.selected_node)
+    spdlog::info("claim {}: kube-scheduler chose node {}, the extender had promised it {}", c.Key(),
+                 c.selected_node, node);
   ctx.ledger->Promise(c.uid, c.selected_node, pool, c.request_bytes, CapacityLedger::Kind::kSelected,
                       CapacityLedger::Clock::now() + kSelectedFor);
 }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include <spdlog/spdlog.h>
+
 #include "base/size.h"
 
 namespace nodevol::provisioner {
@@ -123,6 +125,13 @@ FilterAnswer Extender::Filter(const ExtenderArgs& args) {
     else out.unresolvable[node] = v.why;
   }
   out.promised = Best(verdicts, policy_);
+  if (spdlog::should_log(spdlog::level::debug)) {
+    std::string need;
+    for (const auto& [pool, n] : pools) need += (need.empty() ? "" : ", ") + FormatSize(n.bytes) + " in " + pool;
+    spdlog::debug("extender: pod {}/{} needs {}; {} of {} nodes fit; promised {}", args.pod_namespace,
+                  args.pod_name, need, out.nodes.size(), args.node_names.size(),
+                  out.promised.empty() ? "(none)" : out.promised);
+  }
   if (!out.promised.empty()) {
     auto until = CapacityLedger::Clock::now() + hold_;
     for (const auto& c : claims)

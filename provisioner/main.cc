@@ -15,6 +15,7 @@
 #include "base/version.h"
 #include "controller/controller.h"
 #include "extender/http.h"
+#include "extender/serving_label.h"
 #include "httpd/http_server.h"
 #include "kube/client.h"
 #include "kube/config.h"
@@ -44,6 +45,7 @@ int main(int argc, char** argv) {
   bool leader_elect = true;
   std::string metrics_address = "0.0.0.0:9810";
   std::string extender_address = "off";
+  httpd::TlsFiles extender_tls;
   po::options_description desc(
       "Usage: nodevol-provisioner [options]\n\n"
       "Provisions nodevol volumes for PersistentVolumeClaims of StorageClasses whose\n"
@@ -79,6 +81,10 @@ int main(int argc, char** argv) {
       ("extender-address", po::value(&extender_address)->default_value(extender_address),
        "serve kube-scheduler's extender (POST /filter, /prioritize; docs/scheduling.md) on host:port while "
        "leading, or off")
+      ("extender-tls-cert", po::value(&extender_tls.cert), "serve the extender over TLS with this certificate (PEM chain)")
+      ("extender-tls-key", po::value(&extender_tls.key), "its private key")
+      ("extender-tls-client-ca", po::value(&extender_tls.client_ca),
+       "accept only clients (kube-scheduler) with a certificate chained to this CA (mutual TLS)")
       ("log-level", po::value(&log_level)->default_value(log_level), "trace, debug, info, warn, error");
   po::variables_map vm;
   try {
@@ -195,10 +201,30 @@ int main(int argc, char** argv) {
       {}, ExtenderHandlers([&]() -> Extender* { return controller.ServingExtender(); }), kMaxExtenderBody,
       "extender");
   std::thread extender_thread;
+  const bool in_pod = std::getenv("POD_NAME") && std::getenv("POD_NAMESPACE");
+  const std::string pod_name = in_pod ? std::getenv("POD_NAME") : "";
+  const std::string pod_namespace = in_pod ? std::getenv("POD_NAMESPACE") : "";
   if (extender_address != "off") {
     if (Status as = httpd::CheckAddress("extender", extender_address); !as.ok()) {
       std::cerr << "nodevol-provisioner: --extender-address: " << as.message() << "\n";
       return 2;
+    }
+    if (!extender_tls.cert.empty() || !extender_tls.key.empty() || !extender_tls.client_ca.empty()) {
+      Status ts = extender_tls.cert.empty() || extender_tls.key.empty()
+                      ? Status::InvalidArgument("--extender-tls-cert and --extender-tls-key go together")
+                      : extender.EnableTls(extender_tls);
+      if (!ts.ok()) {
+        std::cerr << "nodevol-provisioner: " << ts.message() << "\n";
+        return 2;
+      }
+    } else {
+      spdlog::warn("scheduler extender without TLS (--extender-tls-cert): use it on a trusted network only");
+    }
+    // This replica does not serve (yet): a label left from before a
+    // restart must not route kube-scheduler here.
+    if (in_pod) {
+      if (Status ms = MarkServing(client.get(), pod_namespace, pod_name, false); !ms.ok())
+        spdlog::warn("{}", ms.message());
     }
     // Bound once the controller runs; until then (and on a standby) the
     // port is free, or held by a leader that is still exiting: retried.
@@ -208,7 +234,18 @@ int main(int argc, char** argv) {
       for (int tries = 0; !stopping; ++tries) {
         Status bs = extender.Start(extender_address);
         if (bs.ok()) {
-          spdlog::info("scheduler extender on {} port {} (/filter, /prioritize)", extender_address, extender.port());
+          spdlog::info("scheduler extender on {} port {} (/filter, /prioritize{})", extender_address, extender.port(),
+                       extender_tls.cert.empty() ? "" : ", TLS");
+          // In a pod: route the Service to this replica (serving_label.h).
+          for (int marks = 0; in_pod && !stopping; ++marks) {
+            Status ms = MarkServing(client.get(), pod_namespace, pod_name, true);
+            if (ms.ok()) {
+              spdlog::info("pod labelled {}={}", kServingLabel, kServingValue);
+              break;
+            }
+            if (marks % 15 == 0) spdlog::warn("{}; retrying (the Service reaches no replica meanwhile)", ms.message());
+            extender_ready.wait_for(lock, std::chrono::seconds(2));
+          }
           return;
         }
         if (tries % 30 == 0) spdlog::warn("scheduler extender: {}; retrying", bs.message());

@@ -118,11 +118,13 @@ FilterAnswer Extender::Filter(const ExtenderArgs& args) {
   std::map<std::string, PoolNeed> pools;
   std::map<std::string, Verdict> verdicts;
   Evaluate(ledger_, args, claims, &pools, &verdicts);
+  // Each reason names its node: kube-scheduler's FailedScheduling event
+  // only counts equal reasons ("3 <reason>") and drops the names.
   for (const auto& node : args.node_names) {
     const Verdict& v = verdicts[node];
     if (v.fits) out.nodes.push_back(node);
-    else if (v.resolvable) out.failed[node] = v.why;
-    else out.unresolvable[node] = v.why;
+    else if (v.resolvable) out.failed[node] = node + ": " + v.why;
+    else out.unresolvable[node] = node + ": " + v.why;
   }
   out.promised = Best(verdicts, policy_);
   if (spdlog::should_log(spdlog::level::debug)) {

@@ -70,7 +70,7 @@ TEST_F(ExtenderTest, FiltersOnTheSumOfThePodsClaimsWithReasons) {
   auto a = ext.Filter(Args({"a", "b"}));
   EXPECT_EQ(a.nodes, (std::vector<std::string>{"n2", "n3"}));
   ASSERT_EQ(a.failed.count("n1"), 1u);
-  EXPECT_NE(a.failed["n1"].find("pool fast has 100.0MiB free, this pod needs 160.0MiB"), std::string::npos)
+  EXPECT_NE(a.failed["n1"].find("n1: pool fast has 100.0MiB free, this pod needs 160.0MiB"), std::string::npos)
       << a.failed["n1"];
   EXPECT_NE(a.failed["n4"].find("unreachable"), std::string::npos);
   ASSERT_EQ(a.unresolvable.count("n5"), 1u);

@@ -13,7 +13,12 @@
 #    --metrics-address port; with NODEVOL_PROVISIONER, every flag
 #    in its args is one the binary accepts (--help) and parses;
 #  - examples: every object a StorageClass of nodevol.io with a
-#    pool; lvm, nfs and dir each in Immediate and WaitForFirstConsumer.
+#    pool; lvm, nfs and dir each in Immediate and WaitForFirstConsumer;
+#  - extender: base plus the Service nodevol-extender selecting the pods
+#    that carry nodevol.io/extender=serving on the port the Deployment's
+#    --extender-address serves, mutual TLS from the Secret
+#    nodevol-extender-tls, and pods patch (the replica's own label) in the
+#    Role; ../scheduler/kube-scheduler-config.yaml names that Service.
 # kubectl: ~/.cache/nodevol/k8s/<pinned version>/bin (tests/k8s/build-k8s),
 # or KUBECTL_BIN. Exit 77 (skipped) when kubectl or python3-yaml is missing.
 set -euo pipefail
@@ -33,16 +38,17 @@ trap 'rm -rf "$work"' EXIT
 
 "$kubectl" kustomize "$deploy/base" >"$work/base.yaml" || { echo "FAIL: kubectl kustomize deploy/base" >&2; exit 1; }
 "$kubectl" kustomize "$deploy/examples" >"$work/examples.yaml" || { echo "FAIL: kubectl kustomize deploy/examples" >&2; exit 1; }
+"$kubectl" kustomize "$deploy/extender" >"$work/extender.yaml" || { echo "FAIL: kubectl kustomize deploy/extender" >&2; exit 1; }
 help=
 if [[ -n ${NODEVOL_PROVISIONER:-} ]]; then
   help=$("$NODEVOL_PROVISIONER" --help) || { echo "FAIL: $NODEVOL_PROVISIONER --help" >&2; exit 1; }
 fi
 printf '%s' "$help" >"$work/help.txt"
 
-/usr/bin/python3 - "$work/base.yaml" "$work/examples.yaml" "$work/help.txt" "$version" <<'PY'
+/usr/bin/python3 - "$work/base.yaml" "$work/examples.yaml" "$work/help.txt" "$version" "$work/extender.yaml" <<'PY'
 import re, sys, yaml
 
-base_file, examples_file, help_file, version = sys.argv[1:5]
+base_file, examples_file, help_file, version, extender_file = sys.argv[1:6]
 failures = []
 
 def check(cond, what):
@@ -223,6 +229,49 @@ for p, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
     check(serve.rsplit(":", 1)[0] not in ("127.0.0.1", "[::1]", "localhost"),
           f"Deployment: --metrics-address {serve} is loopback; kubelet's probes cannot reach it")
 
+# --- extender: base, the Service, TLS files, the label's RBAC
+ext = load(extender_file)
+kinds = lambda docs: sorted((d["kind"], d["metadata"]["name"]) for d in docs)
+check(kinds(ext) == sorted(kinds(base) + [("Service", "nodevol-extender")]),
+      f"extender: objects {kinds(ext)} are not base's plus Service nodevol-extender")
+edep = [d for d in ext if d["kind"] == "Deployment"][0]
+epod = edep["spec"]["template"]["spec"]
+elabels = edep["spec"]["template"]["metadata"].get("labels", {})
+ec = epod["containers"][0]
+eargs = ec.get("args", [])
+addr = [a.split("=", 1)[1] for a in eargs if a.startswith("--extender-address=")]
+check(len(addr) == 1 and addr[0] != "off", f"extender: --extender-address {addr}")
+eports = {p.get("name"): p.get("containerPort") for p in ec.get("ports", [])}
+if addr:
+    check(str(eports.get("extender")) == addr[0].rsplit(":", 1)[-1],
+          f"extender: containerPort 'extender' {eports.get('extender')} is not the port of {addr[0]}")
+svc = [d for d in ext if d["kind"] == "Service"][0]
+ssel = svc["spec"].get("selector", {})
+check(ssel.get("nodevol.io/extender") == "serving", f"extender: Service selector {ssel} lacks nodevol.io/extender=serving")
+check(all(elabels.get(k) == v for k, v in ssel.items() if k != "nodevol.io/extender"),
+      f"extender: Service selector {ssel} does not select the Deployment's pods {elabels}")
+check(any(p.get("targetPort") in ("extender", eports.get("extender")) for p in svc["spec"].get("ports", [])),
+      "extender: the Service does not target the extender port")
+evols = {v["name"]: v for v in epod.get("volumes", [])}
+xv = [n for n, v in evols.items() if v.get("secret", {}).get("secretName") == "nodevol-extender-tls"]
+xm = [m for m in ec.get("volumeMounts", []) if xv and m["name"] == xv[0]]
+if check(len(xv) == 1 and len(xm) == 1 and xm[0].get("readOnly") is True,
+         "extender: Secret nodevol-extender-tls not mounted read-only"):
+    check(evols[xv[0]]["secret"].get("defaultMode", 0o644) & 0o007 == 0, "extender: its files are world-readable")
+    for flag, key in (("--extender-tls-cert", "tls.crt"), ("--extender-tls-key", "tls.key"),
+                      ("--extender-tls-client-ca", "ca.crt")):
+        want = xm[0]["mountPath"].rstrip("/") + "/" + key
+        check(f"{flag}={want}" in eargs, f"extender: args lack {flag}={want}")
+erole = [d for d in ext if d["kind"] == "Role"][0]
+pod_verbs = {v for r in erole.get("rules", []) if "pods" in r.get("resources", []) for v in r.get("verbs", [])}
+check(pod_verbs == {"get", "patch"}, f"extender: the Role's verbs on pods are {sorted(pod_verbs)}, want get and patch")
+if help_text:
+    for a in eargs:
+        check(a.split("=", 1)[0] in accepted, f"extender: nodevol-provisioner --help has no {a.split('=', 1)[0]}")
+    with open(help_file + ".extender-args", "w") as f:
+        for a in eargs:
+            f.write(a + "\n")
+
 # --- examples: StorageClasses
 modes = {}
 for d in examples:
@@ -244,7 +293,7 @@ if failures:
     for f in failures:
         print("FAIL:", f, file=sys.stderr)
     sys.exit(1)
-print(f"ok: base ({len(base)} objects) and examples ({len(examples)} StorageClasses)")
+print(f"ok: base ({len(base)} objects), extender ({len(ext)}) and examples ({len(examples)} StorageClasses)")
 PY
 
 # The values must parse too (a bool flag given without its value swallows
@@ -256,4 +305,10 @@ if [[ -n $help ]]; then
     exit 1
   fi
   echo "ok: nodevol-provisioner parses the Deployment's ${#args[@]} args"
+  mapfile -t args <"$work/help.txt.extender-args"
+  if ! out=$("$NODEVOL_PROVISIONER" "${args[@]}" --help 2>&1 >/dev/null); then
+    echo "FAIL: nodevol-provisioner refuses deploy/extender's args: $out" >&2
+    exit 1
+  fi
+  echo "ok: nodevol-provisioner parses deploy/extender's ${#args[@]} args"
 fi

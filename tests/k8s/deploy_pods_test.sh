@@ -3,9 +3,10 @@
 # as pods, the way an operator installs it.
 #  - the image: packaging/image/build-oci from this build's
 #    nodevol-provisioner, imported into the node's containerd;
-#  - deploy/base through kustomize (kubectl kustomize), changed only by a
-#    test overlay: the image tag, imagePullPolicy Never, and the apiserver's
-#    address (below); the TLS Secret as deploy/README.md makes it, from
+#  - deploy/extender (deploy/base plus the scheduler extender) through
+#    kustomize (kubectl kustomize), changed only by a test overlay: the
+#    image tag, imagePullPolicy Never, and the apiserver's address (below);
+#    the TLS Secrets as deploy/README.md and docs/tls.md make them, from
 #    lib.sh's make_tls; nodevold with TLS on the node; deploy/examples'
 #    dir classes.
 # Checked:
@@ -17,9 +18,13 @@
 #    nodevol_provisioner_leader gauge is 1;
 #  - a claim of nodevol-dir is Bound to a PV provisioned by
 #    nodevol.io, and a pod writes into the volume on the node;
+#  - the extender: only the leader's pod is labelled
+#    nodevol.io/extender=serving and is the Service nodevol-extender's
+#    endpoint; it answers a filter over mutual TLS, the standby does not
+#    listen, a client without a certificate gets nothing;
 #  - the leader pod deleted (--force): another live replica takes the
-#    Lease (the standby, or the ReplicaSet's replacement if it asks first)
-#    and a second claim is Bound;
+#    Lease (the standby, or the ReplicaSet's replacement if it asks first),
+#    the label and the Service follow it, and a second claim is Bound;
 #  - the new leader deleted gracefully: its log says it released the Lease
 #    (the time from SIGTERM is printed), another live replica leads;
 #  - the first claim deleted: its PV and its volume are gone;
@@ -50,13 +55,19 @@ step "nodevold: dir pool \"default\", TLS on $node_ip:9809"
 nodevold_start --tls-listen="$node_ip:9809" --tls-ca="$tls/ca.crt" --tls-cert="$tls/node.crt" --tls-key="$tls/node.key"
 k label node "$K8S_NODE" nodevol.io/node=true >/dev/null
 
-step "the namespace and the Secret as deploy/README.md makes them"
+step "the namespace and the Secrets as deploy/README.md and docs/tls.md make them"
 k apply -f "$deploy/base/namespace.yaml" >/dev/null || fail "apply namespace.yaml"
 kn create secret generic nodevol-provisioner-tls --from-file=ca.crt="$tls/ca.crt" \
   --from-file=tls.crt="$tls/provisioner.crt" --from-file=tls.key="$tls/provisioner.key" >/dev/null \
   || fail "creating the Secret"
+SVC=nodevol-extender.$NS.svc
+sign_cert "$tls" extender "DNS:$SVC" serverAuth
+sign_cert "$tls" scheduler DNS:kube-scheduler clientAuth
+kn create secret generic nodevol-extender-tls --from-file=ca.crt="$tls/ca.crt" \
+  --from-file=tls.crt="$tls/extender.crt" --from-file=tls.key="$tls/extender.key" >/dev/null \
+  || fail "creating the extender's Secret"
 
-step "deploy/base through kustomize, with the test overlay"
+step "deploy/extender through kustomize, with the test overlay"
 overlay=$K8S_WORK/deploy-pods
 mkdir -p "$overlay"
 # Test-only: this harness runs no kube-proxy, so the in-cluster address of
@@ -64,7 +75,7 @@ mkdir -p "$overlay"
 # KUBERNETES_SERVICE_HOST) leads nowhere. The pods are given the
 # apiserver's own address instead; a real cluster needs no such patch.
 cat >"$overlay/kustomization.yaml" <<YAML
-resources: [$(realpath --relative-to="$overlay" "$deploy/base")]
+resources: [$(realpath --relative-to="$overlay" "$deploy/extender")]
 images:
 - {name: $image, newTag: $tag}
 patches:
@@ -82,7 +93,7 @@ patches:
 YAML
 k kustomize "$overlay" >"$overlay/rendered.yaml" || fail "kubectl kustomize of the overlay"
 grep -q "image: $image:$tag" "$overlay/rendered.yaml" || fail "the overlay did not set the image"
-k apply -f "$overlay/rendered.yaml" >/dev/null 2>"$K8S_WORK/logs/apply.err" || { cat "$K8S_WORK/logs/apply.err" >&2; fail "apply deploy/base"; }
+k apply -f "$overlay/rendered.yaml" >/dev/null 2>"$K8S_WORK/logs/apply.err" || { cat "$K8S_WORK/logs/apply.err" >&2; fail "apply deploy/extender"; }
 # deploy/README.md's steps, followed as written, draw no warning.
 ! grep -i warning "$K8S_WORK/logs/apply.err" >&2 || fail "kubectl apply warned (above)"
 
@@ -171,6 +182,46 @@ warnings=$(kn get events --field-selector type=Warning \
 [[ -z $warnings ]] || pfail "Warning events in $NS: $warnings"
 step "leader $leader, standby $standby"
 
+# serving: the pods labelled nodevol.io/extender=serving, and the
+# addresses behind the Service nodevol-extender.
+serving() { kn get pods -l nodevol.io/extender=serving -o jsonpath='{.items[*].metadata.name}'; }
+endpoints() {
+  kn get endpointslices -l kubernetes.io/service-name=nodevol-extender \
+    -o jsonpath='{range .items[*].endpoints[*]}{.addresses[0]}{" "}{end}' | xargs
+}
+# filter_at IP [NO_CERT]: POST /filter to IP:9811 as kube-scheduler would
+# (its client certificate unless NO_CERT), the server checked against the
+# Service's name; prints the HTTP status, or curl's exit code as "curl N".
+filter_at() {
+  local cert=(--cert "$tls/scheduler.crt" --key "$tls/scheduler.key") rc=0 out
+  [[ -n ${2:-} ]] && cert=()
+  out=$(nsenter --net="/run/netns/$K8S_NETNS" curl -sS -m 5 -o /dev/null -w '%{http_code}' --cacert "$tls/ca.crt" \
+    "${cert[@]}" --resolve "$SVC:9811:$1" -H 'Content-Type: application/json' \
+    -d '{"Pod":{"metadata":{"name":"p","namespace":"default"}},"NodeNames":["'"$K8S_NODE"'"]}' \
+    "https://$SVC:9811/filter" 2>/dev/null) || rc=$?
+  ((rc == 0)) && echo "$out" || echo "curl $rc"
+}
+# extender_follows LEADER: only LEADER is labelled and behind the Service (60 s).
+extender_follows() {
+  local ip
+  ip=$(kn get pod "$1" -o jsonpath='{.status.podIP}')
+  for _ in $(seq 120); do
+    [[ $(serving) == "$1" && $(endpoints) == "$ip" ]] && return 0
+    sleep 0.5
+  done
+  pfail "the extender does not follow leader $1 ($ip): labelled '$(serving)', the Service's endpoints '$(endpoints)'"
+}
+
+step "the extender: only the leader serves it, behind the Service, over mutual TLS"
+extender_follows "$leader"
+leader_ip=$(kn get pod "$leader" -o jsonpath='{.status.podIP}')
+standby_ip=$(kn get pod "$standby" -o jsonpath='{.status.podIP}')
+[[ $(filter_at "$leader_ip") == 200 ]] || pfail "the leader's extender answers $(filter_at "$leader_ip"), want 200"
+[[ $(filter_at "$standby_ip") == "curl 7" ]] || pfail "the standby's extender port: $(filter_at "$standby_ip"), want refused (curl 7)"
+r=$(filter_at "$leader_ip" no-cert)
+[[ $r == "curl "* ]] || pfail "a client without a certificate got HTTP $r from the extender"
+step "leader $leader_ip labelled and behind the Service; standby refuses connections; no certificate: $r"
+
 step "a claim of deploy/examples' nodevol-dir is Bound to a provisioned PV; a pod writes to it"
 k apply -f "$deploy/examples/storageclass-dir.yaml" >/dev/null || fail "apply the dir classes"
 claim c1 nodevol-dir 16Mi
@@ -219,6 +270,9 @@ done
 pods | grep -x -- "${h%_*}" >/dev/null && [[ ${h%_*} != "$leader" ]] ||
   pfail "after $leader went, the Lease is held by '$h', want one of $(pods | tr '\n' ' ')"
 step "now led by ${h%_*}$([[ ${h%_*} == "$standby" ]] && echo ' (the standby)' || echo ' (the replacement pod)')"
+extender_follows "${h%_*}"
+[[ $(filter_at "$(kn get pod "${h%_*}" -o jsonpath='{.status.podIP}')") == 200 ]] || pfail "the new leader's extender does not answer"
+step "the extender's label and the Service followed it"
 wait "$follow" || true
 step "$leader's last words: $(tail -1 "$K8S_WORK/logs/first-leader.log")"
 claim c2 nodevol-dir 16Mi

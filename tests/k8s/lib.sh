@@ -142,6 +142,23 @@ subjectAltName = DNS:$node"; else ext="extendedKeyUsage = clientAuth"; fi
   ) || fail "making certificates"
 }
 
+# sign_cert DIR NAME SAN USAGE: DIR/NAME.{crt,key}, signed by the CA
+# make_tls made in DIR: subjectAltName SAN ("DNS:x", "IP:1.2.3.4"),
+# extendedKeyUsage USAGE (serverAuth or clientAuth).
+sign_cert() {
+  local d=$1 n=$2 san=$3 usage=$4
+  (
+    cd "$d"
+    openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$n" \
+      -keyout "$n.key" -out "$n.csr" 2>/dev/null
+    printf '%s\n' 'basicConstraints = CA:FALSE' 'keyUsage = critical,digitalSignature' \
+      "extendedKeyUsage = $usage" "subjectAltName = $san" >"$n.ext"
+    openssl x509 -req -in "$n.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
+      -extfile "$n.ext" -out "$n.crt" 2>/dev/null
+    chmod 600 "$n.key"
+  ) || fail "certificate $n"
+}
+
 # wait_event OBJECT_NAME REASON [TEXT]: until an event REASON about the
 # object (with TEXT in its message) exists; prints the messages (90 s).
 wait_event() {

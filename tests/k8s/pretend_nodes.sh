@@ -51,19 +51,7 @@ pn_init() {
 # pn_cert NAME [SAN [USAGE]]: a certificate signed by the CA make_tls made,
 # $PN_TLS/NAME.{crt,key}; by default a server certificate naming node NAME
 # (subjectAltName DNS:NAME, extendedKeyUsage serverAuth).
-pn_cert() {
-  local n=$1 san=${2:-DNS:$1} usage=${3:-serverAuth}
-  (
-    cd "$PN_TLS"
-    openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$n" \
-      -keyout "$n.key" -out "$n.csr" 2>/dev/null
-    printf '%s\n' 'basicConstraints = CA:FALSE' 'keyUsage = critical,digitalSignature' \
-      "extendedKeyUsage = $usage" "subjectAltName = $san" >"$n.ext"
-    openssl x509 -req -in "$n.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
-      -extfile "$n.ext" -out "$n.crt" 2>/dev/null
-    chmod 600 "$n.key"
-  ) || fail "certificate for $n"
-}
+pn_cert() { sign_cert "$PN_TLS" "$1" "${2:-DNS:$1}" "${3:-serverAuth}"; }
 
 now_micro() { date -u +%Y-%m-%dT%H:%M:%S.%6NZ; }
 

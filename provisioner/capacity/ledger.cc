@@ -1,5 +1,7 @@
 #include "capacity/ledger.h"
 
+#include <string_view>
+
 namespace nodevol::provisioner {
 
 uint64_t BaseRoom(const PoolSeen& p) {
@@ -34,12 +36,26 @@ std::vector<PoolRoom> CapacityLedger::Rooms(const std::set<std::string>& except,
     r.seen = std::move(seen);
     out.push_back(std::move(r));
   }
+  // Each promise finds its pool through an index: a burst holds thousands
+  // of promises, and the extender reads the rooms of every node per pod.
+  std::map<std::pair<std::string_view, std::string_view>, PoolRoom*> index;
+  for (auto& r : out) index.emplace(std::pair<std::string_view, std::string_view>(r.seen.node, r.seen.pool), &r);
+  auto pool_of = [&](const Entry& e) -> PoolRoom* {
+    auto it = index.find({e.node, e.pool});
+    if (it == index.end() || (e.settled && Reported(e, it->second->seen))) return nullptr;
+    return it->second;
+  };
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [key, e] : entries_) {
-    if (now >= e.until || except.count(key)) continue;
-    for (auto& r : out)
-      if (r.seen.node == e.node && r.seen.pool == e.pool && !(e.settled && Reported(e, r.seen)))
-        r.promised += e.bytes;
+    if (now >= e.until) continue;
+    if (PoolRoom* r = pool_of(e)) r->promised += e.bytes;
+  }
+  // The few keys left out are taken back out, rather than every promise
+  // looked up among them.
+  for (const auto& key : except) {
+    auto it = entries_.find(key);
+    if (it == entries_.end() || now >= it->second.until) continue;
+    if (PoolRoom* r = pool_of(it->second)) r->promised -= it->second.bytes;
   }
   return out;
 }

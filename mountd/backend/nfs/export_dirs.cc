@@ -16,9 +16,10 @@
 #include <vector>
 
 namespace nodevol {
-namespace {
 
+namespace {
 constexpr uint64_t kResolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
+}  // namespace
 
 int OpenAt2(int dirfd, const std::string& path, uint64_t flags) {
   struct open_how how = {};
@@ -38,6 +39,8 @@ Status OpenError(const std::string& what, int err) {
                                       std::strerror(err) + "); nodevold does not follow it");
   return Status::FromErrno(what, err);
 }
+
+namespace {
 
 std::string Dirname(const std::string& rel) {
   size_t slash = rel.rfind('/');

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 
 #include "backend/volume_root.h"
@@ -18,6 +19,16 @@
 #include "base/unique_fd.h"
 
 namespace nodevol {
+
+// openat2(2) of `path` below `dirfd` with the resolution described
+// above (and O_NOFOLLOW, O_CLOEXEC); retried while a rename races it.
+// Returns the descriptor, or -1 with errno set.
+int OpenAt2(int dirfd, const std::string& path, uint64_t flags);
+
+// The Status of an OpenAt2 that failed with `err`: a symlink, a file or
+// another filesystem in the way is FAILED_PRECONDITION (the server's
+// doing), anything else as errno says.
+Status OpenError(const std::string& what, int err);
 
 // Asks the server for the attributes of `dir` (a mount point or a
 // directory below one) afresh: ESTALE and a dead server show here.

@@ -1,0 +1,104 @@
+// Shared records (backend/nfs/shared_records.h) on a local directory
+// standing in for the mounted export: written atomically, read back,
+// removed; and what a server (or a writer of the export) could put there
+// instead — a symlink, a directory, a FIFO, a huge file — refused rather
+// than followed, waited on or read whole.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "backend/nfs/shared_records.h"
+
+namespace nodevol {
+namespace {
+
+namespace fs = std::filesystem;
+
+class SharedRecords : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/nfs-shared-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    char out[] = "/tmp/nfs-outside-XXXXXX";
+    ASSERT_NE(::mkdtemp(out), nullptr);
+    outside_ = out;
+  }
+  void TearDown() override {
+    fs::remove_all(root_);
+    fs::remove_all(outside_);
+  }
+  std::string Dir() const { return root_ + "/.nodevol/volumes"; }
+
+  std::string root_, outside_;
+};
+
+TEST_F(SharedRecords, PutReadRemove) {
+  ASSERT_TRUE(PutSharedRecord(root_, "pvc-1", "{\"a\":1}\n").ok());
+  EXPECT_EQ(fs::status(root_ + "/.nodevol").permissions(), fs::perms::owner_all);
+  std::string text;
+  ASSERT_TRUE(ReadSharedRecord(root_, "pvc-1", &text).ok());
+  EXPECT_EQ(text, "{\"a\":1}\n");
+
+  // Rewritten whole, and no temp file stays behind.
+  ASSERT_TRUE(PutSharedRecord(root_, "pvc-1", "{\"a\":2}\n").ok());
+  ASSERT_TRUE(ReadSharedRecord(root_, "pvc-1", &text).ok());
+  EXPECT_EQ(text, "{\"a\":2}\n");
+  EXPECT_EQ(std::distance(fs::directory_iterator(Dir()), fs::directory_iterator()), 1);
+
+  ASSERT_TRUE(RemoveSharedRecord(root_, "pvc-1").ok());
+  EXPECT_EQ(ReadSharedRecord(root_, "pvc-1", &text).code(), Status::Code::kNotFound);
+  EXPECT_TRUE(RemoveSharedRecord(root_, "pvc-1").ok()) << "removing a missing record is done";
+}
+
+TEST_F(SharedRecords, NothingThereIsNotFound) {
+  std::string text;
+  EXPECT_EQ(ReadSharedRecord(root_, "pvc-1", &text).code(), Status::Code::kNotFound);
+  EXPECT_TRUE(RemoveSharedRecord(root_, "pvc-1").ok());
+  EXPECT_FALSE(fs::exists(root_ + "/.nodevol")) << "reading or removing makes nothing";
+}
+
+// .nodevol swapped for a symlink to a directory of the node's own: never
+// followed, for writing or for reading.
+TEST_F(SharedRecords, SymlinksAreNotFollowed) {
+  ASSERT_EQ(::symlink(outside_.c_str(), (root_ + "/.nodevol").c_str()), 0);
+  fs::create_directories(outside_ + "/volumes");
+  std::ofstream(outside_ + "/volumes/pvc-1.json") << "{}";
+  std::string text;
+  Status st = ReadSharedRecord(root_, "pvc-1", &text);
+  EXPECT_EQ(st.code(), Status::Code::kFailedPrecondition) << st.ToString();
+  st = PutSharedRecord(root_, "pvc-2", "{}");
+  EXPECT_FALSE(st.ok());
+  EXPECT_FALSE(fs::exists(outside_ + "/volumes/pvc-2.json"));
+
+  // The record itself a symlink.
+  fs::remove(root_ + "/.nodevol");
+  ASSERT_TRUE(PutSharedRecord(root_, "pvc-3", "{}").ok());
+  fs::remove(Dir() + "/pvc-3.json");
+  fs::create_symlink(outside_ + "/volumes/pvc-1.json", Dir() + "/pvc-3.json");
+  st = ReadSharedRecord(root_, "pvc-3", &text);
+  EXPECT_EQ(st.code(), Status::Code::kFailedPrecondition) << st.ToString();
+}
+
+TEST_F(SharedRecords, OnlyASmallRegularFileIsRead) {
+  ASSERT_TRUE(PutSharedRecord(root_, "x", "{}").ok());
+  fs::create_directory(Dir() + "/dir.json");
+  std::string text;
+  EXPECT_EQ(ReadSharedRecord(root_, "dir", &text).code(), Status::Code::kFailedPrecondition);
+
+  // A FIFO would block a reader forever.
+  ASSERT_EQ(::mkfifo((Dir() + "/fifo.json").c_str(), 0600), 0);
+  EXPECT_EQ(ReadSharedRecord(root_, "fifo", &text).code(), Status::Code::kFailedPrecondition);
+
+  std::ofstream(Dir() + "/big.json") << std::string(kMaxSharedRecordBytes + 1, 'x');
+  Status st = ReadSharedRecord(root_, "big", &text);
+  EXPECT_EQ(st.code(), Status::Code::kFailedPrecondition) << st.ToString();
+}
+
+}  // namespace
+}  // namespace nodevol

@@ -80,6 +80,15 @@ class Backend {
   // Pool capacity as the backend sees it.
   virtual Status GetCapacity(Capacity* out) = 0;
 
+  // A volume this node has no record of, from storage the pool shares
+  // with other nodes (nfs: the record the creating node keeps on the
+  // export), as a ready record. NOT_FOUND when the pool has no such
+  // volume (the default: storage of a node's own). The node layer keeps a
+  // copy only while it publishes the volume (node/shared.cc).
+  virtual Status FindShared(const std::string& volume, VolumeRecord* out) {
+    return Status::NotFound("volume " + volume + " does not exist on this node");
+  }
+
   // Pool option allow-suid-dev=yes (registry.cc): publications honour
   // setuid bits and device nodes. Off by default: every publication is
   // nosuid,nodev, so nothing a pod puts in a volume gains privilege.

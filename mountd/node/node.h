@@ -77,6 +77,10 @@ struct PublishArgs {
   std::vector<std::string> mount_options;
   std::optional<uint32_t> fs_group;
   PodIdentity pod;
+  // The pool of a volume this node may not know (the PV's flex option
+  // `pool`): an NFS volume another node made is looked for on that pool's
+  // export, or on every pool's when empty (node/shared.cc).
+  std::string pool;
   // When the caller stops waiting (its gRPC deadline): a Publish past it
   // undoes itself rather than leave a mount nobody will tear down.
   std::chrono::system_clock::time_point deadline = std::chrono::system_clock::time_point::max();
@@ -111,9 +115,13 @@ class Node {
   Status GetCapacity(const std::string& pool, std::vector<PoolCapacityView>* out);
 
   Status CreateVolume(const VolumeSpec& spec, VolumeView* out);
-  Status DeleteVolume(const std::string& name, bool* existed);
-  Status ExpandVolume(const std::string& name, uint64_t size_bytes, VolumeView* out);
-  Status GetVolume(const std::string& name, VolumeView* out);
+  // shared_pool: a volume this node does not know is looked for in that
+  // pool's shared storage (an NFS export), so any node serving an NFS pool
+  // can act on its volumes; empty = this node's records only.
+  Status DeleteVolume(const std::string& name, bool* existed, const std::string& shared_pool = "");
+  Status ExpandVolume(const std::string& name, uint64_t size_bytes, VolumeView* out,
+                      const std::string& shared_pool = "");
+  Status GetVolume(const std::string& name, VolumeView* out, const std::string& shared_pool = "");
   Status ListVolumes(const std::string& pool, std::vector<VolumeView>* out);
 
   // *volume gets the volume's name (generated for inline volumes), *target
@@ -140,7 +148,11 @@ class Node {
   Status InlineVolumeSpec(const InlineSpec& in, const std::string& name, VolumeSpec* out) const;
   // These expect the volume's lock held.
   Status CreateLocked(const VolumeSpec& spec, bool ephemeral, VolumeView* out);
-  Status DeleteLocked(const std::string& name, bool* existed);
+  Status DeleteLocked(const std::string& name, bool* existed, const std::string& shared_pool = "");
+  // node/shared.cc: a volume another node made, from the shared storage of
+  // `pool` (every pool when empty); drops the copy kept for publishing.
+  Status FindShared(const std::string& name, const std::string& pool, VolumeRecord* out) const;
+  void DropSharedCopy(const std::string& name);
   Status UnpublishLocked(const PublicationRecord& pub);
   bool LookupVolume(const std::string& name, VolumeRecord* out) const;
   bool LookupPublication(const std::string& target, PublicationRecord* out) const;

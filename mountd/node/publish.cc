@@ -114,16 +114,20 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
                                       "; unpublish it and publish again");
   }
 
-  // An inline volume exists only for its publication: if this call fails,
-  // it goes again (unless a publication already uses it).
+  // An inline volume exists only for its publication, and a copy of
+  // another node's record only for the publications here: if this call
+  // fails, either goes again (unless a publication already uses it).
   bool succeeded = false;
-  struct InlineCleanup {
+  struct Cleanup {
     std::function<void()> fn;
-    ~InlineCleanup() { fn(); }
+    ~Cleanup() { fn(); }
   } cleanup{[&] {
-    if (args.inline_spec && !succeeded && PublishedAt(name).empty()) {
+    if (succeeded || !PublishedAt(name).empty()) return;
+    if (args.inline_spec) {
       bool existed = false;
       DeleteLocked(name, &existed);
+    } else {
+      DropSharedCopy(name);
     }
   }};
 
@@ -132,10 +136,15 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
     VolumeView created;
     NODEVOL_RETURN_IF_ERROR(CreateLocked(inline_spec, true, &created));
     rec = created.record;
-  } else if (!LookupVolume(name, &rec)) {
-    return Status::NotFound("volume " + name + " does not exist on this node");
-  } else {
+  } else if (LookupVolume(name, &rec)) {
     NODEVOL_RETURN_IF_ERROR(CheckPodMayUse(rec, args.pod));
+  } else {
+    // Another node's NFS volume (node/shared.cc): the pod is checked
+    // against the record its creator wrote before a copy is kept here.
+    NODEVOL_RETURN_IF_ERROR(FindShared(name, args.pool, &rec));
+    NODEVOL_RETURN_IF_ERROR(CheckPodMayUse(rec, args.pod));
+    NODEVOL_RETURN_IF_ERROR(store_->PutVolume(rec));
+    SaveVolumeInMemory(rec);
   }
   if (rec.state != VolumeState::kReady)
     return Status::FailedPrecondition("volume " + name + " is " + ToString(rec.state) + ", not ready");
@@ -305,6 +314,7 @@ Status Node::UnpublishLocked(const PublicationRecord& p) {
     bool existed = false;
     NODEVOL_RETURN_IF_ERROR(DeleteLocked(pub.volume, &existed));
   }
+  if (rec.shared_copy) DropSharedCopy(pub.volume);
   return Status::Ok();
 }
 

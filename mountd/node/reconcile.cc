@@ -16,6 +16,8 @@
 //                                         inline volume deleted with it)
 //   volume ready, staged, no publication  unstaged (an unpublish killed between
 //                                         its record's removal and the unstage)
+//   copy of another node's record, no publication
+//                                         dropped after that (node/shared.cc)
 //   ephemeral volume without publication  kept and reported: an absent or lost
 //                                         record (power loss, pods filesystem not
 //                                         mounted yet) is no leave to delete data;
@@ -98,14 +100,21 @@ void Node::Reconcile() {
   // Staging that no publication holds: an Unpublish killed after its
   // record went (records go first, so no publication outlives its mount)
   // and before the unstage that follows.
+  // Then a copy of another node's record (node/shared.cc) that no
+  // publication needs any more is dropped.
   for (const VolumeRecord& v : vols) {
     if (v.state != VolumeState::kReady || !PublishedAt(v.spec.name).empty()) continue;
     Backend* b = FindPool(v.spec.pool);
     std::string at = b ? b->StagedMount(v) : "";
-    if (at.empty() || !table.FindTarget(at)) continue;
-    Status st = b->Unstage(v);
-    AddDrift("volume " + v.spec.name + " was staged at " + at + " with no publication (an unpublish cut short); " +
-             (st.ok() ? "unstaged" : "unstaging failed: " + st.message()));
+    bool staged = !at.empty() && table.FindTarget(at);
+    Status st = staged ? b->Unstage(v) : Status::Ok();
+    if (staged)
+      AddDrift("volume " + v.spec.name + " was staged at " + at + " with no publication (an unpublish cut short); " +
+               (st.ok() ? "unstaged" : "unstaging failed: " + st.message()));
+    if (v.shared_copy && st.ok()) {
+      DropSharedCopy(v.spec.name);
+      AddDrift("volume " + v.spec.name + ": this node's copy of another node's record had no publication; dropped");
+    }
   }
 
   // Mounts of our volumes under the pods root that no record explains.

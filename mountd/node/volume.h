@@ -41,6 +41,10 @@ struct VolumeRecord {
   bool ephemeral = false;     // inline volume, deleted with its only publication
   int64_t created_unix = 0;
   Params attributes;          // backend-owned facts: path, project id, device
+  // A copy of the record another node keeps in storage it shares with
+  // this one (Backend::FindShared: an NFS volume made elsewhere), kept
+  // only while the volume is published here (node/shared.cc).
+  bool shared_copy = false;
 };
 
 enum class PublicationState { kPublishing, kPublished, kUnpublishing };

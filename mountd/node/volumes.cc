@@ -169,15 +169,23 @@ Status Node::CreateLocked(const VolumeSpec& spec, bool ephemeral, VolumeView* ou
   return Status::Ok();
 }
 
-Status Node::DeleteVolume(const std::string& name, bool* existed) {
+Status Node::DeleteVolume(const std::string& name, bool* existed, const std::string& shared_pool) {
   NODEVOL_RETURN_IF_ERROR(ValidateVolumeName(name));
   LockTable::Guard g(&locks_, VolumeKey(name));
-  return DeleteLocked(name, existed);
+  return DeleteLocked(name, existed, shared_pool);
 }
 
-Status Node::DeleteLocked(const std::string& name, bool* existed) {
+Status Node::DeleteLocked(const std::string& name, bool* existed, const std::string& shared_pool) {
   VolumeRecord rec;
   *existed = LookupVolume(name, &rec);
+  if (!*existed && !shared_pool.empty()) {
+    // Made by another node (node/shared.cc): deleted from here, through a
+    // copy of its record that says "deleting" until the data is gone.
+    Status st = FindShared(name, shared_pool, &rec);
+    if (st.code() == Status::Code::kNotFound) return Status::Ok();
+    NODEVOL_RETURN_IF_ERROR(st);
+    *existed = true;
+  }
   if (!*existed) return Status::Ok();
   std::vector<std::string> targets = PublishedAt(name);
   if (!targets.empty())
@@ -207,11 +215,19 @@ Status Node::DeleteLocked(const std::string& name, bool* existed) {
   return Status::Ok();
 }
 
-Status Node::ExpandVolume(const std::string& name, uint64_t size_bytes, VolumeView* out) {
+Status Node::ExpandVolume(const std::string& name, uint64_t size_bytes, VolumeView* out,
+                          const std::string& shared_pool) {
   NODEVOL_RETURN_IF_ERROR(ValidateVolumeName(name));
   LockTable::Guard g(&locks_, VolumeKey(name));
   VolumeRecord rec;
-  if (!LookupVolume(name, &rec)) return Status::NotFound("volume " + name + " does not exist on this node");
+  // Made by another node: the backend updates the shared record; this
+  // node keeps no copy for it.
+  bool shared = false;
+  if (!LookupVolume(name, &rec)) {
+    if (shared_pool.empty()) return Status::NotFound("volume " + name + " does not exist on this node");
+    NODEVOL_RETURN_IF_ERROR(FindShared(name, shared_pool, &rec));
+    shared = true;
+  }
   if (rec.state != VolumeState::kReady)
     return Status::FailedPrecondition("volume " + name + " is " + ToString(rec.state) + ", not ready");
   if (size_bytes < rec.spec.size_bytes)
@@ -230,17 +246,22 @@ Status Node::ExpandVolume(const std::string& name, uint64_t size_bytes, VolumeVi
     }
     NODEVOL_RETURN_IF_ERROR(b->Expand(&rec, size_bytes).WithContext("expand volume " + name));
     rec.spec.size_bytes = size_bytes;
-    NODEVOL_RETURN_IF_ERROR(store_->PutVolume(rec));
-    SaveVolumeInMemory(rec);
+    if (!shared) {
+      NODEVOL_RETURN_IF_ERROR(store_->PutVolume(rec));
+      SaveVolumeInMemory(rec);
+    }
   }
   *out = {rec, PublishedAt(name)};
   return Status::Ok();
 }
 
-Status Node::GetVolume(const std::string& name, VolumeView* out) {
+Status Node::GetVolume(const std::string& name, VolumeView* out, const std::string& shared_pool) {
   NODEVOL_RETURN_IF_ERROR(ValidateVolumeName(name));
   VolumeRecord rec;
-  if (!LookupVolume(name, &rec)) return Status::NotFound("volume " + name + " does not exist on this node");
+  if (!LookupVolume(name, &rec)) {
+    if (shared_pool.empty()) return Status::NotFound("volume " + name + " does not exist on this node");
+    NODEVOL_RETURN_IF_ERROR(FindShared(name, shared_pool, &rec));
+  }
   *out = {rec, PublishedAt(name)};
   return Status::Ok();
 }

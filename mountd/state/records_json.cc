@@ -52,6 +52,7 @@ std::string VolumeToJson(const VolumeRecord& v) {
       {"created_unix", v.created_unix},
       {"attributes", v.attributes},
   };
+  if (v.shared_copy) j["shared_copy"] = true;  // optional: older readers ignore it
   return j.dump(2) + "\n";
 }
 
@@ -70,6 +71,7 @@ Status VolumeFromJson(const std::string& text, VolumeRecord* v) {
     v->ephemeral = j.at("ephemeral").get<bool>();
     v->created_unix = j.at("created_unix").get<int64_t>();
     v->attributes = j.at("attributes").get<Params>();
+    v->shared_copy = j.contains("shared_copy") && j.at("shared_copy").get<bool>();
   } catch (const json::exception& e) {
     return Status::FailedPrecondition(std::string("malformed volume record: ") + e.what());
   }

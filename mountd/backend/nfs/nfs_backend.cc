@@ -20,6 +20,8 @@
 #include "backend/nfs/mountinfo.h"
 #include "backend/nfs/nfs_client.h"
 #include "backend/nfs/path_pattern.h"
+#include "backend/nfs/shared_records.h"
+#include "state/records_json.h"
 
 namespace nodevol {
 namespace {
@@ -370,13 +372,20 @@ Status NfsBackend::Create(VolumeRecord* record) {
   Status rel = Release(v);
   NODEVOL_RETURN_IF_ERROR(st);
   if (!rel.ok()) spdlog::warn("pool {}: after creating {}: {}", pool_, name, rel.message());
-  record->attributes = {{"kind", v.whole_export ? "export" : "subdir"},
-                        {"server", v.server},
-                        {"share", v.share},
-                        {"mount_options", v.options},
-                        {"on_delete", v.on_delete},
-                        {"path", VolumeDir(name)}};
-  if (!v.whole_export) record->attributes["subdir"] = v.subdir;
+  VolumeRecord made = *record;
+  made.attributes = {{"kind", v.whole_export ? "export" : "subdir"},
+                     {"server", v.server},
+                     {"share", v.share},
+                     {"mount_options", v.options},
+                     {"on_delete", v.on_delete},
+                     {"path", VolumeDir(name)}};
+  if (!v.whole_export) made.attributes["subdir"] = v.subdir;
+  // Last: another node may act on the volume as soon as its record is on
+  // the export. Until *record has attributes, a Delete removes nothing
+  // on the server (a record written just before a crash names the
+  // directory, which stays too, and a retried create rewrites it).
+  if (Shared(made)) NODEVOL_RETURN_IF_ERROR(PutShared(made));
+  record->attributes = made.attributes;
   spdlog::info("pool {}: volume {} is {} on {}", pool_, name,
                v.whole_export ? std::string("the whole export") : "directory " + v.subdir,
                NfsSpec(v.server, v.share));
@@ -395,6 +404,7 @@ Status NfsBackend::Delete(const VolumeRecord& record) {
   NODEVOL_RETURN_IF_ERROR(FromRecord(record, &v));
   NODEVOL_RETURN_IF_ERROR(UnbindVolume(v, name));
   if (v.whole_export || v.on_delete == "retain") {
+    if (Shared(record)) NODEVOL_RETURN_IF_ERROR(RemoveShared(name));
     if (!v.whole_export)
       spdlog::info("pool {}: volume {} deleted; its directory {} on {} is retained", pool_, name, v.subdir,
                    NfsSpec(v.server, v.share));
@@ -437,6 +447,89 @@ Status NfsBackend::Delete(const VolumeRecord& record) {
   Status rel = Release(v);
   NODEVOL_RETURN_IF_ERROR(st);
   if (!rel.ok()) spdlog::warn("pool {}: after deleting {}: {}", pool_, name, rel.message());
+  // After the data: until then any node serving the pool can finish the
+  // delete from this record.
+  if (Shared(record)) NODEVOL_RETURN_IF_ERROR(RemoveShared(name));
+  return Status::Ok();
+}
+
+Status NfsBackend::Expand(VolumeRecord* record, uint64_t new_size) {
+  if (!Shared(*record)) return Status::Ok();
+  VolumeRecord grown = *record;
+  grown.spec.size_bytes = new_size;
+  grown.shared_copy = false;
+  return PutShared(grown);
+}
+
+bool NfsBackend::Shared(const VolumeRecord& record) {
+  auto kind = record.attributes.find("kind");
+  return !record.ephemeral && kind != record.attributes.end() && kind->second == "subdir";
+}
+
+NfsBackend::Volume NfsBackend::PoolExport() const {
+  Volume v;
+  v.server = options_.server;
+  v.share = options_.share;
+  v.options = options_.mount_options.ToString();
+  return v;
+}
+
+Status NfsBackend::OnPoolExport(const std::string& what, std::function<Status(const std::string& dir)> fn) {
+  Volume p = PoolExport();
+  std::string sdir;
+  NODEVOL_RETURN_IF_ERROR(Acquire(p, &sdir));
+  Status st = server_->Call(what + " on " + NfsSpec(p.server, p.share), timeout(),
+                            [fn = std::move(fn), sdir] { return fn(sdir); });
+  Status rel = Release(p);
+  if (!rel.ok()) spdlog::warn("pool {}: after the {}: {}", pool_, what, rel.message());
+  return st;
+}
+
+Status NfsBackend::PutShared(const VolumeRecord& record) {
+  VolumeRecord shared = record;
+  shared.state = VolumeState::kReady;
+  shared.shared_copy = false;
+  const std::string name = record.spec.name, text = VolumeToJson(shared);
+  return OnPoolExport("write of volume " + name + "'s record",
+                      [name, text](const std::string& dir) { return PutSharedRecord(dir, name, text); });
+}
+
+Status NfsBackend::RemoveShared(const std::string& volume) {
+  return OnPoolExport("removal of volume " + volume + "'s record",
+                      [volume](const std::string& dir) { return RemoveSharedRecord(dir, volume); });
+}
+
+Status NfsBackend::FindShared(const std::string& volume, VolumeRecord* out) {
+  auto text = std::make_shared<std::string>();
+  NODEVOL_RETURN_IF_ERROR(OnPoolExport("read of volume " + volume + "'s record", [volume, text](const std::string& dir) {
+    return ReadSharedRecord(dir, volume, text.get());
+  }));
+  // What the server sent is checked like any outside input.
+  const std::string where = "the record of volume " + volume + " on " + NfsSpec(options_.server, options_.share);
+  auto bad = [&](const std::string& why) { return Status::FailedPrecondition(where + " " + why); };
+  VolumeRecord rec;
+  if (Status st = VolumeFromJson(*text, &rec); !st.ok()) return bad("cannot be used: " + st.message());
+  if (rec.spec.name != volume) return bad("names another volume");
+  if (rec.spec.pool != pool_)
+    return bad("belongs to another pool: an NFS pool must have the same name on every node serving it");
+  if (rec.backend != "nfs" || rec.ephemeral) return bad("is not of an nfs volume");
+  for (const auto& [k, val] : rec.spec.parameters)
+    if (IsClaimParam(k) && !CheckClaimParam(k, val).ok()) return bad("has an invalid parameter");
+  Volume v;
+  if (Status st = FromRecord(rec, &v); !st.ok()) return bad("cannot be used: " + st.message());
+  // Only a directory of this very export: a record naming another export
+  // would have this node mount, as root, whatever a writer of the export
+  // chose.
+  if (v.whole_export || v.server != options_.server || v.share != options_.share)
+    return bad("is not of a directory of this export");
+  if (!CheckOnDelete("on_delete", v.on_delete).ok()) return bad("has an invalid on_delete");
+  NfsMountOptions mo;
+  if (!mo.Add(v.options).ok()) return bad("has mount options nodevold refuses");
+  rec.attributes["mount_options"] = mo.ToString();
+  rec.attributes["path"] = VolumeDir(volume);
+  rec.state = VolumeState::kReady;
+  rec.shared_copy = true;
+  *out = std::move(rec);
   return Status::Ok();
 }
 
@@ -492,8 +585,30 @@ Status NfsBackend::Stage(const VolumeRecord& record, std::string* path) {
   Status rel = Release(v);
   NODEVOL_RETURN_IF_ERROR(st);
   if (!rel.ok()) spdlog::warn("pool {}: after staging {}: {}", pool_, name, rel.message());
+  if (Shared(record) && !record.shared_copy) EnsureShared(record);
   *path = vdir;
   return Status::Ok();
+}
+
+void NfsBackend::EnsureShared(const VolumeRecord& record) {
+  const std::string name = record.spec.name;
+  {
+    std::lock_guard<std::mutex> l(shared_mu_);
+    if (!shared_checked_.insert(name).second) return;
+  }
+  auto text = std::make_shared<std::string>();
+  Status st = OnPoolExport("read of volume " + name + "'s record", [name, text](const std::string& dir) {
+    return ReadSharedRecord(dir, name, text.get());
+  });
+  if (st.code() == Status::Code::kNotFound) {
+    st = PutShared(record);
+    if (st.ok()) spdlog::info("pool {}: volume {}: its record is on the export now, for the other nodes", pool_, name);
+  }
+  if (st.ok()) return;
+  spdlog::warn("pool {}: volume {}: other nodes cannot publish it until its record is on the export: {}", pool_, name,
+               st.message());
+  std::lock_guard<std::mutex> l(shared_mu_);
+  shared_checked_.erase(name);
 }
 
 Status NfsBackend::Unstage(const VolumeRecord& record) {
@@ -545,10 +660,7 @@ Status NfsBackend::GetCapacity(Capacity* out) {
   const std::string spec = NfsSpec(options_.server, options_.share);
   std::vector<MountInfo> mounts;
   NODEVOL_RETURN_IF_ERROR(LoadMountInfo(&mounts));
-  Volume v;
-  v.server = options_.server;
-  v.share = options_.share;
-  v.options = options_.mount_options.ToString();
+  Volume v = PoolExport();
   // The pool's own staging mount, under a hold: a statfs racing its
   // unmount would read the node's own disk as the export.
   const MountInfo* m = FindMount(mounts, StagingDir(v));

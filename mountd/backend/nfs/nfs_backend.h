@@ -65,11 +65,23 @@
 // nodevol.io/pvc-label.<key>.
 // Sizes are recorded, not enforced (NFS has no per-directory limit here);
 // capacity is the export's statfs.
+//
+// Several nodes: every node serving the pool (the same export under the
+// same pool name) can publish, expand and delete any of its volumes. The
+// creating node writes the volume's record to the export as well
+// (shared_records.h) after the volume's directory exists, rewrites it on
+// expansion, and removes it after the directory (Delete); another node
+// finds it there (FindShared) and the node layer keeps a copy while it
+// publishes the volume (node/shared.cc). Only subdirectory volumes of the
+// pool's export are shared so: inline volumes belong to one pod on one
+// node, and an export volume stays with the node that made it (Shared).
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "backend/backend.h"
@@ -98,7 +110,8 @@ class NfsBackend : public Backend {
   Status Validate(const VolumeSpec& spec) const override;
   Status Create(VolumeRecord* record) override;
   Status Delete(const VolumeRecord& record) override;
-  Status Expand(VolumeRecord* record, uint64_t new_size) override { return Status::Ok(); }
+  // Only the shared record changes (the size is recorded, not enforced).
+  Status Expand(VolumeRecord* record, uint64_t new_size) override;
   Status Stage(const VolumeRecord& record, std::string* path) override;
   Status Unstage(const VolumeRecord& record) override;
   std::string StagedMount(const VolumeRecord& record) const override { return VolumeDir(record.spec.name); }
@@ -107,6 +120,9 @@ class NfsBackend : public Backend {
   Status GetCapacity(Capacity* out) override;
   Status Survey(const std::set<std::string>& known, std::vector<VolumeRecord>* unrecorded,
                 std::vector<std::string>* drift) override;
+  // The volume's record that the node which created it keeps on the
+  // pool's export (shared_records.h), checked, for this node's use.
+  Status FindShared(const std::string& volume, VolumeRecord* out) override;
 
   // What a volume is, from its spec (Validate, Create) or its record.
   struct Volume {
@@ -140,12 +156,32 @@ class NfsBackend : public Backend {
   Status Replace(const Volume& v);
   // Removes the per-volume bind (if any).
   Status UnbindVolume(const Volume& v, const std::string& volume);
+  // The pool's own export with the pool's options: where shared records
+  // live (shared_records.h).
+  Volume PoolExport() const;
+  // Whether the volume has a shared record: a subdirectory volume that is
+  // not inline. An export volume (share=) stays with the node that made
+  // it: a record on the export naming another export would have other
+  // nodes mount, as root, what any writer of the export chose.
+  static bool Shared(const VolumeRecord& record);
+  // Runs fn on the server's worker with the pool's export mounted at dir.
+  Status OnPoolExport(const std::string& what, std::function<Status(const std::string& dir)> fn);
+  // Writes or removes a volume's shared record through the pool's
+  // staging mount (mounting it for the call when it is not).
+  Status PutShared(const VolumeRecord& record);
+  Status RemoveShared(const std::string& volume);
+  // A volume made before shared records existed gets its record at its
+  // first Stage by this process: one read of the export per volume.
+  // Failures are logged; the next Stage tries again.
+  void EnsureShared(const VolumeRecord& record);
   std::chrono::milliseconds timeout() const { return options_.timeout; }
 
   const std::string pool_;
   const NfsPoolOptions options_;
   const std::string root_;  // <state dir>/nfs
   std::shared_ptr<NfsServer> server_;
+  std::mutex shared_mu_;
+  std::set<std::string> shared_checked_;  // volumes whose shared record is known to be there
 
   // One refresh at a time; a caller that finds one running gets the last
   // figures at once instead of waiting for the server with it.

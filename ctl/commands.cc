@@ -223,6 +223,7 @@ int VolumeList(const Invocation& in) {
 int VolumeGet(const Invocation& in) {
   v1::GetVolumeRequest request;
   request.set_name(in.args[0]);
+  request.set_shared_pool(StringOption(in.options, "shared-pool"));
   v1::GetVolumeResponse r;
   Call(in.globals, [&](auto& stub, auto* ctx) { return stub.GetVolume(ctx, request, &r); });
   if (in.globals.json) return PrintJsonOk(r);
@@ -247,6 +248,7 @@ int VolumeCreate(const Invocation& in) {
 int VolumeDelete(const Invocation& in) {
   v1::DeleteVolumeRequest request;
   request.set_name(in.args[0]);
+  request.set_shared_pool(StringOption(in.options, "shared-pool"));
   v1::DeleteVolumeResponse r;
   Call(in.globals, [&](auto& stub, auto* ctx) { return stub.DeleteVolume(ctx, request, &r); });
   if (in.globals.json) return PrintJsonOk(r);
@@ -258,6 +260,7 @@ int VolumeExpand(const Invocation& in) {
   v1::ExpandVolumeRequest request;
   request.set_name(in.args[0]);
   request.set_size_bytes(SizeOption(in.options, "size"));
+  request.set_shared_pool(StringOption(in.options, "shared-pool"));
   v1::ExpandVolumeResponse r;
   Call(in.globals, [&](auto& stub, auto* ctx) { return stub.ExpandVolume(ctx, request, &r); });
   if (in.globals.json) return PrintJsonOk(r);
@@ -274,8 +277,10 @@ int Publish(const Invocation& in) {
   }
   if (inline_volume && !vm.count("inline-size")) throw UsageError("--inline-pool needs --inline-size SIZE");
   v1::PublishRequest request;
+  if (vm.count("pool") && !named) throw UsageError("--pool goes with --volume");
   if (named) {
     request.set_volume(vm["volume"].as<std::string>());
+    request.set_pool(StringOption(vm, "pool"));
   } else {
     auto* spec = request.mutable_inline_();
     spec->set_pool(vm["inline-pool"].as<std::string>());
@@ -329,6 +334,11 @@ void TargetOption(po::options_description& o) {
   o.add_options()("target", Text("DIR")->required(), "pod volume directory (required)");
 }
 
+void SharedPoolOption(po::options_description& o) {
+  o.add_options()("shared-pool", Text("P"),
+                  "a volume not on this node is looked for on pool P's export (an NFS volume another node made)");
+}
+
 }  // namespace
 
 const std::vector<Command>& AllCommands() {
@@ -345,7 +355,7 @@ const std::vector<Command>& AllCommands() {
       {"volume list", {}, "[--pool P]", "List volumes.",
        [](po::options_description& o) { o.add_options()("pool", Text("P"), "only the volumes of pool P"); },
        VolumeList},
-      {"volume get", {"NAME"}, "", "Show one volume.", nullptr, VolumeGet},
+      {"volume get", {"NAME"}, "[--shared-pool P]", "Show one volume.", SharedPoolOption, VolumeGet},
       {"volume create", {"NAME"}, "--pool P --size SIZE [--fs-type T] [--param k=v ...]",
        "Create a volume (idempotent: the same arguments again succeed).",
        [](po::options_description& o) {
@@ -355,16 +365,21 @@ const std::vector<Command>& AllCommands() {
              "param", List("k=v"), "backend parameter, repeatable (dir: mode, uid, gid)");
        },
        VolumeCreate},
-      {"volume delete", {"NAME"}, "", "Delete a volume (succeeds when it does not exist).", nullptr, VolumeDelete},
-      {"volume expand", {"NAME"}, "--size SIZE", "Grow a volume to SIZE.",
-       [](po::options_description& o) { o.add_options()("size", Text("SIZE")->required(), "new size (required)"); },
+      {"volume delete", {"NAME"}, "[--shared-pool P]", "Delete a volume (succeeds when it does not exist).",
+       SharedPoolOption, VolumeDelete},
+      {"volume expand", {"NAME"}, "--size SIZE [--shared-pool P]", "Grow a volume to SIZE.",
+       [](po::options_description& o) {
+         o.add_options()("size", Text("SIZE")->required(), "new size (required)");
+         SharedPoolOption(o);
+       },
        VolumeExpand},
       {"publish", {},
-       "(--volume NAME | --inline-pool P --inline-size SIZE [--inline-fs-type T] [--param k=v ...])\n"
+       "(--volume NAME [--pool P] | --inline-pool P --inline-size SIZE [--inline-fs-type T] [--param k=v ...])\n"
        "    --target DIR [--read-only] [--mount-option O ...] [--fs-group GID] [--pod-uid UID]",
        "Bind-mount a volume, or a new inline ephemeral volume, at a pod volume directory.",
        [](po::options_description& o) {
          o.add_options()("volume", Text("NAME"), "existing volume to publish")(
+             "pool", Text("P"), "the volume's pool: an NFS volume another node made is found on its export")(
              "inline-pool", Text("P"), "create an inline ephemeral volume in pool P")(
              "inline-size", Text("SIZE"), "size of the inline volume")(
              "inline-fs-type", Text("T"), "filesystem type of the inline volume")(

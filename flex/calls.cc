@@ -50,6 +50,7 @@ Reply Mount(const Args& a) {
     for (const auto& [k, v] : o.inline_spec->parameters) (*in->mutable_parameters())[k] = v;
   } else {
     req.set_volume(o.volume);
+    req.set_pool(o.pool);
   }
   req.set_target(target);
   req.set_read_only(o.read_only);

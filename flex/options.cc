@@ -137,7 +137,10 @@ bool ParseMountOptions(std::string_view json, Options* out, std::string* error) 
   out->mount_options = SplitCommas(Get(m, kMountOptions));
 
   out->volume = Get(m, kVolume);
-  if (!out->volume.empty()) return true;
+  if (!out->volume.empty()) {
+    out->pool = Get(m, kPool);
+    return true;
+  }
   if (m.count(std::string(kPool))) {
     out->inline_spec.emplace();
     return ParseInline(m, &*out->inline_spec, error);

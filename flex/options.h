@@ -3,7 +3,9 @@
 //
 // The JSON is a flat map of strings: keys kubelet adds under kubernetes.io/
 // (read-write flag, fsType, pod identity, fsGroup, base64 secrets) and the
-// PV's or inline volume's own options. `volume` names an existing volume;
+// PV's or inline volume's own options. `volume` names an existing volume
+// (with `pool`, its pool: where a node that does not know an NFS volume
+// looks for it);
 // without it, `pool` + `size` describe an inline ephemeral volume whose other
 // user keys are backend parameters (checked by nodevold, so a misspelt
 // `mdoe` fails instead of giving a volume the wrong mode). Other keys are
@@ -33,6 +35,7 @@ struct PodInfo {
 
 struct Options {
   std::string volume;                  // named volume ("" for inline)
+  std::string pool;                    // its pool, when the PV says (option `pool`)
   std::optional<InlineSpec> inline_spec;
   bool read_only = false;
   std::vector<std::string> mount_options;

@@ -33,6 +33,16 @@ TEST(FlexOptions, NamedVolumeWithKubeletKeys) {
   EXPECT_EQ(o.pod.name, "web-0");
   EXPECT_EQ(o.pod.namespace_, "ns");
   EXPECT_EQ(o.pod.service_account, "sa");
+  EXPECT_EQ(o.pool, "");
+}
+
+// An NFS PV names its pool, so a node that did not make the volume knows
+// which export holds its record.
+TEST(FlexOptions, NamedVolumeWithPool) {
+  Options o = MustParse(R"({"kubernetes.io/pod.namespace":"ns","volume":"pvc-1","pool":"shared"})");
+  EXPECT_EQ(o.volume, "pvc-1");
+  EXPECT_EQ(o.pool, "shared");
+  EXPECT_FALSE(o.inline_spec);
 }
 
 TEST(FlexOptions, ReadOnlyAndMountOptions) {

@@ -172,7 +172,7 @@ grpc::Status NodeService::DeleteVolume(grpc::ServerContext*, const v1::DeleteVol
                                        v1::DeleteVolumeResponse* resp) {
   return Run("DeleteVolume", req->name(), "", [&] {
     bool existed = false;
-    NODEVOL_RETURN_IF_ERROR(node_->DeleteVolume(req->name(), &existed));
+    NODEVOL_RETURN_IF_ERROR(node_->DeleteVolume(req->name(), &existed, req->shared_pool()));
     capacity_->Poke();
     resp->set_existed(existed);
     return Status::Ok();
@@ -183,7 +183,7 @@ grpc::Status NodeService::ExpandVolume(grpc::ServerContext*, const v1::ExpandVol
                                        v1::ExpandVolumeResponse* resp) {
   return Run("ExpandVolume", req->name(), "", [&] {
     VolumeView v;
-    NODEVOL_RETURN_IF_ERROR(node_->ExpandVolume(req->name(), req->size_bytes(), &v));
+    NODEVOL_RETURN_IF_ERROR(node_->ExpandVolume(req->name(), req->size_bytes(), &v, req->shared_pool()));
     capacity_->Poke();
     ToProto(v, resp->mutable_volume());
     return Status::Ok();
@@ -193,7 +193,7 @@ grpc::Status NodeService::ExpandVolume(grpc::ServerContext*, const v1::ExpandVol
 grpc::Status NodeService::GetVolume(grpc::ServerContext*, const v1::GetVolumeRequest* req, v1::GetVolumeResponse* resp) {
   return Run("GetVolume", req->name(), "", [&] {
     VolumeView v;
-    NODEVOL_RETURN_IF_ERROR(node_->GetVolume(req->name(), &v));
+    NODEVOL_RETURN_IF_ERROR(node_->GetVolume(req->name(), &v, req->shared_pool()));
     ToProto(v, resp->mutable_volume());
     return Status::Ok();
   });
@@ -224,6 +224,7 @@ grpc::Status NodeService::Publish(grpc::ServerContext* ctx, const v1::PublishReq
     a.mount_options.assign(req->mount_options().begin(), req->mount_options().end());
     if (req->has_fs_group()) a.fs_group = req->fs_group();
     a.pod = {req->pod().uid(), req->pod().name(), req->pod().namespace_(), req->pod().service_account()};
+    a.pool = req->pool();
     a.deadline = ctx->deadline();
     std::string volume, target;
     NODEVOL_RETURN_IF_ERROR(node_->Publish(a, &volume, &target));

@@ -40,22 +40,28 @@ std::vector<PoolRoom> CapacityLedger::Rooms(const std::set<std::string>& except,
   // of promises, and the extender reads the rooms of every node per pod.
   std::map<std::pair<std::string_view, std::string_view>, PoolRoom*> index;
   for (auto& r : out) index.emplace(std::pair<std::string_view, std::string_view>(r.seen.node, r.seen.pool), &r);
-  auto pool_of = [&](const Entry& e) -> PoolRoom* {
+  // A promise on storage several nodes share (an NFS export) is made on
+  // one node's pool but takes the bytes from all of them: each node
+  // reports the whole export's free space (issue 30 item 8).
+  std::map<std::string_view, std::vector<PoolRoom*>> sharing;
+  for (auto& r : out)
+    if (!r.seen.shared_by.empty()) sharing[r.seen.shared_by].push_back(&r);
+  auto add = [&](const Entry& e, bool subtract) {
     auto it = index.find({e.node, e.pool});
-    if (it == index.end() || (e.settled && Reported(e, it->second->seen))) return nullptr;
-    return it->second;
+    if (it == index.end() || (e.settled && Reported(e, it->second->seen))) return;
+    PoolRoom* own = it->second;
+    auto count = [&](PoolRoom* r) { r->promised = subtract ? r->promised - e.bytes : r->promised + e.bytes; };
+    if (own->seen.shared_by.empty()) return count(own);
+    for (PoolRoom* r : sharing[own->seen.shared_by]) count(r);
   };
   std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& [key, e] : entries_) {
-    if (now >= e.until) continue;
-    if (PoolRoom* r = pool_of(e)) r->promised += e.bytes;
-  }
+  for (const auto& [key, e] : entries_)
+    if (now < e.until) add(e, false);
   // The few keys left out are taken back out, rather than every promise
   // looked up among them.
   for (const auto& key : except) {
     auto it = entries_.find(key);
-    if (it == entries_.end() || now >= it->second.until) continue;
-    if (PoolRoom* r = pool_of(it->second)) r->promised -= it->second.bytes;
+    if (it != entries_.end() && now < it->second.until) add(it->second, true);
   }
   return out;
 }

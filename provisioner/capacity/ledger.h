@@ -10,7 +10,10 @@
 //    has. NFS pools are the exception: an export is shared by every node
 //    and by clients outside the cluster, sizes there are advisory, and the
 //    base is the free space the server reports.
-//  - promised is the sum of the promises on that node and pool.
+//  - promised is the sum of the promises on that node and pool; for storage
+//    several nodes share (PoolSeen::shared_by: an NFS export, whose whole
+//    free space every node serving it reports), of the promises on any
+//    of those nodes' pools, so N nodes never promise the export N times.
 //
 // A promise belongs to a key (a claim's uid): a later promise of the same
 // key replaces the earlier one, so a claim the extender let through, that

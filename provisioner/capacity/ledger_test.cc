@@ -37,6 +37,33 @@ TEST(CapacityLedger, UnenforcedPoolsCountTheSizesOfTheirVolumes) {
   EXPECT_EQ(BaseRoom(nfs), 90 * MiB);
 }
 
+// Issue 30 item 8: every node serving an NFS export reports the export's
+// whole free space; a promise made on one node's pool takes it from all of
+// them, or a burst over N nodes would promise the export N times.
+TEST(CapacityLedger, APromiseOnASharedExportCountsOnEveryNodeServingIt) {
+  std::vector<PoolSeen> pools = {{"n1", "shared", "nfs", 100 * MiB, true, 200 * MiB, 0, false},
+                                 {"n2", "shared", "nfs", 100 * MiB, true, 200 * MiB, 0, false},
+                                 {"n3", "other", "nfs", 100 * MiB, true, 200 * MiB, 0, false},
+                                 {"n1", "fast", "lvm", 100 * MiB, true, 200 * MiB, 0, true}};
+  pools[0].shared_by = pools[1].shared_by = "nfs:10.0.0.5:/export";
+  pools[2].shared_by = "nfs:10.0.0.5:/other";
+  CapacityLedger l([&] { return pools; });
+  ASSERT_TRUE(l.Promise("c1", "n1", "shared", 70 * MiB, Kind::kSelected));
+  EXPECT_EQ(RoomOf(l, "n1", "shared"), 30 * MiB);
+  EXPECT_EQ(RoomOf(l, "n2", "shared"), 30 * MiB) << "n2 would promise the export's bytes again";
+  EXPECT_EQ(RoomOf(l, "n3", "other"), 100 * MiB) << "another export of the same server";
+  EXPECT_EQ(RoomOf(l, "n1", "fast"), 100 * MiB) << "a node-local pool of the same node";
+  EXPECT_EQ(RoomOf(l, "n2", "shared", {"c1"}), 100 * MiB) << "a claim's own promise, left out, everywhere";
+  ASSERT_TRUE(l.Promise("c2", "n2", "shared", 20 * MiB, Kind::kSelected));
+  EXPECT_EQ(RoomOf(l, "n1", "shared"), 10 * MiB);
+  l.Release("c1");
+  EXPECT_EQ(RoomOf(l, "n1", "shared"), 80 * MiB);
+  // Without the shared identity (an older nodevold), each node counts its own.
+  pools[0].shared_by = pools[1].shared_by = "";
+  EXPECT_EQ(RoomOf(l, "n1", "shared"), 100 * MiB);
+  EXPECT_EQ(RoomOf(l, "n2", "shared"), 80 * MiB);
+}
+
 TEST(CapacityLedger, OneKeyCountsOnceWhereverItsLatestPromiseIs) {
   int changes = 0;
   CapacityLedger l([] { return Pools(); });

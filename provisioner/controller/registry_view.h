@@ -15,7 +15,7 @@ class RegistryView : public NodeView {
     for (const auto& n : registry_->Snapshot())
       for (const auto& p : n.pools)
         out.push_back({n.name, p.name, p.backend, p.free_bytes, n.reachable, p.total_bytes, p.allocated_bytes,
-                       p.size_enforced, n.figures_at, n.sample});
+                       p.size_enforced, n.figures_at, n.sample, p.shared_by});
     return out;
   }
   std::shared_ptr<nodes::NodeClient> Client(const std::string& node) const override {

@@ -19,6 +19,13 @@ milliseconds RedialDelay(int failures, milliseconds initial, milliseconds max, d
   return std::min(jittered, max);
 }
 
+std::string SharedBy(const v1::PoolInfo& p) {
+  if (p.backend() != "nfs") return "";
+  auto server = p.attributes().find("server"), share = p.attributes().find("share");
+  if (server == p.attributes().end() || share == p.attributes().end()) return "";
+  return "nfs:" + server->second + ":" + share->second;
+}
+
 struct NodeRegistry::Entry {
   NodeEndpoint endpoint;
   std::shared_ptr<NodeClient> client;
@@ -210,8 +217,13 @@ Status NodeRegistry::Session(const std::shared_ptr<Entry>& e, bool* delivered) {
     if (gs.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) break;
   }
   if (!gs.ok()) return FromGrpc(gs, where + ": GetInfo");
-  std::map<std::string, std::pair<std::string, bool>> backend;  // kind, size enforced
-  for (const v1::PoolInfo& p : info.pools()) backend[p.name()] = {p.backend(), p.size_enforced()};
+  struct Kind {
+    std::string backend;
+    bool size_enforced = true;
+    std::string shared_by;
+  };
+  std::map<std::string, Kind> kinds;
+  for (const v1::PoolInfo& p : info.pools()) kinds[p.name()] = {p.backend(), p.size_enforced(), SharedBy(p)};
 
   grpc::ClientContext ctx;  // no deadline: the watchdog cancels a silent stream
   v1::WatchCapacityRequest req;
@@ -222,10 +234,10 @@ Status NodeRegistry::Session(const std::shared_ptr<Entry>& e, bool* delivered) {
   while (reader->Read(&msg)) {
     std::vector<PoolCapacity> pools;
     for (const v1::PoolCapacity& p : msg.pools()) {
-      auto b = backend.find(p.pool());
-      bool known = b != backend.end();
-      pools.push_back({p.pool(), known ? b->second.first : "", p.free_bytes(), p.total_bytes(), p.allocated_bytes(),
-                       p.volume_count(), !known || b->second.second});
+      auto k = kinds.find(p.pool());
+      bool known = k != kinds.end();
+      pools.push_back({p.pool(), known ? k->second.backend : "", p.free_bytes(), p.total_bytes(), p.allocated_bytes(),
+                       p.volume_count(), !known || k->second.size_enforced, known ? k->second.shared_by : ""});
     }
     std::sort(pools.begin(), pools.end(), [](const PoolCapacity& a, const PoolCapacity& b) { return a.name < b.name; });
     bool changed = false, became_reachable = false;

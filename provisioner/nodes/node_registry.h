@@ -50,6 +50,9 @@ struct PoolCapacity {
   // False when the pool records sizes without enforcing them (a dir pool
   // without quotas, NFS): its free space does not drop for an empty volume.
   bool size_enforced = true;
+  // NFS: "nfs:<server>:<share>" from GetInfo, equal on every node serving
+  // the export (PoolSeen::shared_by); "" otherwise.
+  std::string shared_by;
   bool operator==(const PoolCapacity&) const = default;
 };
 
@@ -65,6 +68,9 @@ struct NodeState {
   // told; CreateVolumeResponse.capacity_sample says which one has a volume).
   uint64_t sample = 0;
 };
+
+// PoolCapacity::shared_by of a pool GetInfo describes.
+std::string SharedBy(const v1::PoolInfo& pool);
 
 // Delay before re-dialling after `failures` consecutive failed attempts
 // (0 = the first retry): initial * 2^failures capped at max, times

@@ -30,6 +30,10 @@ struct PoolSeen {
   std::chrono::steady_clock::time_point figures_at{};
   // nodevold's capacity sample these figures come from (0: not told).
   uint64_t sample = 0;
+  // Storage several nodes share (an NFS pool's export): the same text on
+  // every node serving it, so a promise there counts on all of them; ""
+  // for a node's own storage.
+  std::string shared_by;
 };
 
 // A pool and its room for one more volume.

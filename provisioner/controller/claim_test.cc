@@ -86,6 +86,9 @@ TEST(Pv, CarriesEverythingTheBinderChecks) {
   pv = BuildPersistentVolume(p);
   EXPECT_FALSE(pv["metadata"].contains("finalizers"));
   EXPECT_FALSE(pv["spec"]["flexVolume"]["options"].contains("mountOptions"));
+  // Any node serving the pool publishes it: the pool tells it which
+  // export holds the volume's record.
+  EXPECT_EQ(pv["spec"]["flexVolume"]["options"]["pool"], "fast");
   EXPECT_EQ(pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0]["key"],
             "nodevol.io/node");
 }

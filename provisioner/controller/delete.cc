@@ -85,6 +85,7 @@ Workers::Outcome DeleteReleasedVolume(ControllerContext& ctx, const std::string&
   }
   v1::DeleteVolumeRequest req;
   req.set_name(pv_name);
+  if (backend == "nfs") req.set_shared_pool(pool);  // any node serving the pool can delete it
   v1::DeleteVolumeResponse resp;
   Status st = client->DeleteVolume(req, &resp);
   if (!st.ok()) {

@@ -186,6 +186,11 @@ class FakeNode final : public v1::Node::Service {
     std::lock_guard<std::mutex> l(mu_);
     return deletes_;
   }
+  // shared_pool of the last DeleteVolume.
+  std::string last_shared_pool() {
+    std::lock_guard<std::mutex> l(mu_);
+    return last_shared_pool_;
+  }
 
   grpc::Status CreateVolume(grpc::ServerContext*, const v1::CreateVolumeRequest* req,
                             v1::CreateVolumeResponse* resp) override {
@@ -217,6 +222,7 @@ class FakeNode final : public v1::Node::Service {
     std::lock_guard<std::mutex> l(mu_);
     if (down_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "fake node down");
     ++deletes_;
+    last_shared_pool_ = req->shared_pool();
     resp->set_existed(volumes_.erase(req->name()) != 0);
     return grpc::Status::OK;
   }
@@ -244,6 +250,7 @@ class FakeNode final : public v1::Node::Service {
   std::function<void()> on_create_;
   bool down_ = false;
   int creates_ = 0, deletes_ = 0;
+  std::string last_shared_pool_;
 };
 
 // The pools the tests say, and clients of the fake nodes.

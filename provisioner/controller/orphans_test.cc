@@ -134,6 +134,9 @@ TEST(DeleteVolume, AnNfsVolumeIsDeletedOnlyWhereItIsKnown) {
   EXPECT_EQ(DeleteReleasedVolume(w.ctx, "pvc-f2"), Workers::Outcome::kDone);
   EXPECT_EQ(n2.deletes(), 0);
   EXPECT_FALSE(n3.HasVolume("pvc-f2"));
+  // Named, so that a node knowing the volume only from the export's record
+  // deletes it too (mountd/node/shared.cc).
+  EXPECT_EQ(n3.last_shared_pool(), "fast");
   EXPECT_FALSE(w.api.Has("/api/v1/persistentvolumes/pvc-f2"));
 }
 

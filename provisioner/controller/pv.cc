@@ -11,7 +11,9 @@ nlohmann::json BuildPersistentVolume(const PvPlan& p) {
                       {kAnnNode, p.node},
                       {kAnnPool, p.pool},
                       {kAnnBackend, p.backend}};
-  json options = {{"volume", p.claim.PvName()}};
+  // The pool: a node that did not make an NFS volume finds its record on
+  // that pool's export (mountd/node/shared.cc).
+  json options = {{"volume", p.claim.PvName()}, {"pool", p.pool}};
   std::string joined;
   for (const auto& o : p.mount_options) joined += (joined.empty() ? "" : ",") + o;
   // NFS volumes took the class's mount options at creation (the staging

@@ -30,9 +30,9 @@ Workers::Outcome ResizeClaim(ControllerContext& ctx, const std::string& key) {
   if (!kube::Quantity::Parse(cap_text, &cap).ok() || !cap.ToBytes(&pv_bytes).ok()) return Outcome::kDone;
   if (claim.request_bytes <= pv_bytes) return Outcome::kDone;
 
-  std::string node = ann.value(kAnnNode, "");
+  std::string node = ann.value(kAnnNode, ""), pool = ann.value(kAnnPool, ""), backend = ann.value(kAnnBackend, "");
   std::string why;
-  auto client = VolumeNode(ctx, claim.volume_name, node, ann.value(kAnnPool, ""), ann.value(kAnnBackend, ""), &why);
+  auto client = VolumeNode(ctx, claim.volume_name, node, pool, backend, &why);
   std::string want = FormatSize(claim.request_bytes);
   if (!client) {
     ctx.events->Record(*pvc, "Warning", "VolumeResizeFailed",
@@ -43,6 +43,7 @@ Workers::Outcome ResizeClaim(ControllerContext& ctx, const std::string& key) {
   v1::ExpandVolumeRequest req;
   req.set_name(claim.volume_name);
   req.set_size_bytes(claim.request_bytes);
+  if (backend == "nfs") req.set_shared_pool(pool);  // any node serving the pool can resize it
   v1::ExpandVolumeResponse resp;
   Status st = client->ExpandVolume(req, &resp);
   if (!st.ok()) {

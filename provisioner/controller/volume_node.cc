@@ -19,6 +19,7 @@ std::shared_ptr<nodes::NodeClient> VolumeNode(ControllerContext& ctx, const std:
     if (!client) continue;
     v1::GetVolumeRequest req;
     req.set_name(volume);
+    req.set_shared_pool(pool);  // it knows the volume if the export has its record
     v1::GetVolumeResponse resp;
     if (client->GetVolume(req, &resp).ok()) return client;
   }

@@ -56,6 +56,31 @@ TEST_F(SharedRecords, PutReadRemove) {
   EXPECT_TRUE(RemoveSharedRecord(root_, "pvc-1").ok()) << "removing a missing record is done";
 }
 
+// A writer killed between creating its temp and renaming it leaves the
+// temp; it must not block the record forever nor outlive the volume. A
+// fresh temp is another node's write in progress: not clobbered.
+TEST_F(SharedRecords, ALeftoverTempIsReplacedOnceStaleAndGoesWithTheRecord) {
+  ASSERT_TRUE(PutSharedRecord(root_, "pvc-1", "{\"a\":1}\n").ok());
+  const std::string tmp = Dir() + "/.pvc-1.json.tmp";
+  { std::ofstream(tmp) << "half"; }
+  Status busy = PutSharedRecord(root_, "pvc-1", "{\"a\":2}\n");
+  EXPECT_EQ(busy.code(), Status::Code::kUnavailable) << busy.ToString();
+  std::string text;
+  ASSERT_TRUE(ReadSharedRecord(root_, "pvc-1", &text).ok());
+  EXPECT_EQ(text, "{\"a\":1}\n") << "a refused write changed the record";
+
+  struct timespec old[2] = {{::time(nullptr) - 120, 0}, {::time(nullptr) - 120, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, tmp.c_str(), old, 0), 0);
+  ASSERT_TRUE(PutSharedRecord(root_, "pvc-1", "{\"a\":3}\n").ok());
+  ASSERT_TRUE(ReadSharedRecord(root_, "pvc-1", &text).ok());
+  EXPECT_EQ(text, "{\"a\":3}\n");
+  EXPECT_FALSE(fs::exists(tmp));
+
+  { std::ofstream(tmp) << "half"; }
+  ASSERT_TRUE(RemoveSharedRecord(root_, "pvc-1").ok());
+  EXPECT_TRUE(fs::is_empty(Dir())) << "the volume's temp outlived its record";
+}
+
 TEST_F(SharedRecords, NothingThereIsNotFound) {
   std::string text;
   EXPECT_EQ(ReadSharedRecord(root_, "pvc-1", &text).code(), Status::Code::kNotFound);

@@ -18,7 +18,9 @@
 #       and takes a marker; a publish mounts the volume at its target, once,
 #       and a repeat publish on the same target changes nothing; an
 #       unpublish leaves the target unmounted; a delete leaves the volume
-#       unlisted and its directory gone from the server (on-delete=delete).
+#       unlisted and its directory gone from the server (on-delete=delete);
+#   (d) every READY volume's record is on the export for the other nodes,
+#       and no record there outlives its volume (kept with (a) and (b)).
 # Each round kills at a random moment after the call reached nodevold
 # ("sent": nodevold is held stopped until the call waits in its listen
 # backlog; a delay from nodevolctl's start alone mostly kills before it has
@@ -96,6 +98,19 @@ check_invariants() {  # WHEN [EXEMPT]
     done
     [[ -z $staging ]] || problems+=("(b) no publication, but NFS mounts below the state dir that reconcile did not report: $(tr '\n' ' ' <<<"$staging")")
   fi
+  # (d) the records other nodes publish from (issue 26 item 5): one on the
+  # export for every READY subdirectory volume, none for a volume nodevold
+  # does not list (a record outliving its volume would let another node
+  # publish a deleted volume's name).
+  for v in "${!LISTED[@]}"; do
+    [[ ${LISTED[$v]} == READY && -n ${SUBDIR[$v]:-} && ! -f $NFS_EXPORT/.nodevol/volumes/$v.json ]] &&
+      problems+=("(d) READY $v has no record on the export")
+  done
+  for m in "$NFS_EXPORT"/.nodevol/volumes/*.json; do
+    [[ -e $m ]] || continue
+    v=$(basename "$m" .json)
+    [[ -n ${LISTED[$v]:-} ]] || problems+=("(d) the export keeps a record of $v, which nodevold does not list")
+  done
   if ((${#problems[@]})); then
     echo "FAIL: invariants broken $when:"
     printf '    %s\n' "${problems[@]}"
@@ -275,6 +290,9 @@ for v in "${!EXP_MARKER[@]}"; do
 done
 EXP_MARKER=() EXP_TARGET=() REPORTED=""
 check_invariants "after deleting everything"
-[[ -z $(ls -A "$NFS_EXPORT") ]] || vm_fail "left on the server: $(ls -A "$NFS_EXPORT")"
+# Only the (empty) directory of the shared records stays: no volume, no
+# record, no temp of one.
+left=$(cd "$NFS_EXPORT" && find . -mindepth 1 ! -path ./.nodevol ! -path ./.nodevol/volumes)
+[[ -z $left ]] || vm_fail "left on the server: $left"
 vm_nodevold_stop
 vm_step "PASS (seed $seed)"

@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <random>
+#include <ctime>
 
 #include "backend/nfs/export_dirs.h"
 #include "base/unique_fd.h"
@@ -48,14 +48,32 @@ Status WriteAll(int fd, const std::string& text, const std::string& what) {
 
 }  // namespace
 
+// One temp name per volume, so a writer killed mid-write leaves at most one
+// temp, which the next Put or Remove of that record clears.
+std::string TempOf(const std::string& volume) { return "." + FileOf(volume) + ".tmp"; }
+
+// A temp younger than this may be another node's write in progress.
+constexpr time_t kTempStaleSeconds = 60;
+
 Status PutSharedRecord(const std::string& root, const std::string& volume, const std::string& text) {
   UniqueFd dir;
   NODEVOL_RETURN_IF_ERROR(OpenRecordsDir(root, true, &dir));
-  const std::string final_name = FileOf(volume);
-  std::string tmp = "." + final_name + ".tmp-" + std::to_string(std::random_device{}());
+  const std::string final_name = FileOf(volume), tmp = TempOf(volume);
   const std::string what = root + "/" + kDir + "/" + tmp;
-  UniqueFd f(::openat(dir.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (f.get() < 0) return Status::FromErrno("create " + what, errno);
+  UniqueFd f;
+  for (int attempt = 0; attempt < 2 && f.get() < 0; ++attempt) {
+    f.reset(::openat(dir.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (f.get() >= 0) break;
+    if (errno != EEXIST) return Status::FromErrno("create " + what, errno);
+    struct stat st;
+    if (::fstatat(dir.get(), tmp.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        ::time(nullptr) - st.st_mtime < kTempStaleSeconds)
+      return Status::Unavailable(what + " is being written (another node writing the record of " + volume +
+                                 "?); try again");
+    if (::unlinkat(dir.get(), tmp.c_str(), 0) != 0 && errno != ENOENT)
+      return Status::FromErrno("remove the stale " + what, errno);
+  }
+  if (f.get() < 0) return Status::Unavailable(what + " keeps reappearing; try again");
   Status st = WriteAll(f.get(), text, what);
   // On NFS, close-to-open: fsync makes the server commit the bytes before
   // the rename makes them the record.
@@ -101,8 +119,9 @@ Status RemoveSharedRecord(const std::string& root, const std::string& volume) {
   Status st = OpenRecordsDir(root, false, &dir);
   if (st.code() == Status::Code::kNotFound) return Status::Ok();
   NODEVOL_RETURN_IF_ERROR(st);
-  if (::unlinkat(dir.get(), FileOf(volume).c_str(), 0) != 0 && errno != ENOENT)
-    return Status::FromErrno("remove " + root + "/" + kDir + "/" + FileOf(volume), errno);
+  for (const std::string& name : {FileOf(volume), TempOf(volume)})
+    if (::unlinkat(dir.get(), name.c_str(), 0) != 0 && errno != ENOENT)
+      return Status::FromErrno("remove " + root + "/" + kDir + "/" + name, errno);
   return Status::Ok();
 }
 

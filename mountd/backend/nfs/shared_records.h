@@ -30,14 +30,17 @@ inline constexpr size_t kMaxSharedRecordBytes = 64 * 1024;
 
 // Writes `text` as the record of `volume`, atomically (a temp file synced,
 // then renamed over the old one), making .nodevol/volumes (0700) if
-// missing. Never follows a symlink below `root`.
+// missing. Never follows a symlink below `root`. The temp's name is the
+// volume's own: one left by a writer killed mid-write is replaced once a
+// minute old; a younger one is another writer's, and the call is
+// UNAVAILABLE (try again).
 Status PutSharedRecord(const std::string& root, const std::string& volume, const std::string& text);
 
 // Reads the record of `volume` into *text. NOT_FOUND when there is none;
 // FAILED_PRECONDITION when what is there is no regular file or too large.
 Status ReadSharedRecord(const std::string& root, const std::string& volume, std::string* text);
 
-// Removes the record of `volume`; missing is success.
+// Removes the record of `volume` and any temp of it; missing is success.
 Status RemoveSharedRecord(const std::string& root, const std::string& volume);
 
 }  // namespace nodevol

@@ -6,7 +6,9 @@
 # and recreated, the new pod reads it. Checked in the guest each time:
 # kubelet's target is an NFS mount of the volume's directory, nodevold's one
 # staging mount of the export is there while published and gone after the
-# last pod, kubelet's target and pod directory are gone.
+# last pod, kubelet's target and pod directory are gone. Then a volume made
+# by a second nodevold (another node of the same pool) is mounted here by
+# kubelet's pod, and deleted from here with that nodevold stopped.
 K8S_TEST=nfs
 source "$(dirname "$0")/vm-lib.sh"
 dir=default-c-nv1-pv-nv1  # the pool's default pathPattern: ${namespace}-${pvcName}-${pvName}
@@ -56,4 +58,58 @@ pod_delete app
 gone_after_pod "$uid2" pv-nv1
 node_wait 30 "NFS unmounted after the last publication" "[[ -z \$($nfs_mounts) ]]"
 node_sh "[[ \$(cat \$NFS_EXPORT/$dir/f) == hello-nfs ]]" || fail "the file left the server"
+
+# Issue 26 item 5: an NFS volume is one directory for every node serving
+# the pool. A second nodevold in the guest stands for another node (own
+# socket, state and pods root, the same pool): it makes nv2; the PV names
+# the pool as the provisioner's do, and kubelet's pod here mounts it
+# through this node's nodevold, which finds the record on the export.
+b=/run/nodevol-b
+step "nv2 made by another node's nodevold; a pod here mounts it"
+node_sh "mkdir -p $b/pods && : >$b/conf
+  setsid \"\$NODEVOLD\" --config=$b/conf --socket=$b/sock --state-dir=$b/state --pods-root=$b/pods \\
+    --node-name=node-b --metrics-address=off --log-target=stderr \\
+    --pool=name=nfs,backend=nfs,server=127.0.0.1,share=/ </dev/null >/vm/out/nodevold-b.log 2>&1 &
+  echo \$! >$b/pid
+  for _ in \$(seq 300); do \"\$NODEVOLCTL\" --socket $b/sock info >/dev/null 2>&1 && exit 0; sleep 0.1; done
+  exit 1" || fail "the second nodevold did not start: $(tail -5 "$K8S_VM_SHARE/out/nodevold-b.log")"
+node_sh "\"\$NODEVOLCTL\" --socket $b/sock volume create nv2 --pool nfs --size 10Mi \\
+  --param nodevol.io/pvc-namespace=default --param nodevol.io/pvc-name=c-nv2 --param nodevol.io/pv-name=pv-nv2" >/dev/null ||
+  fail "volume create nv2 on node b"
+! node_ctl volume get nv2 >/dev/null 2>&1 || fail "this node knows nv2 before any pod"
+k apply -f - >/dev/null <<YAML || fail "apply PV/PVC nv2"
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv-nv2}
+spec:
+  capacity: {storage: 10Mi}
+  accessModes: [ReadWriteMany]
+  persistentVolumeReclaimPolicy: Retain
+  storageClassName: ""
+  flexVolume: {driver: nodevol.io/volume, options: {volume: nv2, pool: nfs}}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: c-nv2}
+spec:
+  accessModes: [ReadWriteMany]
+  storageClassName: ""
+  volumeName: pv-nv2
+  resources: {requests: {storage: 10Mi}}
+YAML
+k wait --for=jsonpath='{.status.phase}'=Bound pvc/c-nv2 --timeout=60s >/dev/null || fail "PVC c-nv2 not Bound"
+dir2=default-c-nv2-pv-nv2
+pod_apply app2 'echo from-here > /data/g && sync && echo write-ok; sleep 3600' "persistentVolumeClaim: {claimName: c-nv2}"
+uid3=$(pod_running app2)
+wait_log app2 write-ok
+[[ $(node_sh "cat \$NFS_EXPORT/$dir2/g") == from-here ]] || fail "the pod's file is not in nv2's directory"
+node_sh "grep -q '\"shared_copy\": *true' \$NV_STATE/volumes/nv2.json" || fail "this node publishes nv2 without its copy"
+pod_delete app2
+gone_after_pod "$uid3" pv-nv2
+node_wait 30 "this node's copy of nv2 dropped after its last pod" "[[ ! -e \$NV_STATE/volumes/nv2.json ]]"
+step "node b stopped: this node deletes nv2 with the pool named"
+node_sh "kill \$(cat $b/pid)"
+node_ctl volume delete nv2 --shared-pool nfs >/dev/null || fail "delete nv2 from this node"
+node_sh "[[ ! -e \$NFS_EXPORT/$dir2 && ! -e \$NFS_EXPORT/.nodevol/volumes/nv2.json ]]" ||
+  fail "nv2's directory or record stayed on the server"
 step "PASS"

@@ -184,10 +184,17 @@ class Daemon {
     req.set_pool("nfs");
     req.set_size_bytes(1 << 20);
     (*req.mutable_parameters())["nodevol.io/pv-name"] = name;
-    v1::CreateVolumeResponse resp;
-    grpc::ClientContext ctx;
-    Deadline(&ctx);
-    return stub_->CreateVolume(&ctx, req, &resp);
+    // Right after its start nodevold has no capacity figures for the pool
+    // yet (its first sample runs on its own thread) and answers
+    // UNAVAILABLE "try again", as the provisioner sees it: do so.
+    for (int attempt = 0;; ++attempt) {
+      v1::CreateVolumeResponse resp;
+      grpc::ClientContext ctx;
+      Deadline(&ctx);
+      grpc::Status st = stub_->CreateVolume(&ctx, req, &resp);
+      if (st.error_code() != grpc::StatusCode::UNAVAILABLE || attempt >= 120) return st;
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
   }
   grpc::Status Delete(const std::string& name) {
     v1::DeleteVolumeRequest req;

@@ -258,6 +258,12 @@ struct HttpServer::Impl {
         return Accept();
       }
       if (!ec) {
+        // A response larger than one segment goes out in several writes
+        // (TLS records, header then body): with Nagle the last waits for
+        // the client's delayed ACK, 40 ms a request (extender_bench at
+        // 1000 nodes over TLS: 48 ms p50 against 4.4 ms in plain HTTP).
+        beast::error_code ignored;
+        socket.set_option(tcp::no_delay(true), ignored);
         beast::tcp_stream tcp(std::move(socket));
         if (tls)
           std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(

@@ -82,7 +82,7 @@ pn_renew_loop() {
 
 # pn_add NAME IP POOL_SIZE: the address, the tmpfs pool, the certificate,
 # nodevold, then the Node (labelled nodevol.io/node=true, Ready, with
-# allocatable cpu/memory/pods) and its Lease.
+# allocatable cpu/memory/pods: PN_MAX_PODS, default 110 as kubelet) and its Lease.
 pn_add() {
   local n=$1 ip=$2 size=$3 d=$PN_DIR/$1 t
   PN_NAMES+=("$n")
@@ -105,8 +105,8 @@ YAML
   k patch node "$n" --subresource=status --type=merge -p "$(cat <<JSON
 {"status": {
   "addresses": [{"type": "InternalIP", "address": "$ip"}, {"type": "Hostname", "address": "$n"}],
-  "capacity": {"cpu": "8", "memory": "16Gi", "pods": "110"},
-  "allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"},
+  "capacity": {"cpu": "8", "memory": "16Gi", "pods": "${PN_MAX_PODS:-110}"},
+  "allocatable": {"cpu": "8", "memory": "16Gi", "pods": "${PN_MAX_PODS:-110}"},
   "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "pretend node (no kubelet)",
                   "lastHeartbeatTime": "${t%.*}Z", "lastTransitionTime": "${t%.*}Z"}],
   "nodeInfo": {"kubeletVersion": "$K8S_VERSION_PINNED", "operatingSystem": "linux", "architecture": "amd64",

@@ -16,6 +16,8 @@
 //                                         inline volume deleted with it)
 //   volume ready, staged, no publication  unstaged (an unpublish killed between
 //                                         its record's removal and the unstage)
+//   volume creating, staged               unstaged (a create killed after it
+//                                         mounted the new filesystem)
 //   copy of another node's record, no publication
 //                                         dropped after that (node/shared.cc)
 //   ephemeral volume without publication  kept and reported: an absent or lost
@@ -102,14 +104,20 @@ void Node::Reconcile() {
   // and before the unstage that follows.
   // Then a copy of another node's record (node/shared.cc) that no
   // publication needs any more is dropped.
+  // A volume still being created has no publication either; its create
+  // may have mounted it (lvm: to set the root's owner and mode) when the
+  // kill came. Unmounted, the retried CreateVolume makes its filesystem
+  // again: nothing can be on it before it is ready.
   for (const VolumeRecord& v : vols) {
-    if (v.state != VolumeState::kReady || !PublishedAt(v.spec.name).empty()) continue;
+    bool creating = v.state == VolumeState::kCreating;
+    if ((v.state != VolumeState::kReady && !creating) || !PublishedAt(v.spec.name).empty()) continue;
     Backend* b = FindPool(v.spec.pool);
     std::string at = b ? b->StagedMount(v) : "";
     bool staged = !at.empty() && table.FindTarget(at);
     Status st = staged ? b->Unstage(v) : Status::Ok();
     if (staged)
-      AddDrift("volume " + v.spec.name + " was staged at " + at + " with no publication (an unpublish cut short); " +
+      AddDrift("volume " + v.spec.name + " was staged at " + at +
+               (creating ? " by its unfinished create" : " with no publication (an unpublish cut short)") + "; " +
                (st.ok() ? "unstaged" : "unstaging failed: " + st.message()));
     if (v.shared_copy && st.ok()) {
       DropSharedCopy(v.spec.name);

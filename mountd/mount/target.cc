@@ -13,6 +13,8 @@
 namespace nodevol {
 namespace {
 
+constexpr char kCsiPluginDir[] = "kubernetes.io~csi";
+
 std::vector<std::string> Split(const std::string& s) {
   std::vector<std::string> parts;
   size_t start = 1;  // skip the leading '/'
@@ -49,7 +51,8 @@ bool RealPath(const std::string& path, std::string* out, int* err) {
 
 Status Invalid(const std::string& path, const std::string& why) {
   return Status::InvalidArgument("target \"" + path + "\" " + why +
-                                 "; expected <pods root>/<podUID>/volumes/<vendor~driver>/<name>");
+                                 "; expected <pods root>/<podUID>/volumes/<vendor~driver>/<name> or "
+                                 "<pods root>/<podUID>/volumes/kubernetes.io~csi/<name>/mount");
 }
 
 }  // namespace
@@ -97,8 +100,12 @@ Status ResolveTarget(const std::string& pods_root, const std::string& path, Targ
   if (resolved.compare(0, prefix.size(), prefix) != 0)
     return Invalid(path, "resolves to \"" + resolved + "\", outside the pods root \"" + pods_root + "\"");
   std::vector<std::string> rest = Split("/" + resolved.substr(prefix.size()));
-  if (rest.size() != 4 || rest[1] != "volumes")
+  bool csi = rest.size() == 5 && rest[2] == kCsiPluginDir;
+  // kubelet's CSI volume directory holds vol_data.json; the mount goes
+  // one level deeper.
+  if ((rest.size() != 4 && !csi) || rest[1] != "volumes" || (!csi && rest[2] == kCsiPluginDir))
     return Invalid(path, "resolves to \"" + resolved + "\"");
+  if (csi && !AllOf(rest[4], NameChar)) return Invalid(path, "has an invalid directory name \"" + rest[4] + "\"");
   if (!AllOf(rest[0], NameChar)) return Invalid(path, "has an invalid pod UID \"" + rest[0] + "\"");
   size_t tilde = rest[2].find('~');
   if (tilde == std::string::npos || tilde == 0 || tilde + 1 == rest[2].size() ||
@@ -117,6 +124,7 @@ Status ResolveTarget(const std::string& pods_root, const std::string& path, Targ
   out->pod_uid = rest[0];
   out->plugin = rest[2];
   out->name = rest[3];
+  out->leaf = csi ? rest[4] : "";
   return Status::Ok();
 }
 

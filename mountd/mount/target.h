@@ -1,9 +1,14 @@
 // Validation of pod volume directories ("targets").
 //
-// kubelet hands the driver <pods root>/<podUID>/volumes/<vendor~driver>/<name>.
+// kubelet hands a FlexVolume driver
+//   <pods root>/<podUID>/volumes/<vendor~driver>/<name>
+// and a CSI driver
+//   <pods root>/<podUID>/volumes/kubernetes.io~csi/<name>/mount
+// where it makes <name> and the driver makes (and removes) "mount".
 // nodevold mounts only there: a target must, after every symlink is
-// resolved, have exactly that form under the configured (resolved) pods
-// root. Anything else — "..", ".", empty components, NUL bytes, a symlink
+// resolved, have one of these forms under the configured (resolved) pods
+// root. (Any valid file name is taken for "mount": csi-sanity uses
+// "target", and the directory above is the pod's all the same.) Anything else — "..", ".", empty components, NUL bytes, a symlink
 // leading out, another root — is INVALID_ARGUMENT, decided before anything
 // on disk is touched.
 #pragma once
@@ -18,7 +23,8 @@ struct Target {
   std::string path;     // resolved absolute path
   std::string pod_uid;
   std::string plugin;   // "<vendor>~<driver>"
-  std::string name;
+  std::string name;     // the pod's volume (a PV's name, or an inline volume's)
+  std::string leaf;     // CSI: the directory the driver makes in <name>; "" for FlexVolume
   bool exists = false;  // the directory exists
 };
 

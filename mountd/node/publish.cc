@@ -2,6 +2,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -80,9 +81,10 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
     NODEVOL_RETURN_IF_ERROR(ValidateVolumeName(name));
   }
 
-  // kubelet makes the pod volume directory before it calls mount; one
-  // that is missing belongs to a pod that is gone.
-  if (!target.exists)
+  // kubelet makes a FlexVolume's pod volume directory before it calls
+  // mount; one that is missing belongs to a pod that is gone. A CSI
+  // target is the driver's to make (below), in a directory kubelet made.
+  if (!target.exists && target.leaf.empty())
     return Status::FailedPrecondition("target " + target.path + " does not exist; kubelet creates it before "
                                       "publishing, so its pod is gone or the path is wrong");
 
@@ -118,10 +120,12 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
   // another node's record only for the publications here: if this call
   // fails, either goes again (unless a publication already uses it).
   bool succeeded = false;
+  bool made_target = false;
   struct Cleanup {
     std::function<void()> fn;
     ~Cleanup() { fn(); }
   } cleanup{[&] {
+    if (!succeeded && made_target) ::rmdir(target.path.c_str());
     if (succeeded || !PublishedAt(name).empty()) return;
     if (args.inline_spec) {
       bool existed = false;
@@ -170,6 +174,11 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
 
   std::string source;
   NODEVOL_RETURN_IF_ERROR(b->Stage(rec, &source).WithContext("stage volume " + name));
+  if (!target.exists) {
+    if (::mkdir(target.path.c_str(), 0750) != 0 && errno != EEXIST)
+      return Status::FromErrno("create target " + target.path, errno);
+    made_target = true;
+  }
   MountState ms;
   bool mounted_ro = false;
   NODEVOL_RETURN_IF_ERROR(InspectMount(source, target.path, &ms, &mounted_ro));
@@ -222,6 +231,23 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
   return Status::Ok();
 }
 
+namespace {
+
+// A CSI target is the driver's to remove once unmounted (the CSI spec);
+// kubelet then removes the directory above it. Only an empty directory
+// goes: files written there while nothing was mounted are left for a
+// person to look at.
+Status RemoveCsiTarget(const Target& target) {
+  if (target.leaf.empty() || !target.exists) return Status::Ok();
+  if (::rmdir(target.path.c_str()) == 0 || errno == ENOENT) return Status::Ok();
+  if (errno == ENOTEMPTY || errno == EEXIST)
+    return Status::FailedPrecondition("target " + target.path + " is unmounted but not empty: something wrote "
+                                      "into it while no volume was mounted there; look, then remove it by hand");
+  return Status::FromErrno("remove target " + target.path, errno);
+}
+
+}  // namespace
+
 Status Node::Unpublish(const std::string& path, bool* was_published) {
   Target target;
   NODEVOL_RETURN_IF_ERROR(ResolveTarget(pods_root_, path, &target, /*allow_missing_parent=*/true));
@@ -234,14 +260,16 @@ Status Node::Unpublish(const std::string& path, bool* was_published) {
     if (StatCached(target.path, false, &stx).ok() && (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT)) {
       // A bind of one of our volumes whose record was lost: kubelet's
       // teardown would otherwise retry forever.
-      if (ShowsKnownVolume(stx)) return Unmount(target.path);
-      return Status::FailedPrecondition("target " + target.path +
-                                        " is mounted, but not by nodevold; nodevold leaves it alone");
+      if (!ShowsKnownVolume(stx))
+        return Status::FailedPrecondition("target " + target.path +
+                                          " is mounted, but not by nodevold; nodevold leaves it alone");
+      NODEVOL_RETURN_IF_ERROR(Unmount(target.path));
     }
-    return Status::Ok();
+    return RemoveCsiTarget(target);
   }
   LockTable::Guard vg(&locks_, VolumeKey(pub.volume));
-  return UnpublishLocked(pub);
+  NODEVOL_RETURN_IF_ERROR(UnpublishLocked(pub));
+  return RemoveCsiTarget(target);
 }
 
 // Whether st (a mount root) shows a volume's directory: one a dir volume

@@ -85,6 +85,48 @@ TEST_F(TargetTest, SymlinkWithinTheRootIsJudgedByWhereItLeads) {
   EXPECT_EQ(ResolveTarget(root_, Vol("/up"), &t).code(), Status::Code::kInvalidArgument);
 }
 
+TEST_F(TargetTest, AcceptsKubeletsCsiForm) {
+  // kubelet makes <pv>; the driver makes (and removes) "mount" in it.
+  std::string pv = root_ + "/uid-1/volumes/kubernetes.io~csi/pv-1";
+  fs::create_directories(pv);
+  Target t;
+  ASSERT_TRUE(ResolveTarget(root_, pv + "/mount", &t).ok());
+  EXPECT_EQ(t.path, pv + "/mount");
+  EXPECT_EQ(t.pod_uid, "uid-1");
+  EXPECT_EQ(t.plugin, "kubernetes.io~csi");
+  EXPECT_EQ(t.name, "pv-1");
+  EXPECT_EQ(t.leaf, "mount");
+  EXPECT_FALSE(t.exists);
+  fs::create_directory(pv + "/mount");
+  ASSERT_TRUE(ResolveTarget(root_, pv + "/mount", &t).ok());
+  EXPECT_TRUE(t.exists);
+  // The FlexVolume form has no leaf.
+  ASSERT_TRUE(ResolveTarget(root_, Vol("/data"), &t).ok());
+  EXPECT_EQ(t.leaf, "");
+}
+
+TEST_F(TargetTest, RejectsOtherCsiShapes) {
+  std::string csi = root_ + "/uid-1/volumes/kubernetes.io~csi";
+  fs::create_directories(csi + "/pv-1/mount");
+  fs::create_directories(root_ + "/uid-1/volumes/other~csi/pv-1");
+  Target t;
+  for (const std::string& bad : {csi + "/pv-1",                 // kubelet's directory itself
+                                 csi + "/pv-1/mount/deeper",    // inside a mount
+                                 csi + "/pv-1/..",              // lexical tricks
+                                 csi + "/pv-1/mount/..",
+                                 root_ + "/uid-1/volumes/other~csi/pv-1/mount",  // five components elsewhere
+                                 csi + "/pv-1/bad name"}) {
+    EXPECT_EQ(ResolveTarget(root_, bad, &t).code(), Status::Code::kInvalidArgument) << "accepted: " << bad;
+  }
+  // A leaf that is a symlink leading out is judged by where it leads.
+  fs::create_directory_symlink(base_ + "/outside/x", csi + "/pv-1/evil");
+  EXPECT_EQ(ResolveTarget(root_, csi + "/pv-1/evil", &t).code(), Status::Code::kInvalidArgument);
+  // A missing parent (the pod is gone): refused, unless unpublishing.
+  EXPECT_EQ(ResolveTarget(root_, csi + "/pv-2/mount", &t).code(), Status::Code::kInvalidArgument);
+  EXPECT_TRUE(ResolveTarget(root_, csi + "/pv-2/mount", &t, true).ok());
+  EXPECT_FALSE(t.exists);
+}
+
 TEST_F(TargetTest, ARegularFileIsNotATarget) {
   fs::remove(Vol("/data"));
   { std::ofstream(Vol("/data")) << "x"; }

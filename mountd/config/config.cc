@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -100,6 +101,7 @@ Status ParsePoolSpec(const std::string& spec, PoolConfig* out) {
 Status ParseConfig(int argc, const char* const* argv, Config* c, ParseOutcome* outcome, std::string* text) {
   *outcome = ParseOutcome::kRun;
   std::vector<std::string> pools;
+  std::string csi;
   po::options_description general("nodevold options (flags, or key = value in the config file)");
   general.add_options()
       ("help,h", "print this help and exit")
@@ -142,7 +144,12 @@ Status ParseConfig(int argc, const char* const* argv, Config* c, ParseOutcome* o
        "clients --metrics-address serves at once; more are closed at accept")
       ("kubelet-plugin-dir", po::value(&c->kubelet_plugin_dir),
        "kubelet's FlexVolume plugin dir, where the packages install nodevol-flex (default: what the "
-       "kubelet's flags or config say, else /usr/libexec/kubernetes/kubelet-plugins/volume/exec)");
+       "kubelet's flags or config say, else /usr/libexec/kubernetes/kubelet-plugins/volume/exec)")
+      ("kubelet-root", po::value(&c->kubelet_root)->default_value(c->kubelet_root),
+       "kubelet's --root-dir (default: the parent of --pods-root when only that is given)")
+      ("csi", po::value(&csi)->default_value("on"),
+       "on: serve kubelet as the CSI driver nodevol.io (csi.sock under <kubelet-root>/plugins/nodevol.io, "
+       "registered through <kubelet-root>/plugins_registry); off: FlexVolume and the Node API only");
 
   po::variables_map vm;
   try {
@@ -173,7 +180,16 @@ Status ParseConfig(int argc, const char* const* argv, Config* c, ParseOutcome* o
 
   NODEVOL_RETURN_IF_ERROR(CheckAbsolute("socket", c->socket));
   NODEVOL_RETURN_IF_ERROR(CheckAbsolute("state-dir", c->state_dir));
+  NODEVOL_RETURN_IF_ERROR(CheckAbsolute("kubelet-root", c->kubelet_root));
   NODEVOL_RETURN_IF_ERROR(CheckAbsolute("pods-root", c->pods_root));
+  while (c->kubelet_root.size() > 1 && c->kubelet_root.back() == '/') c->kubelet_root.pop_back();
+  while (c->pods_root.size() > 1 && c->pods_root.back() == '/') c->pods_root.pop_back();
+  if (vm["kubelet-root"].defaulted() && !vm["pods-root"].defaulted())
+    c->kubelet_root = std::filesystem::path(c->pods_root).parent_path().string();
+  else if (vm["pods-root"].defaulted())
+    c->pods_root = c->kubelet_root + "/pods";
+  if (csi != "on" && csi != "off") return Status::InvalidArgument("--csi must be on or off, not \"" + csi + "\"");
+  c->csi = csi == "on";
   if (!c->kubelet_plugin_dir.empty())
     NODEVOL_RETURN_IF_ERROR(CheckAbsolute("kubelet-plugin-dir", c->kubelet_plugin_dir));
   static const std::set<std::string> kLevels = {"trace", "debug", "info", "warn", "error"};

@@ -46,6 +46,14 @@ struct Config {
   // there (empty: the kubelet's own setting or the default, found by
   // /usr/lib/nodevol/maint); nodevold only warns when the driver is missing.
   std::string kubelet_plugin_dir;
+  // kubelet's --root-dir. Its pods directory is <kubelet root>/pods, so
+  // either option gives the other: a --pods-root alone means its parent,
+  // a --kubelet-root alone its pods/.
+  std::string kubelet_root = "/var/lib/kubelet";
+  // The CSI front door (docs/csi.md): csi.sock under <kubelet
+  // root>/plugins/nodevol.io/ and kubelet's registration socket under
+  // <kubelet root>/plugins_registry/.
+  bool csi = true;
 };
 
 // Outcome of parsing: run, or print `text` to stdout and exit 0.

@@ -17,6 +17,11 @@
 #include "config/config.h"
 #include "daemon/fd_limit.h"
 #include "daemon/logging.h"
+#include "csi/controller_service.h"
+#include "csi/driver.h"
+#include "csi/identity_service.h"
+#include "csi/node_service.h"
+#include "csi/registrar.h"
 #include "daemon/socket_probe.h"
 #include "metrics/http_server.h"
 #include "metrics/metrics.h"
@@ -44,7 +49,7 @@ Status PrepareSocket(const std::string& path) {
   NODEVOL_RETURN_IF_ERROR(EnsureDir(p.parent_path().string(), 0755, /*enforce_mode=*/false));
   struct stat st;
   if (::lstat(path.c_str(), &st) == 0) {
-    if (!S_ISSOCK(st.st_mode)) return Status::FailedPrecondition("--socket " + path + " exists and is not a socket");
+    if (!S_ISSOCK(st.st_mode)) return Status::FailedPrecondition(path + " exists and is not a socket; remove it");
     ::unlink(path.c_str());
   }
   return Status::Ok();
@@ -170,6 +175,36 @@ int Run(const Config& c) {
                  c.tls_refresh_seconds);
   }
 
+  // The CSI front door: kubelet's other way in, to the same Node. The CSI
+  // socket answers before the registration socket appears (kubelet dials
+  // it for NodeGetInfo as soon as it sees the registration).
+  CallRunner csi_calls(&registry, "csi");
+  csi::IdentityService csi_identity([&](std::string* why) {
+    *why = probe.Failure();
+    return why->empty();
+  });
+  csi::NodeService csi_node(&node, &capacity, &csi_calls, c.node_name);
+  csi::ControllerService csi_controller(&node, &capacity, &csi_calls, c.node_name);
+  std::unique_ptr<grpc::Server> csi_server;
+  const std::string csi_socket = c.kubelet_root + "/plugins/" + csi::kDriverName + "/csi.sock";
+  csi::Registrar registrar({c.kubelet_root + "/plugins_registry/" + csi::kDriverName + "-reg.sock", csi_socket,
+                            csi::kDriverName});
+  if (c.csi) {
+    if (st = PrepareSocket(csi_socket); !st.ok()) return Fail(st.WithContext("--csi"));
+    grpc::ServerBuilder b;
+    b.AddListeningPort("unix:" + csi_socket, grpc::InsecureServerCredentials());
+    b.RegisterService(&csi_identity);
+    b.RegisterService(&csi_node);
+    b.RegisterService(&csi_controller);
+    csi_server = b.BuildAndStart();
+    if (!csi_server) return Fail(Status::Unavailable("cannot listen on unix socket " + csi_socket));
+    if (::chmod(csi_socket.c_str(), 0600) != 0) return Fail(Status::FromErrno("chmod " + csi_socket, errno));
+    if (st = EnsureDir(c.kubelet_root + "/plugins_registry", 0750, /*enforce_mode=*/false); !st.ok()) return Fail(st);
+    if (st = registrar.Start(); !st.ok()) return Fail(st.WithContext("--csi: kubelet registration"));
+    spdlog::info("CSI driver {} on {}, registered with kubelet through {}", csi::kDriverName, csi_socket,
+                 c.kubelet_root + "/plugins_registry");
+  }
+
   spdlog::info("ready: {} pools, {} drift findings", c.pools.size(), node.Drift().size());
   probe.Run();
   sd_notifyf(0, "READY=1\nSTATUS=serving on %s", c.socket.c_str());
@@ -203,22 +238,28 @@ int Run(const Config& c) {
   }
 
   sd_notify(0, "STOPPING=1");
+  // kubelet deregisters the driver when the registration socket goes;
+  // the CSI socket stays until the end for calls in flight.
+  registrar.Stop();
   service.Shutdown();
   remote_service.Shutdown();
   capacity.Stop();
   auto grace = std::chrono::steady_clock::now() + std::chrono::seconds(c.shutdown_grace_seconds);
-  if (!service.WaitIdle(grace) || !remote_service.WaitIdle(grace))
+  if (!service.WaitIdle(grace) || !remote_service.WaitIdle(grace) || !csi_calls.WaitIdle(grace))
     spdlog::warn("operations still running after {} s; stopping anyway", c.shutdown_grace_seconds);
   // Nothing is running now: cancel whatever arrives meanwhile instead of
   // waiting for idle client connections to close.
   relay.Stop();
   if (remote_server) remote_server->Shutdown(std::chrono::system_clock::now());
   server->Shutdown(std::chrono::system_clock::now());
+  if (csi_server) csi_server->Shutdown(std::chrono::system_clock::now());
   if (remote_server) remote_server->Wait();
+  if (csi_server) csi_server->Wait();
   server->Wait();
   http.Stop();
   ::unlink(c.socket.c_str());
   if (remote_server) ::unlink(relay_socket.c_str());
+  if (csi_server) ::unlink(csi_socket.c_str());
   spdlog::info("stopped");
   return 0;
 }

@@ -13,11 +13,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-grpc::Status ToGrpc(const Status& st) {
-  if (st.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(st.code()), st.message());
-}
-
 v1::VolumeState ToProto(VolumeState s) {
   switch (s) {
     case VolumeState::kCreating: return v1::VOLUME_STATE_CREATING;
@@ -63,7 +58,8 @@ void ToProto(const std::vector<PoolCapacityView>& pools, v1::GetCapacityResponse
 NodeService::NodeService(Node* node, CapacityMonitor* capacity, metrics::Registry* metrics, std::string node_name,
                          unsigned default_heartbeat_seconds, Listener listener)
     : node_(node), capacity_(capacity), metrics_(metrics), node_name_(std::move(node_name)),
-      heartbeat_seconds_(default_heartbeat_seconds), listener_(listener) {}
+      heartbeat_seconds_(default_heartbeat_seconds), listener_(listener),
+      calls_(metrics, listener == Listener::kRemote ? "tcp" : "") {}
 
 Status NodeService::LocalOnly(const char* method) const {
   if (listener_ == Listener::kLocal) return Status::Ok();
@@ -75,28 +71,12 @@ Status NodeService::LocalOnly(const char* method) const {
 template <typename Fn>
 grpc::Status NodeService::Run(const char* method, const std::string& volume, const std::string& target, Fn fn,
                               bool probe) {
-  auto start = Clock::now();
-  ++in_flight_;
-  Status st = fn();
-  --in_flight_;
-  double secs = std::chrono::duration<double>(Clock::now() - start).count();
   // nodevold's own health probe (daemon/socket_probe.h) calls every few
   // seconds: neither a metric nor an info line each time.
-  if (metrics_ && !probe) metrics_->ObserveRpc(method, st.code_name(), secs);
-  auto level = !st.ok() ? spdlog::level::warn : probe ? spdlog::level::trace : spdlog::level::info;
-  spdlog::log(level, "{} volume={} target={} duration_ms={:.3f} outcome={}{}{}{}", method,
-              volume.empty() ? "-" : volume, target.empty() ? "-" : target, secs * 1000, st.code_name(),
-              st.ok() ? "" : " error=", st.message(), listener_ == Listener::kRemote ? " via=tcp" : "");
-  return ToGrpc(st);
+  return calls_.Run(method, volume, target, fn, probe);
 }
 
-bool NodeService::WaitIdle(Clock::time_point deadline) {
-  while (in_flight_.load() > 0) {
-    if (Clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return true;
-}
+bool NodeService::WaitIdle(Clock::time_point deadline) { return calls_.WaitIdle(deadline); }
 
 grpc::Status NodeService::GetInfo(grpc::ServerContext* ctx, const v1::GetInfoRequest*, v1::GetInfoResponse* resp) {
   bool probe = listener_ == Listener::kLocal && ctx->client_metadata().count(kProbeMetadata);

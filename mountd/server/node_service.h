@@ -13,6 +13,7 @@
 #include <chrono>
 
 #include "metrics/metrics.h"
+#include "server/call_runner.h"
 #include "node/capacity_monitor.h"
 #include "node/node.h"
 #include "nodevol/v1/node.grpc.pb.h"
@@ -66,7 +67,7 @@ class NodeService final : public v1::Node::Service {
   unsigned heartbeat_seconds_;
   Listener listener_;
   std::atomic<bool> shutting_down_{false};
-  std::atomic<int> in_flight_{0};
+  CallRunner calls_;
 };
 
 }  // namespace nodevol

@@ -165,9 +165,11 @@ TEST(IdentityService, NamesTheDriverAndAnswersProbeFromTheDaemon) {
   EXPECT_EQ(info.vendor_version(), Version());
   ::csi::v1::GetPluginCapabilitiesResponse caps;
   ASSERT_TRUE(s.GetPluginCapabilities(&ctx, nullptr, &caps).ok());
-  ASSERT_EQ(caps.capabilities_size(), 1);
+  ASSERT_EQ(caps.capabilities_size(), 3);
   EXPECT_EQ(caps.capabilities(0).service().type(),
             ::csi::v1::PluginCapability::Service::VOLUME_ACCESSIBILITY_CONSTRAINTS);
+  EXPECT_EQ(caps.capabilities(1).service().type(), ::csi::v1::PluginCapability::Service::CONTROLLER_SERVICE);
+  EXPECT_EQ(caps.capabilities(2).volume_expansion().type(), ::csi::v1::PluginCapability::VolumeExpansion::ONLINE);
   ::csi::v1::ProbeResponse probe;
   ASSERT_TRUE(s.Probe(&ctx, nullptr, &probe).ok());
   EXPECT_FALSE(probe.ready().value());

@@ -1,0 +1,220 @@
+#include "csi/controller_service.h"
+
+#include "base/names.h"
+#include "csi/capability.h"
+#include "csi/driver.h"
+
+namespace nodevol::csi {
+namespace {
+
+constexpr uint64_t kDefaultSize = uint64_t{1} << 30;  // a CO that asks for no size gets 1 GiB
+constexpr char kFsTypeParam[] = "csi.storage.k8s.io/fstype";
+constexpr char kPvcNamespaceParam[] = "csi.storage.k8s.io/pvc/namespace";
+constexpr char kClaimNamespace[] = "nodevol.io/pvc-namespace";
+
+std::string PoolNames(const std::vector<PoolView>& pools) {
+  std::string s;
+  for (const PoolView& p : pools) s += (s.empty() ? "" : ", ") + p.name;
+  return s;
+}
+
+// Size from a capacity range: required, else limit, else the default.
+Status SizeFrom(const ::csi::v1::CapacityRange& r, uint64_t* out) {
+  if (r.required_bytes() < 0 || r.limit_bytes() < 0)
+    return Status::InvalidArgument("capacity_range: byte counts must not be negative");
+  if (r.limit_bytes() && r.required_bytes() > r.limit_bytes())
+    return Status::InvalidArgument("capacity_range: required_bytes is above limit_bytes");
+  *out = r.required_bytes() ? r.required_bytes() : r.limit_bytes() ? r.limit_bytes() : kDefaultSize;
+  return Status::Ok();
+}
+
+bool InRange(uint64_t size, const ::csi::v1::CapacityRange& r) {
+  return size >= static_cast<uint64_t>(r.required_bytes()) &&
+         (!r.limit_bytes() || size <= static_cast<uint64_t>(r.limit_bytes()));
+}
+
+void Answer(const VolumeView& v, const std::string& node, ::csi::v1::Volume* out) {
+  out->set_volume_id(v.record.spec.name);
+  out->set_capacity_bytes(static_cast<int64_t>(v.record.spec.size_bytes));
+  (*out->mutable_volume_context())[kPoolKey] = v.record.spec.pool;
+  (*out->add_accessible_topology()->mutable_segments())[kTopologyKey] = node;
+}
+
+}  // namespace
+
+ControllerService::ControllerService(nodevol::Node* node, CapacityMonitor* capacity, CallRunner* calls,
+                                     std::string node_name)
+    : node_(node), capacity_(capacity), calls_(calls), node_name_(std::move(node_name)) {}
+
+Status ControllerService::PoolOf(const google::protobuf::Map<std::string, std::string>& parameters,
+                                 PoolView* out) const {
+  std::vector<PoolView> pools = node_->Pools();
+  auto it = parameters.find(kPoolKey);
+  if (it == parameters.end() || it->second.empty())
+    return Status::InvalidArgument("parameters.pool is required: name one of this node's pools (" +
+                                   PoolNames(pools) + ")");
+  for (const PoolView& p : pools)
+    if (p.name == it->second) {
+      *out = p;
+      return Status::Ok();
+    }
+  return Status::InvalidArgument("parameters.pool \"" + it->second + "\" is not configured on node " + node_name_ +
+                                 "; its pools: " + PoolNames(pools));
+}
+
+bool ControllerService::Admits(const ::csi::v1::TopologyRequirement& req) const {
+  if (req.requisite().empty()) return true;
+  for (const ::csi::v1::Topology& t : req.requisite()) {
+    auto it = t.segments().find(kTopologyKey);
+    if (it == t.segments().end() || it->second == node_name_) return true;
+  }
+  return false;
+}
+
+grpc::Status ControllerService::CreateVolume(grpc::ServerContext*, const ::csi::v1::CreateVolumeRequest* req,
+                                             ::csi::v1::CreateVolumeResponse* resp) {
+  return calls_->Run("csi.CreateVolume", req->name(), "", [&] {
+    if (req->name().empty()) return Status::InvalidArgument("name is required");
+    if (req->volume_capabilities().empty()) return Status::InvalidArgument("volume_capabilities are required");
+    if (req->has_volume_content_source())
+      return Status::InvalidArgument("volume_content_source: nodevol does not make volumes from snapshots or "
+                                     "other volumes yet");
+    PoolView pool;
+    NODEVOL_RETURN_IF_ERROR(PoolOf(req->parameters(), &pool));
+    VolumeSpec spec{req->name(), pool.name, 0, "", {}};
+    NODEVOL_RETURN_IF_ERROR(SizeFrom(req->capacity_range(), &spec.size_bytes));
+    for (const auto& cap : req->volume_capabilities()) {
+      Access a;
+      NODEVOL_RETURN_IF_ERROR(ParseCapability(cap, &a));
+      if (std::string why = Unsupported(pool.backend, cap); !why.empty()) return Status::InvalidArgument(why);
+      if (!a.fs_type.empty()) spec.fs_type = a.fs_type;
+    }
+    for (const auto& [k, v] : req->parameters()) {
+      if (k == kPoolKey) continue;
+      if (k == kFsTypeParam || k == kFsTypeKey) spec.fs_type = v;
+      else if (k == kPvcNamespaceParam) spec.parameters[kClaimNamespace] = v;
+      else if (k.rfind(kReservedPrefix, 0) != 0) spec.parameters[k] = v;
+    }
+    if (req->has_accessibility_requirements() && !Admits(req->accessibility_requirements()))
+      return Status::ResourceExhausted("the topology asked for does not include node " + node_name_ +
+                                       ", the only one this controller makes volumes on");
+    // The same name again: fine if what exists satisfies the request (a
+    // retry, or one after an expansion).
+    VolumeView v;
+    if (ValidateVolumeName(spec.name).ok() && node_->GetVolume(spec.name, &v).ok() &&
+        v.record.state == VolumeState::kReady && v.record.spec.pool == spec.pool &&
+        v.record.spec.fs_type == spec.fs_type && v.record.spec.parameters == spec.parameters) {
+      if (!InRange(v.record.spec.size_bytes, req->capacity_range()))
+        return Status::AlreadyExists("volume " + spec.name + " exists with " +
+                                     std::to_string(v.record.spec.size_bytes) + " bytes, outside the range asked");
+      Answer(v, node_name_, resp->mutable_volume());
+      return Status::Ok();
+    }
+    NODEVOL_RETURN_IF_ERROR(node_->CreateVolume(spec, &v));
+    capacity_->Poke();
+    Answer(v, node_name_, resp->mutable_volume());
+    return Status::Ok();
+  });
+}
+
+grpc::Status ControllerService::DeleteVolume(grpc::ServerContext*, const ::csi::v1::DeleteVolumeRequest* req,
+                                             ::csi::v1::DeleteVolumeResponse*) {
+  return calls_->Run("csi.DeleteVolume", req->volume_id(), "", [&] {
+    if (req->volume_id().empty()) return Status::InvalidArgument("volume_id is required");
+    // An id that is no volume name was never ours: nothing to delete.
+    if (!ValidateVolumeName(req->volume_id()).ok()) return Status::Ok();
+    bool existed = false;
+    NODEVOL_RETURN_IF_ERROR(node_->DeleteVolume(req->volume_id(), &existed));
+    if (existed) capacity_->Poke();
+    return Status::Ok();
+  });
+}
+
+grpc::Status ControllerService::ControllerExpandVolume(grpc::ServerContext*,
+                                                       const ::csi::v1::ControllerExpandVolumeRequest* req,
+                                                       ::csi::v1::ControllerExpandVolumeResponse* resp) {
+  return calls_->Run("csi.ControllerExpandVolume", req->volume_id(), "", [&] {
+    if (req->volume_id().empty()) return Status::InvalidArgument("volume_id is required");
+    if (!req->has_capacity_range()) return Status::InvalidArgument("capacity_range is required");
+    uint64_t size = 0;
+    NODEVOL_RETURN_IF_ERROR(SizeFrom(req->capacity_range(), &size));
+    VolumeView v;
+    if (!ValidateVolumeName(req->volume_id()).ok())
+      return Status::NotFound("volume " + req->volume_id() + " does not exist on this node");
+    NODEVOL_RETURN_IF_ERROR(node_->GetVolume(req->volume_id(), &v));
+    // Never shrinks: a volume already as big is a success (CSI's rule).
+    if (size > v.record.spec.size_bytes) {
+      NODEVOL_RETURN_IF_ERROR(node_->ExpandVolume(req->volume_id(), size, &v));
+      capacity_->Poke();
+    }
+    resp->set_capacity_bytes(static_cast<int64_t>(v.record.spec.size_bytes));
+    // The filesystem grew with the volume (online where it is mounted).
+    resp->set_node_expansion_required(false);
+    return Status::Ok();
+  });
+}
+
+grpc::Status ControllerService::ValidateVolumeCapabilities(grpc::ServerContext*,
+                                                           const ::csi::v1::ValidateVolumeCapabilitiesRequest* req,
+                                                           ::csi::v1::ValidateVolumeCapabilitiesResponse* resp) {
+  return calls_->Run("csi.ValidateVolumeCapabilities", req->volume_id(), "", [&] {
+    if (req->volume_id().empty()) return Status::InvalidArgument("volume_id is required");
+    if (req->volume_capabilities().empty()) return Status::InvalidArgument("volume_capabilities are required");
+    VolumeView v;
+    if (!ValidateVolumeName(req->volume_id()).ok())
+      return Status::NotFound("volume " + req->volume_id() + " does not exist on this node");
+    NODEVOL_RETURN_IF_ERROR(node_->GetVolume(req->volume_id(), &v));
+    for (const auto& cap : req->volume_capabilities()) {
+      Access a;
+      NODEVOL_RETURN_IF_ERROR(ParseCapability(cap, &a));
+      std::string why = Unsupported(v.record.backend, cap);
+      if (why.empty() && !a.fs_type.empty() && !v.record.spec.fs_type.empty() && a.fs_type != v.record.spec.fs_type)
+        why = "volume " + v.record.spec.name + " has filesystem " + v.record.spec.fs_type + ", not " + a.fs_type;
+      if (!why.empty()) {
+        resp->set_message(why);
+        return Status::Ok();
+      }
+    }
+    auto* c = resp->mutable_confirmed();
+    *c->mutable_volume_capabilities() = req->volume_capabilities();
+    *c->mutable_volume_context() = req->volume_context();
+    *c->mutable_parameters() = req->parameters();
+    return Status::Ok();
+  });
+}
+
+grpc::Status ControllerService::GetCapacity(grpc::ServerContext*, const ::csi::v1::GetCapacityRequest* req,
+                                            ::csi::v1::GetCapacityResponse* resp) {
+  return calls_->Run("csi.GetCapacity", "", "", [&] {
+    if (req->has_accessible_topology()) {
+      auto it = req->accessible_topology().segments().find(kTopologyKey);
+      if (it != req->accessible_topology().segments().end() && it->second != node_name_) return Status::Ok();
+    }
+    // Without a pool: the most one volume can get on this node (volumes
+    // do not span pools).
+    std::string pool;
+    if (auto it = req->parameters().find(kPoolKey); it != req->parameters().end()) {
+      PoolView p;
+      NODEVOL_RETURN_IF_ERROR(PoolOf(req->parameters(), &p));
+      pool = p.name;
+    }
+    std::vector<PoolCapacityView> pools;
+    NODEVOL_RETURN_IF_ERROR(node_->GetCapacity(pool, &pools));
+    uint64_t best = 0;
+    for (const PoolCapacityView& p : pools) best = std::max(best, p.free_bytes);
+    resp->set_available_capacity(static_cast<int64_t>(best));
+    resp->mutable_maximum_volume_size()->set_value(static_cast<int64_t>(best));
+    return Status::Ok();
+  });
+}
+
+grpc::Status ControllerService::ControllerGetCapabilities(grpc::ServerContext*,
+                                                          const ::csi::v1::ControllerGetCapabilitiesRequest*,
+                                                          ::csi::v1::ControllerGetCapabilitiesResponse* resp) {
+  using Rpc = ::csi::v1::ControllerServiceCapability::RPC;
+  for (Rpc::Type t : {Rpc::CREATE_DELETE_VOLUME, Rpc::EXPAND_VOLUME, Rpc::GET_CAPACITY})
+    resp->add_capabilities()->mutable_rpc()->set_type(t);
+  return grpc::Status::OK;
+}
+
+}  // namespace nodevol::csi

@@ -1,0 +1,64 @@
+// CallRunner: what every RPC of nodevold's gRPC services does around its
+// domain call, whichever front door it came through (the Node API, CSI):
+// count it in flight, so a stop can wait for running operations; time it;
+// log one line (method, volume, target, duration, outcome); feed the
+// metrics; and turn the domain's Status into a grpc::Status.
+#pragma once
+
+#include <spdlog/spdlog.h>
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "base/status.h"
+#include "metrics/metrics.h"
+
+namespace nodevol {
+
+inline grpc::Status ToGrpc(const Status& st) {
+  if (st.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(st.code()), st.message());
+}
+
+class CallRunner {
+ public:
+  // via: appended to every log line as via=<via> (empty: nothing); method
+  // names are logged and counted as given.
+  CallRunner(metrics::Registry* metrics, std::string via) : metrics_(metrics), via_(std::move(via)) {}
+
+  // quiet: a health probe's call, logged at trace level and not counted.
+  template <typename Fn>
+  grpc::Status Run(const char* method, const std::string& volume, const std::string& target, Fn fn,
+                   bool quiet = false) {
+    auto start = std::chrono::steady_clock::now();
+    ++in_flight_;
+    Status st = fn();
+    --in_flight_;
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (metrics_ && !quiet) metrics_->ObserveRpc(method, st.code_name(), secs);
+    auto level = !st.ok() ? spdlog::level::warn : quiet ? spdlog::level::trace : spdlog::level::info;
+    spdlog::log(level, "{} volume={} target={} duration_ms={:.3f} outcome={}{}{}{}{}", method,
+                volume.empty() ? "-" : volume, target.empty() ? "-" : target, secs * 1000, st.code_name(),
+                st.ok() ? "" : " error=", st.message(), via_.empty() ? "" : " via=", via_);
+    return ToGrpc(st);
+  }
+
+  // Waits until no call is running, or until the deadline; false on timeout.
+  bool WaitIdle(std::chrono::steady_clock::time_point deadline) const {
+    while (in_flight_.load() > 0) {
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return true;
+  }
+
+ private:
+  metrics::Registry* metrics_;
+  std::string via_;
+  std::atomic<int> in_flight_{0};
+};
+
+}  // namespace nodevol

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# csi-sanity (kubernetes-csi/csi-test, built by build-csi-sanity) against a
+# real nodevold's CSI socket: Identity, the local Controller and Node, with
+# real mounts, so run as root. Targets are made the way kubelet makes them,
+# under the sandbox's <kubelet root>/pods/<uid>/volumes/kubernetes.io~csi/,
+# since nodevold mounts nowhere else.
+#
+#   csi_sanity_test.sh NODEVOLD POOL_SPEC ACCESS SIZE
+#     POOL_SPEC  a --pool for nodevold without name= (the pool is "sanity";
+#                a "@" in it stands for the sandbox, e.g. backend=dir,path=@/pool)
+#     ACCESS     mount | block (-csi.testvolumeaccesstype)
+#     SIZE       bytes of each test volume
+#
+# Fails on any failed spec, and on skips other than those sanity-skips.txt
+# lists (a capability gained or lost changes what is tested). Exit 77 when
+# csi-sanity is not built or not root (CI: scripts/test builds it first).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+nodevold=$1 pool_spec=$2 access=$3 size=$4
+[[ $(id -u) == 0 ]] || { echo "csi_sanity_test: needs root (real mounts)"; exit 77; }
+sanity=$("$here/build-csi-sanity" --check) || { echo "csi_sanity_test: csi-sanity not built: tests/csi/build-csi-sanity"; exit 77; }
+
+sb=$(mktemp -d /tmp/nodevol-csi-sanity.XXXXXX)
+pid=
+cleanup() {
+  [[ -n $pid ]] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  # Anything left mounted below the sandbox is a leak; the test already
+  # failed on it, this only tidies up.
+  grep -o " $sb/[^ ]*" /proc/self/mountinfo | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
+  rm -rf "$sb"
+}
+trap cleanup EXIT
+kroot=$sb/kubelet
+mkdir -p "$kroot/pods" "$sb/state" "$sb/pool"
+: >"$sb/nodevold.conf"
+"$nodevold" --config "$sb/nodevold.conf" --socket "$sb/nodevold.sock" --state-dir "$sb/state" \
+  --kubelet-root "$kroot" --pool "name=sanity,${pool_spec//@/$sb}" --metrics-address off \
+  --log-target stderr --log-level debug 2>"$sb/nodevold.log" &
+pid=$!
+csi=$kroot/plugins/nodevol.io/csi.sock
+for _ in $(seq 100); do [[ -S $csi ]] && break; sleep 0.1; done
+[[ -S $csi ]] || { cat "$sb/nodevold.log"; echo "csi_sanity_test: no CSI socket $csi"; exit 1; }
+
+# csi-sanity's path commands: a pod volume directory as kubelet makes one
+# (<pods>/<uid>/volumes/kubernetes.io~csi/<pv>), its removal, and what a
+# path is now.
+cat >"$sb/mkpath" <<EOS
+#!/bin/sh
+d=$kroot/pods/\$(cat /proc/sys/kernel/random/uuid)/volumes/kubernetes.io~csi/pv-\$(basename "\$1")
+mkdir -p "\$d" && echo "\$d"
+EOS
+cat >"$sb/rmpath" <<'EOS'
+#!/bin/sh
+rmdir "$1" && rmdir "$(dirname "$(dirname "$(dirname "$1")")")/volumes/kubernetes.io~csi" "$(dirname "$(dirname "$(dirname "$1")")")/volumes" "$(dirname "$(dirname "$(dirname "$1")")")"
+EOS
+cat >"$sb/checkpath" <<'EOS'
+#!/bin/sh
+if [ -L "$1" ]; then echo other; elif [ -d "$1" ]; then echo directory; elif [ -f "$1" ]; then echo file
+elif [ -e "$1" ]; then echo other; else echo not_found; fi
+EOS
+chmod +x "$sb/mkpath" "$sb/rmpath" "$sb/checkpath"
+echo "pool: sanity" >"$sb/params.yaml"
+
+rc=0
+"$sanity" -csi.endpoint "$csi" -csi.testvolumeaccesstype "$access" -csi.testvolumesize "$size" \
+  -csi.testvolumeexpandsize "$((size * 2))" -csi.testvolumeparameters "$sb/params.yaml" \
+  -csi.createmountpathcmd "$sb/mkpath" -csi.createstagingpathcmd "$sb/mkpath" \
+  -csi.removemountpathcmd "$sb/rmpath" -csi.removestagingpathcmd "$sb/rmpath" -csi.checkpathcmd "$sb/checkpath" \
+  -ginkgo.v -ginkgo.no-color >"$sb/sanity.out" 2>&1 || rc=$?
+grep -E "^(Ran|SUCCESS|FAIL)|Passed \|" "$sb/sanity.out" || true
+if ((rc != 0)); then
+  grep -E "^\s*\[FAIL\]|\[FAILED\]" "$sb/sanity.out" | head -40
+  echo "--- nodevold log (tail)"; tail -60 "$sb/nodevold.log"
+  echo "csi_sanity_test: csi-sanity failed (rc $rc)"; exit 1
+fi
+
+# Skips: exactly the listed ones.
+seen=$(awk '/^S \[SKIPPED\]/{s=1; next} s && /\[SKIPPED\] [^i[]/{sub(/^ *\[SKIPPED\] /,""); print; s=0}' \
+  "$sb/sanity.out" | sort -u)
+listed=$(grep -v '^#' "$here/sanity-skips.txt" | sed 's/ | .*//' | sort -u)
+unexpected=$(comm -23 <(echo "$seen") <(echo "$listed"))
+gone=$(comm -13 <(echo "$seen") <(echo "$listed"))
+echo "skipped ($(grep -c '^S \[SKIPPED\]' "$sb/sanity.out") specs), by reason:"
+echo "$seen" | sed 's/^/  /'
+if [[ -n $unexpected ]]; then echo "csi_sanity_test: skips sanity-skips.txt does not list:"; echo "$unexpected"; exit 1; fi
+if [[ $access == mount && -n $gone ]]; then
+  echo "csi_sanity_test: listed skips that no longer happen (update sanity-skips.txt):"; echo "$gone"; exit 1
+fi
+
+# Nothing left behind: no mount below the sandbox, no volume.
+if grep -q " $sb/" /proc/self/mountinfo; then
+  grep " $sb/" /proc/self/mountinfo; echo "csi_sanity_test: mounts leaked"; exit 1
+fi
+left=$(find "$sb/state" -name '*.json' -path '*volumes*' | wc -l)
+((left == 0)) || { find "$sb/state"; echo "csi_sanity_test: $left volume records left"; exit 1; }
+echo "csi_sanity_test: ok"

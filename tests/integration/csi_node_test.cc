@@ -1,0 +1,208 @@
+// The CSI front door of a real nodevold (csi.v1.Node on <kubelet
+// root>/plugins/nodevol.io/csi.sock), with what csi-sanity does not ask:
+// kubelet's own paths, pod identity from podInfoOnMount, inline volumes,
+// fsGroup handed over as volume_mount_group, and refusals that change
+// nothing.
+#include <gtest/gtest.h>
+#include <grpcpp/grpcpp.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "csi/v1/csi.grpc.pb.h"
+#include "daemon_fixture.h"
+
+namespace nodevol::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using ::csi::v1::NodePublishVolumeRequest;
+
+class CsiNodeTest : public DaemonFixture {
+ protected:
+  void SetUp() override {
+    DaemonFixture::SetUp();
+    StartDaemon();
+    // --pods-root <root>/pods: the kubelet root is <root>.
+    std::string sock = root_ + "/plugins/nodevol.io/csi.sock";
+    node_ = ::csi::v1::Node::NewStub(grpc::CreateChannel("unix:" + sock, grpc::InsecureChannelCredentials()));
+  }
+
+  // kubelet's volume directory of a CSI volume in a pod; the driver's
+  // target is <it>/mount.
+  std::string PodDir(const std::string& uid, const std::string& pv) {
+    std::string d = pods_root_ + "/" + uid + "/volumes/kubernetes.io~csi/" + pv;
+    fs::create_directories(d);
+    return d;
+  }
+
+  NodePublishVolumeRequest Request(const std::string& volume, const std::string& target, const std::string& ns) {
+    NodePublishVolumeRequest r;
+    r.set_volume_id(volume);
+    r.set_target_path(target);
+    r.mutable_volume_capability()->mutable_mount();
+    r.mutable_volume_capability()->mutable_access_mode()->set_mode(
+        ::csi::v1::VolumeCapability::AccessMode::SINGLE_NODE_WRITER);
+    auto& ctx = *r.mutable_volume_context();
+    ctx["pool"] = "default";
+    ctx["csi.storage.k8s.io/pod.namespace"] = ns;
+    ctx["csi.storage.k8s.io/pod.name"] = "app";
+    ctx["csi.storage.k8s.io/ephemeral"] = "false";
+    return r;
+  }
+
+  grpc::Status Publish(const NodePublishVolumeRequest& r) {
+    grpc::ClientContext c;
+    c.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    ::csi::v1::NodePublishVolumeResponse resp;
+    return node_->NodePublishVolume(&c, r, &resp);
+  }
+
+  grpc::Status Unpublish(const std::string& volume, const std::string& target) {
+    grpc::ClientContext c;
+    ::csi::v1::NodeUnpublishVolumeRequest r;
+    r.set_volume_id(volume);
+    r.set_target_path(target);
+    ::csi::v1::NodeUnpublishVolumeResponse resp;
+    return node_->NodeUnpublishVolume(&c, r, &resp);
+  }
+
+  // A volume the provisioner would make for a claim in namespace `ns`.
+  void MakeVolume(const std::string& name, const std::string& ns) {
+    grpc::ClientContext c;
+    v1::CreateVolumeRequest r;
+    r.set_name(name);
+    r.set_pool("default");
+    r.set_size_bytes(64 << 20);
+    (*r.mutable_parameters())["nodevol.io/pvc-namespace"] = ns;
+    v1::CreateVolumeResponse resp;
+    ASSERT_TRUE(stub()->CreateVolume(&c, r, &resp).ok());
+  }
+
+  std::unique_ptr<::csi::v1::Node::Stub> node_;
+};
+
+TEST_F(CsiNodeTest, PublishesAtKubeletsPathAndRemovesWhatItMade) {
+  MakeVolume("pv-a", "team");
+  std::string dir = PodDir("pod-1", "pv-a");
+  std::string target = dir + "/mount";
+  ASSERT_TRUE(Publish(Request("pv-a", target, "team")).ok());
+  EXPECT_TRUE(IsMountPoint(target));
+  std::ofstream(target + "/hello") << "from the pod";
+  // Again: the same answer, nothing more mounted (kubelet retries).
+  ASSERT_TRUE(Publish(Request("pv-a", target, "team")).ok());
+  EXPECT_EQ(MountsBelow(dir), 1);
+
+  ASSERT_TRUE(Unpublish("pv-a", target).ok());
+  EXPECT_FALSE(IsMountPoint(target));
+  EXPECT_FALSE(fs::exists(target)) << "the driver removes the target it made";
+  EXPECT_TRUE(fs::exists(dir)) << "kubelet's directory is kubelet's";
+  ASSERT_TRUE(Unpublish("pv-a", target).ok()) << "idempotent";
+  // The data stays with the volume.
+  std::string again = PodDir("pod-2", "pv-a") + "/mount";
+  ASSERT_TRUE(Publish(Request("pv-a", again, "team")).ok());
+  std::string text;
+  {
+    std::ifstream in(again + "/hello");
+    std::getline(in, text);
+  }
+  EXPECT_EQ(text, "from the pod");
+  ASSERT_TRUE(Unpublish("pv-a", again).ok());
+}
+
+TEST_F(CsiNodeTest, RefusesTargetsKubeletNeverGivesAndChangesNothing) {
+  MakeVolume("pv-b", "team");
+  std::string dir = PodDir("pod-1", "pv-b");
+  fs::create_directories(root_ + "/elsewhere");
+  for (const std::string& bad : {dir,                                     // kubelet's own directory
+                                 root_ + "/elsewhere/mount",              // outside the pods root
+                                 pods_root_ + "/pod-1/volumes/x~y/pv-b/mount",  // another plugin's
+                                 dir + "/../pv-b/mount"}) {
+    grpc::Status st = Publish(Request("pv-b", bad, "team"));
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << bad << ": " << st.error_message();
+  }
+  EXPECT_FALSE(fs::exists(root_ + "/elsewhere/mount"));
+  EXPECT_EQ(MountsBelow(root_), 0);
+  // A symlink where the target goes, leading out: judged by where it leads.
+  fs::create_directory_symlink(root_ + "/elsewhere", dir + "/mount");
+  EXPECT_EQ(Publish(Request("pv-b", dir + "/mount", "team")).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(MountsBelow(root_), 0);
+}
+
+TEST_F(CsiNodeTest, APodOfAnotherNamespaceGetsNothing) {
+  MakeVolume("pv-c", "team");
+  std::string target = PodDir("pod-1", "pv-c") + "/mount";
+  grpc::Status st = Publish(Request("pv-c", target, "intruder"));
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED) << st.error_message();
+  EXPECT_FALSE(fs::exists(target));
+  EXPECT_EQ(MountsBelow(pods_root_), 0);
+}
+
+TEST_F(CsiNodeTest, InlineVolumeLivesAndDiesWithItsPublication) {
+  std::string target = PodDir("pod-9", "scratch") + "/mount";
+  NodePublishVolumeRequest r = Request("csi-0123abcd", target, "team");
+  auto& ctx = *r.mutable_volume_context();
+  ctx["csi.storage.k8s.io/ephemeral"] = "true";
+  ctx["size"] = "32Mi";
+  ASSERT_TRUE(Publish(r).ok());
+  EXPECT_TRUE(IsMountPoint(target));
+  std::vector<v1::Volume> vols = ListVolumes();
+  ASSERT_EQ(vols.size(), 1u);
+  EXPECT_TRUE(vols[0].ephemeral());
+  EXPECT_EQ(vols[0].size_bytes(), 32u << 20);
+  ASSERT_TRUE(Unpublish("csi-0123abcd", target).ok());
+  EXPECT_TRUE(ListVolumes().empty()) << "an inline volume goes with its pod";
+
+  // What a pod author may not ask for: refused, nothing made.
+  ctx["path"] = "/etc";
+  grpc::Status st = Publish(r);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
+  ctx.erase("path");
+  ctx["size"] = "lots";
+  EXPECT_EQ(Publish(r).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(ListVolumes().empty());
+  EXPECT_FALSE(fs::exists(target));
+}
+
+TEST_F(CsiNodeTest, VolumeMountGroupIsTheDomainsFsGroup) {
+  MakeVolume("pv-d", "team");
+  std::string target = PodDir("pod-1", "pv-d") + "/mount";
+  NodePublishVolumeRequest r = Request("pv-d", target, "team");
+  r.mutable_volume_capability()->mutable_mount()->set_volume_mount_group("4321");
+  ASSERT_TRUE(Publish(r).ok());
+  struct stat st;
+  ASSERT_EQ(::stat(target.c_str(), &st), 0);
+  EXPECT_EQ(st.st_gid, 4321u);
+  EXPECT_TRUE(st.st_mode & S_ISGID);
+  ASSERT_TRUE(Unpublish("pv-d", target).ok());
+
+  r.mutable_volume_capability()->mutable_mount()->set_volume_mount_group("wheel");
+  EXPECT_EQ(Publish(r).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(MountsBelow(pods_root_), 0);
+}
+
+TEST_F(CsiNodeTest, StatsAreThoseOfThePublishedVolume) {
+  MakeVolume("pv-e", "team");
+  std::string target = PodDir("pod-1", "pv-e") + "/mount";
+  ASSERT_TRUE(Publish(Request("pv-e", target, "team")).ok());
+  grpc::ClientContext c;
+  ::csi::v1::NodeGetVolumeStatsRequest r;
+  r.set_volume_id("pv-e");
+  r.set_volume_path(target);
+  ::csi::v1::NodeGetVolumeStatsResponse resp;
+  ASSERT_TRUE(node_->NodeGetVolumeStats(&c, r, &resp).ok());
+  ASSERT_EQ(resp.usage_size(), 2);
+  EXPECT_EQ(resp.usage(0).unit(), ::csi::v1::VolumeUsage::BYTES);
+  EXPECT_GT(resp.usage(0).total(), 0);
+  EXPECT_EQ(resp.usage(1).unit(), ::csi::v1::VolumeUsage::INODES);
+  // Another volume's id at this path: not found.
+  MakeVolume("pv-f", "team");
+  grpc::ClientContext c2;
+  r.set_volume_id("pv-f");
+  EXPECT_EQ(node_->NodeGetVolumeStats(&c2, r, &resp).error_code(), grpc::StatusCode::NOT_FOUND);
+  ASSERT_TRUE(Unpublish("pv-e", target).ok());
+}
+
+}  // namespace
+}  // namespace nodevol::testing

@@ -69,6 +69,7 @@ TEST(Pv, CarriesEverythingTheBinderChecks) {
   p.node = "n1", p.pool = "fast", p.backend = "lvm", p.fs_type = "xfs";
   p.bytes = 1536ull << 20;
   p.mount_options = {"noatime"};
+  p.csi = false;
   auto pv = BuildPersistentVolume(p);
   EXPECT_EQ(pv["metadata"]["name"], "pvc-1234-abcd");
   EXPECT_EQ(pv["metadata"]["annotations"][kAnnProvisionedBy], kProvisionerName);
@@ -91,6 +92,30 @@ TEST(Pv, CarriesEverythingTheBinderChecks) {
   EXPECT_EQ(pv["spec"]["flexVolume"]["options"]["pool"], "fast");
   EXPECT_EQ(pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0]["key"],
             "nodevol.io/node");
+}
+
+TEST(Pv, CsiSourceNamesTheVolumeAndItsPool) {
+  PvPlan p;
+  ASSERT_TRUE(ParseClaim(Pvc(), &p.claim).ok());
+  p.class_name = "fast";
+  p.node = "n1", p.pool = "fast", p.backend = "lvm", p.fs_type = "xfs";
+  p.bytes = 1ull << 30;
+  p.mount_options = {"noatime"};
+  auto pv = BuildPersistentVolume(p);  // CSI is the default
+  EXPECT_FALSE(pv["spec"].contains("flexVolume"));
+  EXPECT_EQ(pv["spec"]["csi"]["driver"], kProvisionerName);
+  EXPECT_EQ(pv["spec"]["csi"]["volumeHandle"], "pvc-1234-abcd");
+  EXPECT_EQ(pv["spec"]["csi"]["fsType"], "xfs");
+  EXPECT_EQ(pv["spec"]["csi"]["volumeAttributes"]["pool"], "fast");
+  EXPECT_EQ(pv["spec"]["mountOptions"][0], "noatime");
+  EXPECT_EQ(pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"][0], "n1");
+  // A directory volume has no filesystem of its own to name.
+  p.backend = "dir", p.fs_type = "";
+  EXPECT_FALSE(BuildPersistentVolume(p)["spec"]["csi"].contains("fsType"));
+  // NFS took its mount options at creation: kubelet must not hand them to
+  // every publish, where a bind cannot apply them.
+  p.backend = "nfs", p.node_label_key = "nodevol.io/node", p.node_label_value = "true";
+  EXPECT_FALSE(BuildPersistentVolume(p)["spec"].contains("mountOptions"));
 }
 
 }  // namespace

@@ -286,8 +286,9 @@ Outcome Pass::Run(const std::string& key) {
                         &params);
   if (!st.ok()) return Fail(st.message(), Outcome::kGiveUp);
   if (claim_.volume_mode == "Block")
-    return Fail("volumeMode Block is not supported by nodevol (FlexVolume publishes filesystems only); "
-                "use volumeMode Filesystem",
+    return Fail(params.IsCsi() ? "volumeMode Block is not supported by nodevol yet; use volumeMode Filesystem"
+                               : "volumeMode Block is not supported by nodevol's FlexVolume PVs (FlexVolume publishes "
+                                 "filesystems only); use volumeMode Filesystem",
                 Outcome::kGiveUp);
   for (const auto& m : claim_.access_modes)
     if (m != "ReadWriteOnce" && m != "ReadWriteOncePod" && m != "ReadOnlyMany" && !(params.IsNfs() && m == "ReadWriteMany"))
@@ -408,6 +409,7 @@ Outcome Pass::Run(const std::string& key) {
   plan.bytes = std::max<uint64_t>(created.volume().size_bytes(), claim_.request_bytes);
   plan.node_label_key = ctx_.options.node_label_key;
   plan.node_label_value = ctx_.options.node_label_value;
+  plan.csi = params.IsCsi();
   st = SavePv(BuildPersistentVolume(plan), node, plan.pool, plan.backend);
   if (st.code() == Status::Code::kAlreadyExists) {
     // Another pass (another replica, before a failover) saved the PV on

@@ -21,6 +21,11 @@ nlohmann::json BuildPersistentVolume(const PvPlan& p) {
   if (!joined.empty() && p.backend != "nfs") options["mountOptions"] = joined;
   json flex = {{"driver", kFlexDriver}, {"options", options}};
   if (!p.fs_type.empty()) flex["fsType"] = p.fs_type;
+  // kubelet hands a CSI volume's attributes to NodePublishVolume as its
+  // volume_context; the pool serves as the flex option does.
+  json csi = {{"driver", kProvisionerName}, {"volumeHandle", p.claim.PvName()},
+              {"volumeAttributes", {{"pool", p.pool}}}};
+  if (!p.fs_type.empty()) csi["fsType"] = p.fs_type;
 
   json term;
   if (p.backend == "nfs") {
@@ -43,10 +48,14 @@ nlohmann::json BuildPersistentVolume(const PvPlan& p) {
         {"name", p.claim.name},
         {"uid", p.claim.uid},
         {"resourceVersion", p.claim.resource_version}}},
-      {"flexVolume", flex},
       {"nodeAffinity", {{"required", {{"nodeSelectorTerms", json::array({term})}}}}},
   };
-  if (!p.mount_options.empty()) spec["mountOptions"] = p.mount_options;
+  if (p.csi) spec["csi"] = csi;
+  else spec["flexVolume"] = flex;
+  // kubelet passes a CSI PV's mountOptions to every NodePublishVolume; an
+  // NFS volume took them at creation (its staging mount), where a bind
+  // could not apply them.
+  if (!p.mount_options.empty() && !(p.csi && p.backend == "nfs")) spec["mountOptions"] = p.mount_options;
   json meta = {{"name", p.claim.PvName()}, {"annotations", annotations}};
   if (p.reclaim_policy == "Delete") meta["finalizers"] = json::array({kFinalizer});
   return {{"apiVersion", "v1"}, {"kind", "PersistentVolume"}, {"metadata", meta}, {"spec", spec}};

@@ -4,8 +4,9 @@
 // access modes, volume mode, reclaim policy and mount options from the
 // class, provisioned-by, our finalizer for reclaim Delete, annotations
 // naming node, pool and backend (so deletion works after the class is
-// gone), a flexVolume source (driver nodevol.io/volume, option volume), and
-// node affinity: kubernetes.io/hostname of the volume's node, or for NFS
+// gone), a CSI source (driver nodevol.io, volumeHandle = the volume's name,
+// volumeAttributes.pool) or a flexVolume one (driver nodevol.io/volume,
+// options volume and pool), and node affinity: kubernetes.io/hostname of the volume's node, or for NFS
 // the node label marking nodes that run nodevold.
 #pragma once
 
@@ -28,6 +29,7 @@ struct PvPlan {
   uint64_t bytes = 0;  // the created volume's size
   // NFS: nodes carrying this label (key=value) may mount the volume.
   std::string node_label_key, node_label_value;
+  bool csi = true;  // spec.csi, else spec.flexVolume
 };
 
 nlohmann::json BuildPersistentVolume(const PvPlan& plan);

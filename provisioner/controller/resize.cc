@@ -4,6 +4,7 @@
 
 #include "base/size.h"
 #include "controller/claim.h"
+#include "controller/events.h"
 #include "controller/volume_node.h"
 #include "kube/quantity.h"
 
@@ -11,6 +12,39 @@ namespace nodevol::provisioner {
 
 using Outcome = Workers::Outcome;
 using nlohmann::json;
+
+namespace {
+
+uint64_t BytesOf(const json& quantity_holder) {
+  kube::Quantity q;
+  uint64_t n = 0;
+  if (!quantity_holder.is_object()) return 0;
+  if (!kube::Quantity::Parse(quantity_holder.value("storage", ""), &q).ok() || !q.ToBytes(&n).ok()) return 0;
+  return n;
+}
+
+// A CSI PV's claim status, as external-resizer keeps it (KEP-1790; kubelet
+// reads allocatedResourceStatuses and acts on nothing else). `storage`
+// goes to allocatedResourceStatuses.storage ("" removes it); `resizing`
+// sets or drops the Resizing condition (FileSystemResizePending is never
+// left behind: nodevold grows the filesystem with the volume).
+kube::Result PatchCsiClaimStatus(ControllerContext& ctx, const json& pvc, const json& status_fields,
+                                 const std::string& storage, bool resizing) {
+  const json& meta = pvc["metadata"];
+  json conditions = json::array();
+  for (const auto& c : pvc.value("status", json::object()).value("conditions", json::array()))
+    if (c.value("type", "") != "Resizing" && c.value("type", "") != "FileSystemResizePending") conditions.push_back(c);
+  if (resizing)
+    conditions.push_back({{"type", "Resizing"}, {"status", "True"}, {"lastTransitionTime", NowRfc3339()}});
+  json status = status_fields;
+  status["conditions"] = conditions;
+  status["allocatedResourceStatuses"] = {{"storage", storage.empty() ? json(nullptr) : json(storage)}};
+  std::string path = "/api/v1/namespaces/" + meta.value("namespace", "") + "/persistentvolumeclaims/" +
+                     meta.value("name", "") + "/status";
+  return ctx.client->MergePatch(path, {{"status", status}});
+}
+
+}  // namespace
 
 Workers::Outcome ResizeClaim(ControllerContext& ctx, const std::string& key) {
   auto pvc = ctx.claims->Get(key);
@@ -28,7 +62,20 @@ Workers::Outcome ResizeClaim(ControllerContext& ctx, const std::string& key) {
   uint64_t pv_bytes = 0;
   std::string cap_text = (*pv)["spec"].value("capacity", json::object()).value("storage", "");
   if (!kube::Quantity::Parse(cap_text, &cap).ok() || !cap.ToBytes(&pv_bytes).ok()) return Outcome::kDone;
-  if (claim.request_bytes <= pv_bytes) return Outcome::kDone;
+  // A CSI PV's claim gets its new capacity from the resizer (here), not
+  // from kubelet: finish a resize whose PV grew before a restart.
+  const bool csi = (*pv)["spec"].contains("csi");
+  uint64_t status_bytes = BytesOf(pvc->value("status", json::object()).value("capacity", json::object()));
+  if (claim.request_bytes <= pv_bytes) {
+    if (!csi || status_bytes >= pv_bytes) return Outcome::kDone;
+    auto r = PatchCsiClaimStatus(ctx, *pvc, {{"capacity", {{"storage", kube::FormatBinaryBytes(pv_bytes)}}}}, "",
+                                 false);
+    if (!r.ok()) {
+      spdlog::warn("claim {}: recording capacity {}: {}", key, FormatSize(pv_bytes), r.ToString());
+      return Outcome::kRetry;
+    }
+    return Outcome::kDone;
+  }
 
   std::string node = ann.value(kAnnNode, ""), pool = ann.value(kAnnPool, ""), backend = ann.value(kAnnBackend, "");
   std::string why;
@@ -40,6 +87,15 @@ Workers::Outcome ResizeClaim(ControllerContext& ctx, const std::string& key) {
     return Outcome::kRetry;
   }
   ctx.events->Record(*pvc, "Normal", "Resizing", "External resizer is resizing volume " + claim.volume_name);
+  if (csi) {
+    auto r = PatchCsiClaimStatus(
+        ctx, *pvc, {{"allocatedResources", {{"storage", kube::FormatBinaryBytes(claim.request_bytes)}}}},
+        "ControllerResizeInProgress", true);
+    if (!r.ok()) {
+      spdlog::warn("claim {}: marking the resize in progress: {}", key, r.ToString());
+      return Outcome::kRetry;
+    }
+  }
   v1::ExpandVolumeRequest req;
   req.set_name(claim.volume_name);
   req.set_size_bytes(claim.request_bytes);
@@ -48,7 +104,14 @@ Workers::Outcome ResizeClaim(ControllerContext& ctx, const std::string& key) {
   Status st = client->ExpandVolume(req, &resp);
   if (!st.ok()) {
     ctx.events->Record(*pvc, "Warning", "VolumeResizeFailed", "resize to " + want + ": " + st.message());
-    return st.code() == Status::Code::kInvalidArgument ? Outcome::kGiveUp : Outcome::kRetry;
+    bool final = st.code() == Status::Code::kInvalidArgument;
+    // Infeasible lets the user take the request back (KEP-1790 recovery).
+    if (csi && final) {
+      json fresh;
+      if (ctx.client->Get("/api/v1/namespaces/" + claim.ns + "/persistentvolumeclaims/" + claim.name, &fresh).ok())
+        PatchCsiClaimStatus(ctx, fresh, json::object(), "ControllerResizeInfeasible", false);
+    }
+    return final ? Outcome::kGiveUp : Outcome::kRetry;
   }
   uint64_t now_bytes = std::max<uint64_t>(resp.volume().size_bytes(), claim.request_bytes);
   std::string path = "/api/v1/persistentvolumes/" + claim.volume_name;
@@ -78,9 +141,24 @@ Workers::Outcome ResizeClaim(ControllerContext& ctx, const std::string& key) {
     spdlog::warn("claim {}: volume grown but PV {} capacity not updated: {}", key, claim.volume_name, r.ToString());
     return Outcome::kRetry;  // Conflict included: the next pass sees the fresh PV
   }
+  if (csi) {
+    // The filesystem grew with the volume (nodevold's ExpandVolume): no
+    // node step is left, as after a ControllerExpandVolume that answers
+    // node_expansion_required = false.
+    json fresh;
+    kube::Result got = ctx.client->Get("/api/v1/namespaces/" + claim.ns + "/persistentvolumeclaims/" + claim.name,
+                                       &fresh);
+    if (got.ok())
+      got = PatchCsiClaimStatus(ctx, fresh, {{"capacity", {{"storage", kube::FormatBinaryBytes(now_bytes)}}}}, "",
+                                false);
+    if (!got.ok()) {
+      spdlog::warn("claim {}: volume grown, claim status not updated: {}", key, got.ToString());
+      return Outcome::kRetry;
+    }
+  }
   ctx.events->Record(*pvc, "Normal", "VolumeResizeSuccessful",
                      "volume " + claim.volume_name + " is now " + FormatSize(now_bytes) +
-                         "; the filesystem grows online, kubelet records the new capacity");
+                         (csi ? "; the filesystem grew online" : "; the filesystem grows online, kubelet records the new capacity"));
   spdlog::info("claim {}: {} resized to {}", key, claim.volume_name, FormatSize(now_bytes));
   return Outcome::kDone;
 }

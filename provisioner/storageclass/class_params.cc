@@ -63,9 +63,12 @@ Status ParseClassParams(const std::map<std::string, std::string>& parameters,
       if (!OneOf(v, {"true", "false"})) return Bad(k, "\"" + v + "\" is not true or false");
       p.volume_params[k] = v;
       nfs_only_seen = true, nfs_key = k;
+    } else if (k == "volumeSource") {
+      if (!OneOf(v, {"csi", "flexVolume"})) return Bad(k, "\"" + v + "\" is not csi or flexVolume");
+      p.volume_source = v;
     } else {
       return Bad(k, "unknown; known: backend, pool, fsType, mode, uid, gid, server, share, pathPattern, subDir, "
-                    "onDelete, archiveOnDelete");
+                    "onDelete, archiveOnDelete, volumeSource");
     }
   }
   if (p.pool.empty()) return Bad("pool", "missing: name the nodes' pool to create volumes in");

@@ -10,6 +10,8 @@
 //   mode, uid, gid                 root directory of a new volume
 //   nfs only: server, share, pathPattern (alias subDir), onDelete
 //             (delete | retain | archive), archiveOnDelete (true | false)
+//   volumeSource  csi (default) | flexVolume: the PV's source, i.e. which of
+//                 nodevold's front doors kubelet uses (docs/csi.md)
 #pragma once
 
 #include <map>
@@ -31,7 +33,13 @@ struct ClassParams {
   // volumes take them at creation (they shape the staging mount), the
   // others at publication (the PV's flexVolume option mountOptions).
   std::vector<std::string> mount_options;
+  // spec.csi PVs by default: FlexVolume is in maintenance since Kubernetes
+  // 1.23, raw block and snapshots exist only for CSI volumes, and nodevold
+  // registers its CSI driver with kubelet by itself. flexVolume stays for
+  // clusters that keep nodevold's CSI front door off (--csi=off).
+  std::string volume_source = "csi";
   bool IsNfs() const { return backend == "nfs"; }
+  bool IsCsi() const { return volume_source == "csi"; }
 };
 
 Status ParseClassParams(const std::map<std::string, std::string>& parameters,

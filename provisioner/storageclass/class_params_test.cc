@@ -18,6 +18,15 @@ TEST(ClassParams, LvmClass) {
   EXPECT_EQ(p.volume_params, (std::map<std::string, std::string>{{"mode", "0750"}}));
 }
 
+TEST(ClassParams, VolumeSourceIsCsiUnlessTheClassSaysFlexVolume) {
+  ClassParams p;
+  ASSERT_TRUE(Parse({{"pool", "fast"}}, &p).ok());
+  EXPECT_TRUE(p.IsCsi());
+  ASSERT_TRUE(Parse({{"pool", "fast"}, {"volumeSource", "flexVolume"}}, &p).ok());
+  EXPECT_FALSE(p.IsCsi());
+  EXPECT_TRUE(p.volume_params.empty()) << "volumeSource is the provisioner's, not nodevold's";
+}
+
 TEST(ClassParams, NfsKeysImplyNfsAndPassThrough) {
   ClassParams p;
   ASSERT_TRUE(Parse({{"pool", "shared"}, {"pathPattern", "${namespace}/${pvcName}"}, {"onDelete", "archive"}}, &p,
@@ -49,6 +58,7 @@ TEST(ClassParams, RefusalsNameTheParameter) {
       {{{"pool", "p"}, {"onDelete", "delete"}, {"archiveOnDelete", "true"}}, {}, "archiveOnDelete"},
       {{{"pool", "p"}, {"share", "/x"}, {"subDir", "a"}}, {}, "share"},
       {{{"pool", "p"}}, {"ro,noexec"}, "mountOptions"},
+      {{{"pool", "p"}, {"volumeSource", "hostPath"}}, {}, "volumeSource"},
   };
   for (const auto& c : cases) {
     ClassParams p;

@@ -178,9 +178,12 @@ wait_event() {
 # storage_class NAME [binding=Immediate|WaitForFirstConsumer] [reclaim=Delete|Retain]
 #   [expand=true] [provisioner=P] [KEY=VALUE...]: applies a StorageClass of P
 # (default nodevol.io); other KEY=VALUE pairs are its parameters.
+# volumeSource is flexVolume unless given: these tests are the FlexVolume
+# front door's (the provisioner's default, csi, is csi_test.sh's).
 storage_class() {
   local name=$1 binding=Immediate reclaim=Delete expand=false prov=nodevol.io params="" a
   shift
+  [[ " $* " == *" volumeSource="* ]] || set -- "$@" volumeSource=flexVolume
   for a in "$@"; do
     case $a in
       binding=*) binding=${a#*=} ;;

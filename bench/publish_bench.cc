@@ -12,6 +12,9 @@
 //                makes for a pair (three publication records written with
 //                fsync + rename + directory fsync, one removed), through the
 //                daemon's own Store class.
+// The same pairs also go through nodevold's CSI socket (NodePublishVolume
+// and NodeUnpublishVolume at kubelet's CSI path, .../kubernetes.io~csi/
+// <pv>/mount, which the driver makes and removes), when the daemon serves it.
 // It also samples the daemon's VmRSS/VmHWM (idle and under load), times a
 // GetInfo round trip (the gRPC floor), and prints Markdown tables.
 //
@@ -53,6 +56,7 @@
 
 #include "mount/mount_table.h"
 #include "node/volume.h"
+#include "csi/v1/csi.grpc.pb.h"
 #include "nodevol/v1/node.grpc.pb.h"
 #include "state/store.h"
 
@@ -329,6 +333,7 @@ void SetDeadline(grpc::ClientContext* ctx, int seconds) {
 
 struct Sandbox {
   std::string root, pods, state, pool, socket, log, conf, raw_state;
+  std::string csi_socket;  // <pods>/../plugins/nodevol.io/csi.sock
   pid_t pid = -1;
   std::unique_ptr<v1::Node::Stub> stub;
 };
@@ -411,11 +416,12 @@ int UnmountBelow(const std::string& dir) {
 
 // ------------------------------------------------------------------ the measurement
 
-enum class Mode { kDaemon, kRaw, kRawState };
+enum class Mode { kDaemon, kCsi, kRaw, kRawState };
 
 const char* ModeName(Mode m) {
   switch (m) {
     case Mode::kDaemon: return "nodevold";
+    case Mode::kCsi: return "nodevold CSI";
     case Mode::kRaw: return "raw";
     case Mode::kRawState: return "raw+state";
   }
@@ -425,6 +431,7 @@ const char* ModeName(Mode m) {
 const char* ModeTag(Mode m) {
   switch (m) {
     case Mode::kDaemon: return "d";
+    case Mode::kCsi: return "c";
     case Mode::kRaw: return "r";
     case Mode::kRawState: return "s";
   }
@@ -462,7 +469,14 @@ struct Ctx {
 std::string TargetFor(const Ctx& c, Mode m, int level, int client, int iter) {
   char uid[96];
   std::snprintf(uid, sizeof uid, "%s%d-c%02d-i%05d", ModeTag(m), level, client, iter);
+  if (m == Mode::kCsi) return c.sb->pods + "/" + uid + "/volumes/kubernetes.io~csi/" + c.vols[client].name + "/mount";
   return c.sb->pods + "/" + uid + "/volumes/nodevol.io~volume/" + c.vols[client].name;
+}
+
+// The directory kubelet makes before publishing: the target itself, or
+// for CSI the one above it (the driver makes the target).
+std::string KubeletMadeDir(const std::string& target, Mode m) {
+  return m == Mode::kCsi ? fs::path(target).parent_path().string() : target;
 }
 
 bool IsMountRoot(const std::string& path) {
@@ -474,8 +488,8 @@ bool IsMountRoot(const std::string& path) {
 // One pair; fills the two latencies (µs). Returns an error message or "".
 // With verify (warm-up only, untimed) it checks that the target really was
 // a mount point after publishing and is none after unpublishing.
-std::string OnePair(Ctx& c, Mode m, v1::Node::Stub* stub, int client, const std::string& target, double* pub_us,
-                    double* unpub_us, bool verify) {
+std::string OnePair(Ctx& c, Mode m, v1::Node::Stub* stub, ::csi::v1::Node::Stub* csi, int client,
+                    const std::string& target, double* pub_us, double* unpub_us, bool verify) {
   const Vol& vol = c.vols[client];
   bool ro = c.o->read_only;
   auto t0 = Clock::now();
@@ -511,6 +525,37 @@ std::string OnePair(Ctx& c, Mode m, v1::Node::Stub* stub, int client, const std:
         if (!resp.was_published()) return "Unpublish " + target + ": was_published = false";
       }
       if (bad = check(false); !bad.empty()) return bad;
+      break;
+    }
+    case Mode::kCsi: {
+      {
+        grpc::ClientContext ctx;
+        SetDeadline(&ctx, 60);
+        ::csi::v1::NodePublishVolumeRequest req;
+        req.set_volume_id(vol.name);
+        req.set_target_path(target);
+        req.set_readonly(ro);
+        req.mutable_volume_capability()->mutable_mount();
+        req.mutable_volume_capability()->mutable_access_mode()->set_mode(
+            ::csi::v1::VolumeCapability::AccessMode::SINGLE_NODE_WRITER);
+        (*req.mutable_volume_context())["pool"] = "default";
+        ::csi::v1::NodePublishVolumeResponse resp;
+        grpc::Status st = csi->NodePublishVolume(&ctx, req, &resp);
+        if (!st.ok()) return "NodePublishVolume " + target + ": " + st.error_message();
+      }
+      if (bad = check(true); !bad.empty()) return bad;
+      t1 = Clock::now();
+      {
+        grpc::ClientContext ctx;
+        SetDeadline(&ctx, 60);
+        ::csi::v1::NodeUnpublishVolumeRequest req;
+        req.set_volume_id(vol.name);
+        req.set_target_path(target);
+        ::csi::v1::NodeUnpublishVolumeResponse resp;
+        grpc::Status st = csi->NodeUnpublishVolume(&ctx, req, &resp);
+        if (!st.ok()) return "NodeUnpublishVolume " + target + ": " + st.error_message();
+      }
+      if (verify && fs::exists(target)) return target + " is still there after NodeUnpublishVolume";
       break;
     }
     case Mode::kRaw:
@@ -559,8 +604,10 @@ void ParseHandlerTimes(const std::string& text, std::vector<double>* pub, std::v
   std::stringstream ss(text);
   std::string line;
   while (std::getline(ss, line)) {
-    bool is_pub = line.find(" Publish volume=") != std::string::npos;
-    bool is_unpub = line.find(" Unpublish volume=") != std::string::npos;
+    bool is_pub = line.find(" Publish volume=") != std::string::npos ||
+                  line.find(" csi.NodePublishVolume volume=") != std::string::npos;
+    bool is_unpub = line.find(" Unpublish volume=") != std::string::npos ||
+                    line.find(" csi.NodeUnpublishVolume volume=") != std::string::npos;
     if (!is_pub && !is_unpub) continue;
     size_t d = line.find("duration_ms=");
     if (d == std::string::npos) continue;
@@ -586,7 +633,7 @@ LevelResult RunLevel(Ctx& c, Mode m, int clients, int iterations, bool timed = t
   for (int cl = 0; cl < clients; ++cl)
     for (int i = 0; i < iterations; ++i) {
       std::error_code ec;
-      fs::create_directories(TargetFor(c, m, level, cl, i), ec);
+      fs::create_directories(KubeletMadeDir(TargetFor(c, m, level, cl, i), m), ec);
       if (ec) {
         r.error = "mkdir: " + ec.message();
         return r;
@@ -602,7 +649,20 @@ LevelResult RunLevel(Ctx& c, Mode m, int clients, int iterations, bool timed = t
   for (int cl = 0; cl < clients; ++cl) {
     threads.emplace_back([&, cl] {
       std::unique_ptr<v1::Node::Stub> stub;
+      std::unique_ptr<::csi::v1::Node::Stub> csi;
       std::string err;
+      if (m == Mode::kCsi) {
+        grpc::ChannelArguments args;
+        args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 200);
+        csi = ::csi::v1::Node::NewStub(
+            grpc::CreateCustomChannel("unix:" + c.sb->csi_socket, grpc::InsecureChannelCredentials(), args));
+        grpc::ClientContext ctx;
+        SetDeadline(&ctx, 10);
+        ctx.set_wait_for_ready(true);
+        ::csi::v1::NodeGetCapabilitiesResponse resp;
+        grpc::Status st = csi->NodeGetCapabilities(&ctx, ::csi::v1::NodeGetCapabilitiesRequest(), &resp);
+        if (!st.ok()) err = "NodeGetCapabilities: " + st.error_message();
+      }
       if (m == Mode::kDaemon) {
         // Connect (and warm) this client's channel before the clock starts.
         stub = NewStub(c.sb->socket);
@@ -619,7 +679,7 @@ LevelResult RunLevel(Ctx& c, Mode m, int clients, int iterations, bool timed = t
       go.wait();
       for (int i = 0; i < iterations && err.empty() && !g_stop; ++i) {
         double p = 0, u = 0;
-        err = OnePair(c, m, stub.get(), cl, TargetFor(c, m, level, cl, i), &p, &u, /*verify=*/!timed);
+        err = OnePair(c, m, stub.get(), csi.get(), cl, TargetFor(c, m, level, cl, i), &p, &u, /*verify=*/!timed);
         if (err.empty()) {
           pub[cl].push_back(p);
           unpub[cl].push_back(u);
@@ -639,9 +699,10 @@ LevelResult RunLevel(Ctx& c, Mode m, int clients, int iterations, bool timed = t
   std::atomic<long> peak{0};
   std::thread sampler;
   size_t log_offset = 0;
-  pid_t cpu_pid = m == Mode::kDaemon ? c.sb->pid : ::getpid();
+  const bool daemon = m == Mode::kDaemon || m == Mode::kCsi;
+  pid_t cpu_pid = daemon ? c.sb->pid : ::getpid();
   double cpu0 = CpuSeconds(cpu_pid);
-  if (m == Mode::kDaemon && timed) {
+  if (daemon && timed) {
     std::error_code ec;
     log_offset = fs::file_size(c.sb->log, ec);
     if (ec) log_offset = 0;
@@ -676,7 +737,7 @@ LevelResult RunLevel(Ctx& c, Mode m, int clients, int iterations, bool timed = t
   std::sort(r.pair_us.begin(), r.pair_us.end());
   std::sort(r.pub_us.begin(), r.pub_us.end());
   std::sort(r.unpub_us.begin(), r.unpub_us.end());
-  if (m == Mode::kDaemon && timed) {
+  if (daemon && timed) {
     r.peak_rss_kb = peak;
     r.hwm_kb = ReadMem(c.sb->pid).hwm_kb;
     if (LogsHandlerTimes(c.o->log_level)) {
@@ -737,7 +798,7 @@ void PrintReport(const Options& o, const Report& rep) {
          "Unpublish p99 | pairs/s | CPU ms/pair |\n";
   out << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (int cl : o.clients)
-    for (Mode m : {Mode::kDaemon, Mode::kRaw, Mode::kRawState}) {
+    for (Mode m : {Mode::kDaemon, Mode::kCsi, Mode::kRaw, Mode::kRawState}) {
       const LevelResult* r = Find(rep, m, cl);
       if (!r || r->pairs == 0) continue;
       out << "| " << ModeName(m) << " | " << cl << " | " << r->pairs << " | " << Ms(Pct(r->pair_us, 50)) << " | "
@@ -747,9 +808,9 @@ void PrintReport(const Options& o, const Report& rep) {
     }
 
   out << "\n## nodevold against raw mount(2)\n\n";
-  out << "| clients | pair p50 nodevold / raw | added p50 (ms) | pairs/s nodevold / raw |";
+  out << "| clients | pair p50 nodevold / raw | added p50 (ms) | pairs/s nodevold / raw | added p50 through CSI (ms) |";
   if (o.state_baseline) out << " added p50 over raw+state (ms) |";
-  out << "\n|---:|---:|---:|---:|";
+  out << "\n|---:|---:|---:|---:|---:|";
   if (o.state_baseline) out << "---:|";
   out << "\n";
   for (int cl : o.clients) {
@@ -759,6 +820,9 @@ void PrintReport(const Options& o, const Report& rep) {
     double dp = Pct(d->pair_us, 50), rp = Pct(r->pair_us, 50);
     out << "| " << cl << " | " << Fixed(dp / rp, 1) << "x | " << Ms(dp - rp) << " | "
         << Fixed(d->throughput() / r->throughput(), 3) << "x |";
+    const LevelResult* csi = Find(rep, Mode::kCsi, cl);
+    if (csi && csi->pairs) out << " " << Ms(Pct(csi->pair_us, 50) - rp) << " |";
+    else out << " - |";
     if (o.state_baseline) {
       const LevelResult* s = Find(rep, Mode::kRawState, cl);
       if (s && s->pairs) out << " " << Ms(dp - Pct(s->pair_us, 50)) << " |";
@@ -809,6 +873,12 @@ void PrintReport(const Options& o, const Report& rep) {
     double added = Pct(d1->pair_us, 50) - Pct(r1->pair_us, 50);
     out << "- nodevold adds < 1 ms p50 over raw syscalls at 1 client: added " << Ms(added) << " ms -> "
         << (added < 1000 ? "MET" : "MISSED") << "\n";
+    const LevelResult* c1 = Find(rep, Mode::kCsi, 1);
+    if (c1 && c1->pairs) {
+      double csi_added = Pct(c1->pair_us, 50) - Pct(r1->pair_us, 50);
+      out << "- through CSI too: added " << Ms(csi_added) << " ms -> " << (csi_added < 1000 ? "MET" : "MISSED")
+          << "\n";
+    }
   }
   out << "- idle RSS < 15 MB: " << Mb(rep.idle_start.rss_kb) << " (" << Fixed(rep.idle_start.rss_kb * 1024 / 1e6, 1)
       << " MB) -> " << (rep.idle_start.rss_kb * 1024 < 15e6 ? "MET" : "MISSED") << "\n";
@@ -860,6 +930,7 @@ int main(int argc, char** argv) {
   sb.state = sb.root + "/state";
   sb.pool = sb.root + "/pool";
   sb.socket = sb.root + "/nodevold.sock";
+  sb.csi_socket = sb.root + "/plugins/nodevol.io/csi.sock";
   sb.log = sb.root + "/nodevold.log";
   sb.conf = sb.root + "/nodevold.conf";
   sb.raw_state = sb.root + "/raw-state";
@@ -951,6 +1022,9 @@ int main(int argc, char** argv) {
     if (rc) break;
 
     std::vector<Mode> modes = {Mode::kDaemon, Mode::kRaw};
+    // A --nodevold older than the CSI front door has no CSI socket.
+    if (fs::exists(sb.csi_socket)) modes.insert(modes.begin() + 1, Mode::kCsi);
+    else std::fprintf(stderr, "publish_bench: no CSI socket at %s; CSI not measured\n", sb.csi_socket.c_str());
     if (o.state_baseline) modes.push_back(Mode::kRawState);
     // Warm every path (page cache, dentries, gRPC threads) untimed.
     for (Mode m : modes) {

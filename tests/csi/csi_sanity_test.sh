@@ -77,7 +77,7 @@ rc=0
   -ginkgo.v -ginkgo.no-color >"$sb/sanity.out" 2>&1 || rc=$?
 grep -E "^(Ran|SUCCESS|FAIL)|Passed \|" "$sb/sanity.out" || true
 if ((rc != 0)); then
-  grep -E "^\s*\[FAIL\]|\[FAILED\]" "$sb/sanity.out" | head -40
+  grep -E "^\s*\[FAIL\]|\[FAILED\]" "$sb/sanity.out" | head -40 || true
   echo "--- nodevold log (tail)"; tail -60 "$sb/nodevold.log"
   echo "csi_sanity_test: csi-sanity failed (rc $rc)"; exit 1
 fi

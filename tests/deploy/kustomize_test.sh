@@ -83,7 +83,8 @@ sa_name = sa.get("metadata", {}).get("name")
 
 # --- RBAC: bound to the ServiceAccount, narrow
 allowed = {
-    ("", "persistentvolumeclaims"), ("", "persistentvolumes"), ("storage.k8s.io", "storageclasses"),
+    ("", "persistentvolumeclaims"), ("", "persistentvolumeclaims/status"), ("", "persistentvolumes"),
+    ("storage.k8s.io", "storageclasses"),
     ("", "nodes"), ("", "events"), ("coordination.k8s.io", "leases"), ("", "pods"), ("apps", "replicasets"),
     ("storage.k8s.io", "csistoragecapacities"),
 }
@@ -106,6 +107,7 @@ for kind, bkind in (("ClusterRole", "ClusterRoleBinding"), ("Role", "RoleBinding
 # must still grant it.
 need = {
     ("ClusterRole", "persistentvolumeclaims"): {"get", "list", "watch", "patch"},
+    ("ClusterRole", "persistentvolumeclaims/status"): {"patch"},
     ("ClusterRole", "persistentvolumes"): {"get", "list", "watch", "create", "delete", "patch"},
     ("ClusterRole", "storageclasses"): {"list", "watch"},
     ("ClusterRole", "nodes"): {"list", "watch", "patch"},
@@ -122,12 +124,17 @@ for key, verbs in need.items():
     check(have <= verbs, f"base: {key[0]} grants {sorted(have - verbs)} on {key[1]}, which the code does not use")
 
 # --- CSIDriver: named like the classes' provisioner, capacity checked, no
-# attach (both immutable once created).
+# attach (immutable once created), pod info for nodevold's namespace check,
+# fsGroup handed to nodevold, inline volumes (volumeLifecycleModes is
+# immutable too: docs/csi.md, "Upgrading").
 drv = one("CSIDriver", "nodevol.io")
 dspec = drv.get("spec", {})
 check(dspec.get("storageCapacity") is True, "CSIDriver nodevol.io: storageCapacity is not true")
 check(dspec.get("attachRequired") is False, "CSIDriver nodevol.io: attachRequired is not false")
-check(dspec.get("podInfoOnMount") is False, "CSIDriver nodevol.io: podInfoOnMount is not false")
+check(dspec.get("podInfoOnMount") is True, "CSIDriver nodevol.io: podInfoOnMount is not true")
+check(dspec.get("fsGroupPolicy") == "File", "CSIDriver nodevol.io: fsGroupPolicy is not File")
+check(dspec.get("volumeLifecycleModes") == ["Persistent", "Ephemeral"],
+      "CSIDriver nodevol.io: volumeLifecycleModes is not [Persistent, Ephemeral]")
 
 # --- Deployment
 dep = one("Deployment")

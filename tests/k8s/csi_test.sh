@@ -101,68 +101,24 @@ claim shared nv-default 16Mi
 bound shared || prov_fail "claim shared (default volumeSource) not Bound"
 spv=$(k get pvc shared -o jsonpath='{.spec.volumeName}')
 [[ -n $(k get pv "$spv" -o jsonpath='{.spec.csi.driver}') ]] || fail "the default volumeSource made no spec.csi PV"
-k apply -f - >/dev/null <<YAML || fail "apply pod grouped"
-apiVersion: v1
-kind: Pod
-metadata: {name: grouped}
-spec:
-  restartPolicy: Never
-  terminationGracePeriodSeconds: 1
-  securityContext: {runAsUser: 1000, fsGroup: 4321}
-  containers:
-  - name: c
-    image: $BUSYBOX_IMAGE
-    imagePullPolicy: Never
-    command: ["/bin/sh", "-c", "id -G; echo mine > /data/g && stat -c %g /data/g && sleep 3600"]
-    volumeMounts: [{name: data, mountPath: /data}]
-  volumes:
-  - name: data
-    persistentVolumeClaim: {claimName: shared}
-YAML
+pod_with grouped 'id -G; echo mine > /data/g && stat -c %g /data/g && sleep 3600' \
+  "persistentVolumeClaim: {claimName: shared}" "securityContext: {runAsUser: 1000, fsGroup: 4321}" |
+  k apply -f - >/dev/null || fail "apply pod grouped"
 wait_log grouped 4321
 k delete pod grouped --wait=true --timeout=60s >/dev/null
-k apply -f - >/dev/null <<YAML || fail "apply pod ro"
-apiVersion: v1
-kind: Pod
-metadata: {name: ro}
-spec:
-  restartPolicy: Never
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: c
-    image: $BUSYBOX_IMAGE
-    imagePullPolicy: Never
-    command: ["/bin/sh", "-c", "cat /data/g; touch /data/no 2>/dev/null && echo WROTE || echo refused; sleep 3600"]
-    volumeMounts: [{name: data, mountPath: /data}]
-  volumes:
-  - name: data
-    persistentVolumeClaim: {claimName: shared, readOnly: true}
-YAML
+pod_with ro 'cat /data/g; touch /data/no 2>/dev/null && echo WROTE || echo refused; sleep 3600' \
+  "persistentVolumeClaim: {claimName: shared, readOnly: true}" | k apply -f - >/dev/null || fail "apply pod ro"
 wait_log ro refused
 ro_target=$K8S_PODS_ROOT/$(k get pod ro -o jsonpath='{.metadata.uid}')/volumes/kubernetes.io~csi/$spv/mount
 findmnt -n -o OPTIONS "$ro_target" | grep -qE '(^|,)ro(,|$)' || fail "read-only claim mounted rw at $ro_target"
 
 step "an inline CSI volume lives and dies with its pod"
-k apply -f - >/dev/null <<YAML || fail "apply pod inline"
-apiVersion: v1
-kind: Pod
-metadata: {name: inline}
-spec:
-  restartPolicy: Never
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: c
-    image: $BUSYBOX_IMAGE
-    imagePullPolicy: Never
-    command: ["/bin/sh", "-c", "echo scratch > /s/f && cat /s/f && sleep 3600"]
-    volumeMounts: [{name: s, mountPath: /s}]
-  volumes:
-  - name: s
-    csi: {driver: nodevol.io, volumeAttributes: {pool: default, size: 16Mi}}
-YAML
+pod_with inline 'echo scratch > /data/f && cat /data/f && sleep 3600' \
+  "csi: {driver: nodevol.io, volumeAttributes: {pool: default, size: 16Mi}}" |
+  k apply -f - >/dev/null || fail "apply pod inline"
 wait_log inline scratch
 iuid=$(k get pod inline -o jsonpath='{.metadata.uid}')
-ctl volume list | grep -q "ephemeral-$iuid-s" || fail "no inline volume ephemeral-$iuid-s on the node: $(ctl volume list)"
+ctl volume list | grep -q "ephemeral-$iuid-data" || fail "no inline volume ephemeral-$iuid-data on the node: $(ctl volume list)"
 k delete pod inline --wait=true --timeout=60s >/dev/null
 for _ in $(seq 40); do ctl volume list | grep -q "ephemeral-$iuid" || break; sleep 0.5; done
 ! ctl volume list | grep -q "ephemeral-$iuid" || fail "the inline volume outlived its pod"

@@ -87,9 +87,11 @@ wait_log() {
   fail "pod $1 never logged '$2' (log: $(k logs "$1" 2>&1 | tail -3))"
 }
 
-# claim_pod NAME CLAIM COMMAND: YAML of a busybox pod running COMMAND with
-# claim CLAIM at /data (pipe it to `k apply -f -`).
-claim_pod() {
+# pod_with NAME COMMAND SOURCE [SPEC]: YAML of a busybox pod running
+# COMMAND with volume "data" at /data, whose source is SOURCE (flow YAML,
+# e.g. "persistentVolumeClaim: {claimName: c}"); SPEC adds pod spec fields
+# (flow YAML, e.g. "securityContext: {fsGroup: 1}"). Pipe it to `k apply -f -`.
+pod_with() {
   cat <<YAML
 apiVersion: v1
 kind: Pod
@@ -97,17 +99,22 @@ metadata: {name: $1}
 spec:
   restartPolicy: Never
   terminationGracePeriodSeconds: 1
+  ${4:-}
   containers:
   - name: c
     image: $BUSYBOX_IMAGE
     imagePullPolicy: Never
-    command: ["/bin/sh", "-c", "$3"]
+    command: ["/bin/sh", "-c", "$2"]
     volumeMounts: [{name: data, mountPath: /data}]
   volumes:
   - name: data
-    persistentVolumeClaim: {claimName: $2}
+    $3
 YAML
 }
+
+# claim_pod NAME CLAIM COMMAND: YAML of a busybox pod running COMMAND with
+# claim CLAIM at /data (pipe it to `k apply -f -`).
+claim_pod() { pod_with "$1" "$3" "persistentVolumeClaim: {claimName: $2}"; }
 
 # pod_target POD VOLUME_PV: kubelet's mount point of the pod's flexVolume PV.
 pod_target() {

@@ -237,6 +237,7 @@ int VolumeCreate(const Invocation& in) {
   request.set_pool(StringOption(in.options, "pool"));
   request.set_size_bytes(SizeOption(in.options, "size"));
   request.set_fs_type(StringOption(in.options, "fs-type"));
+  request.set_block(in.options["block"].as<bool>());
   ParamsOption(in.options, request.mutable_parameters());
   v1::CreateVolumeResponse r;
   Call(in.globals, [&](auto& stub, auto* ctx) { return stub.CreateVolume(ctx, request, &r); });
@@ -290,6 +291,7 @@ int Publish(const Invocation& in) {
   }
   request.set_target(vm["target"].as<std::string>());
   request.set_read_only(vm["read-only"].as<bool>());
+  request.set_block(vm["block"].as<bool>());
   for (const auto& option : ListOption(vm, "mount-option")) request.add_mount_options(option);
   if (vm.count("fs-group")) request.set_fs_group(Uint32Option(vm, "fs-group", "a numeric group id"));
   if (vm.count("pod-uid")) request.mutable_pod()->set_uid(vm["pod-uid"].as<std::string>());
@@ -356,12 +358,13 @@ const std::vector<Command>& AllCommands() {
        [](po::options_description& o) { o.add_options()("pool", Text("P"), "only the volumes of pool P"); },
        VolumeList},
       {"volume get", {"NAME"}, "[--shared-pool P]", "Show one volume.", SharedPoolOption, VolumeGet},
-      {"volume create", {"NAME"}, "--pool P --size SIZE [--fs-type T] [--param k=v ...]",
+      {"volume create", {"NAME"}, "--pool P --size SIZE [--fs-type T | --block] [--param k=v ...]",
        "Create a volume (idempotent: the same arguments again succeed).",
        [](po::options_description& o) {
          o.add_options()("pool", Text("P")->required(), "pool to create the volume in (required)")(
              "size", Text("SIZE")->required(), "volume size (required), e.g. 10Gi")(
              "fs-type", Text("T"), "filesystem type (default: the pool's)")(
+             "block", po::bool_switch(), "a raw block volume: no filesystem (lvm pools)")(
              "param", List("k=v"), "backend parameter, repeatable (dir: mode, uid, gid)");
        },
        VolumeCreate},
@@ -375,7 +378,7 @@ const std::vector<Command>& AllCommands() {
        VolumeExpand},
       {"publish", {},
        "(--volume NAME [--pool P] | --inline-pool P --inline-size SIZE [--inline-fs-type T] [--param k=v ...])\n"
-       "    --target DIR [--read-only] [--mount-option O ...] [--fs-group GID] [--pod-uid UID]",
+       "    --target DIR [--read-only] [--mount-option O ...] [--fs-group GID] [--pod-uid UID] [--block]",
        "Bind-mount a volume, or a new inline ephemeral volume, at a pod volume directory.",
        [](po::options_description& o) {
          o.add_options()("volume", Text("NAME"), "existing volume to publish")(
@@ -388,7 +391,9 @@ const std::vector<Command>& AllCommands() {
              "read-only", po::bool_switch(), "mount read-only")(
              "mount-option", List("O"), "nosuid, nodev, noexec, noatime, nodiratime, relatime or strictatime; repeatable")(
              "fs-group", Text("GID"), "give the volume root this group, setgid and group rw")(
-             "pod-uid", Text("UID"), "pod UID, checked against the one in the target path");
+             "pod-uid", Text("UID"), "pod UID, checked against the one in the target path")(
+             "block", po::bool_switch(), "a raw block volume's device, bound onto the file --target (below "
+             "kubelet's plugins/kubernetes.io/csi/volumeDevices/publish/<pv>/)");
        },
        Publish},
       {"unpublish", {}, "--target DIR", "Unmount a pod volume directory (deletes an inline volume).", TargetOption,

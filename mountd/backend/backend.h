@@ -49,6 +49,9 @@ class Backend {
   // directory named after the volume, deleted). A pod author gives only
   // size, fsType and mode (node/access.cc).
   virtual Params InlineParameters() const { return {}; }
+  // Whether it makes raw block volumes (VolumeSpec::block): Stage then
+  // gives the device node, not a directory.
+  virtual bool block_capable() const { return false; }
   // Checks backend-specific parameters of a spec before anything is written.
   virtual Status Validate(const VolumeSpec& spec) const = 0;
   // Creates the volume's storage; fills record->attributes.

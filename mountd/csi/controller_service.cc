@@ -88,7 +88,12 @@ grpc::Status ControllerService::CreateVolume(grpc::ServerContext*, const ::csi::
       NODEVOL_RETURN_IF_ERROR(ParseCapability(cap, &a));
       if (std::string why = Unsupported(pool.backend, cap); !why.empty()) return Status::InvalidArgument(why);
       if (!a.fs_type.empty()) spec.fs_type = a.fs_type;
+      spec.block |= a.block;
     }
+    if (spec.block && req->volume_capabilities().size() > 1)
+      for (const auto& cap : req->volume_capabilities())
+        if (cap.has_mount())
+          return Status::InvalidArgument("a volume is either raw block or a filesystem; both were asked");
     for (const auto& [k, v] : req->parameters()) {
       if (k == kPoolKey) continue;
       if (k == kFsTypeParam || k == kFsTypeKey) spec.fs_type = v;
@@ -168,6 +173,9 @@ grpc::Status ControllerService::ValidateVolumeCapabilities(grpc::ServerContext*,
       Access a;
       NODEVOL_RETURN_IF_ERROR(ParseCapability(cap, &a));
       std::string why = Unsupported(v.record.backend, cap);
+      if (why.empty() && a.block != v.record.spec.block)
+        why = v.record.spec.block ? "volume " + v.record.spec.name + " is raw block, not a filesystem"
+                                  : "volume " + v.record.spec.name + " is a filesystem, not raw block";
       if (why.empty() && !a.fs_type.empty() && !v.record.spec.fs_type.empty() && a.fs_type != v.record.spec.fs_type)
         why = "volume " + v.record.spec.name + " has filesystem " + v.record.spec.fs_type + ", not " + a.fs_type;
       if (!why.empty()) {

@@ -69,9 +69,10 @@ grpc::Status NodeService::NodePublishVolume(grpc::ServerContext* ctx, const ::cs
     if (!req->has_volume_capability()) return Status::InvalidArgument("volume_capability is required");
     Access access;
     NODEVOL_RETURN_IF_ERROR(ParseCapability(req->volume_capability(), &access));
-    if (access.block)
-      return Status::InvalidArgument("raw block volumes are not served through CSI yet; use volumeMode: Filesystem");
     PublishArgs a;
+    a.block = access.block;
+    if (access.block && ephemeral)
+      return Status::InvalidArgument("inline volumes are filesystems; raw block needs a PersistentVolumeClaim");
     if (ephemeral) {
       InlineSpec spec;
       NODEVOL_RETURN_IF_ERROR(InlineFrom(vc, access.fs_type, &spec));
@@ -125,6 +126,13 @@ grpc::Status NodeService::NodeGetVolumeStats(grpc::ServerContext*, const ::csi::
     bool here = !path.empty() && (inline_id || std::find(v.published_at.begin(), v.published_at.end(), path) !=
                                                    v.published_at.end());
     if (!here) return Status::NotFound("volume " + req->volume_id() + " is not published at " + req->volume_path());
+    if (v.record.spec.block) {
+      // A device has no free space to report: its size is all there is.
+      auto* bytes = resp->add_usage();
+      bytes->set_unit(::csi::v1::VolumeUsage::BYTES);
+      bytes->set_total(static_cast<int64_t>(v.record.spec.size_bytes));
+      return Status::Ok();
+    }
     VolumeStats s;
     NODEVOL_RETURN_IF_ERROR(node_->GetVolumeStats(path, &s));
     auto* bytes = resp->add_usage();

@@ -112,6 +112,15 @@ int Run(const Config& c) {
       spdlog::info("pool {}: pods may ask for inline volumes of up to {} bytes", pc.name, pc.inline_policy.max_bytes);
   }
   node.SetInlinePolicies(std::move(inline_policies));
+  if (c.csi) {
+    // Raw block volumes go below kubelet's CSI plugin dir: known only to
+    // the CSI front door.
+    std::string kubelet_root;
+    if (st = EnsureDir(c.kubelet_root, 0750, /*enforce_mode=*/false); st.ok())
+      st = ResolveConfiguredDir("--kubelet-root", c.kubelet_root, &kubelet_root);
+    if (!st.ok()) return Fail(st);
+    node.SetKubeletRoot(kubelet_root);
+  }
   if (st = node.Start(); !st.ok()) return Fail(st);
   for (const std::string& d : node.Drift()) spdlog::warn("reconcile: {}", d);
 

@@ -17,19 +17,23 @@
 namespace nodevol {
 namespace {
 
-// An O_PATH descriptor that pins a directory; mount(2) and friends reach it
-// through /proc/self/fd/N so a later rename or symlink swap of the path
-// cannot redirect the call.
+// An O_PATH descriptor that pins a directory (or, for a raw block volume,
+// its device node and the file it is bound onto); mount(2) and friends
+// reach it through /proc/self/fd/N so a later rename or symlink swap of the
+// path cannot redirect the call.
 class PinnedDir {
  public:
   ~PinnedDir() { if (fd_ >= 0) ::close(fd_); }
-  Status Open(const std::string& path) {
-    fd_ = ::open(path.c_str(), O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+  Status Open(const std::string& path, bool device = false) {
+    fd_ = ::open(path.c_str(), O_PATH | O_NOFOLLOW | (device ? 0 : O_DIRECTORY) | O_CLOEXEC);
     // A symlink (or a file) swapped in after the path was checked: what the
     // caller named is not a directory, which is theirs to fix, not ours.
     if (fd_ < 0 && (errno == ENOTDIR || errno == ELOOP))
       return Status::InvalidArgument("\"" + path + "\" is not a directory (nodevold follows no symlink here)");
     if (fd_ < 0) return Status::FromErrno("open " + path, errno);
+    struct stat st;
+    if (device && (::fstat(fd_, &st) != 0 || !(S_ISBLK(st.st_mode) || S_ISREG(st.st_mode))))
+      return Status::InvalidArgument("\"" + path + "\" is neither a block device nor a regular file");
     // The kernel's view of what we opened must be the path we validated.
     char buf[PATH_MAX];
     ssize_t n = ::readlink(proc_path().c_str(), buf, sizeof buf - 1);
@@ -57,6 +61,20 @@ Status IsMountRoot(const std::string& path, bool* root, struct statx* stx) {
   MountTable table;
   NODEVOL_RETURN_IF_ERROR(table.Load());
   *root = table.FindTarget(path) != nullptr;
+  return Status::Ok();
+}
+
+// A raw block volume's source is its device node, named through lvm's
+// /dev/<vg>/<lv> link: bound by the node itself (*device set), with the
+// link resolved. Anything else is a directory, never followed.
+Status BindSource(const std::string& source, std::string* path, bool* device) {
+  struct stat st;
+  *path = source;
+  *device = ::stat(source.c_str(), &st) == 0 && S_ISBLK(st.st_mode);
+  if (!*device) return Status::Ok();
+  char buf[PATH_MAX];
+  if (!::realpath(source.c_str(), buf)) return Status::FromErrno("resolve " + source, errno);
+  *path = buf;
   return Status::Ok();
 }
 
@@ -115,8 +133,11 @@ Status ParseBindOptions(const std::vector<std::string>& options, unsigned long* 
 Status BindMount(const std::string& source, const std::string& target, bool read_only,
                  unsigned long flags) {
   PinnedDir src, dst;
-  NODEVOL_RETURN_IF_ERROR(src.Open(source));
-  NODEVOL_RETURN_IF_ERROR(dst.Open(target));
+  std::string from;
+  bool device = false;
+  NODEVOL_RETURN_IF_ERROR(BindSource(source, &from, &device));
+  NODEVOL_RETURN_IF_ERROR(src.Open(from, device));
+  NODEVOL_RETURN_IF_ERROR(dst.Open(target, device));
   if (::mount(src.proc_path().c_str(), dst.proc_path().c_str(), nullptr, MS_BIND, nullptr) != 0)
     return Status::FromErrno("bind mount " + source + " on " + target, errno);
   if (!read_only && flags == 0) return Status::Ok();
@@ -138,8 +159,11 @@ Status Remount(const std::string& source, const std::string& target, bool read_o
   // Open the path afresh: it must show the mount's root. Remounting through
   // a descriptor taken before the bind would change the *parent* mount.
   PinnedDir src, mounted;
-  NODEVOL_RETURN_IF_ERROR(src.Open(source));
-  NODEVOL_RETURN_IF_ERROR(mounted.Open(target));
+  std::string from;
+  bool device = false;
+  NODEVOL_RETURN_IF_ERROR(BindSource(source, &from, &device));
+  NODEVOL_RETURN_IF_ERROR(src.Open(from, device));
+  NODEVOL_RETURN_IF_ERROR(mounted.Open(target, device));
   // Cached attributes only (see StatCached): reconcile remounts every
   // publication at start, and a dead NFS server must not hang that.
   struct statx a, b;

@@ -128,6 +128,54 @@ Status ResolveTarget(const std::string& pods_root, const std::string& path, Targ
   return Status::Ok();
 }
 
+Status ResolveBlockTarget(const std::string& block_root, const std::string& path, Target* out,
+                          bool allow_missing_parent) {
+  auto invalid = [&](const std::string& why) {
+    return Status::InvalidArgument("raw block target \"" + path + "\" " + why + "; expected " + block_root +
+                                   "/<pv>/<podUID>");
+  };
+  if (path.empty()) return Status::InvalidArgument("target is empty");
+  if (path.find('\0') != std::string::npos) return Status::InvalidArgument("target contains a NUL byte");
+  if (path.size() >= PATH_MAX) return Status::InvalidArgument("target is longer than PATH_MAX");
+  if (path[0] != '/' || path.back() == '/') return invalid("is not an absolute file path");
+  for (const std::string& c : Split(path)) {
+    if (c.empty()) return invalid("has an empty component");
+    if (c == "." || c == "..") return invalid("has a \"" + c + "\" component");
+  }
+  // The file itself is never followed: a symlink there is refused below.
+  size_t slash = path.rfind('/');
+  std::string parent = path.substr(0, slash), leaf = path.substr(slash + 1), rparent;
+  int err = 0;
+  if (!RealPath(parent, &rparent, &err)) {
+    if (err != ENOENT) return Status::FromErrno("resolve " + parent, err);
+    if (!allow_missing_parent) return invalid("has no parent directory");
+    rparent = parent;  // nothing exists there: checked lexically only
+  }
+  std::string prefix = block_root + "/";
+  if (rparent.compare(0, prefix.size(), prefix) != 0)
+    return invalid("resolves to \"" + rparent + "/" + leaf + "\", outside " + block_root);
+  std::vector<std::string> rest = Split("/" + rparent.substr(prefix.size()));
+  if (rest.size() != 1 || !AllOf(rest[0], NameChar)) return invalid("has an invalid volume directory");
+  if (!AllOf(leaf, NameChar)) return invalid("has an invalid pod UID \"" + leaf + "\"");
+  std::string resolved = rparent + "/" + leaf;
+  struct statx st;
+  out->exists = false;
+  if (::statx(AT_FDCWD, resolved.c_str(), AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC, STATX_TYPE, &st) == 0) {
+    // A bind of the device onto the file shows the device node.
+    if (!S_ISREG(st.stx_mode) && !S_ISBLK(st.stx_mode)) return invalid("is not a regular file");
+    out->exists = true;
+  } else if (errno != ENOENT) {
+    return Status::FromErrno("stat " + resolved, errno);
+  }
+  out->path = resolved;
+  out->pod_uid = leaf;
+  out->plugin = "kubernetes.io~csi";
+  out->name = rest[0];
+  out->leaf = "";
+  out->block = true;
+  return Status::Ok();
+}
+
 Status ResolveConfiguredDir(const std::string& what, const std::string& path, std::string* out) {
   int err = 0;
   if (!RealPath(path, out, &err))

@@ -13,6 +13,8 @@
 // on disk is touched.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <string>
 
 #include "base/status.h"
@@ -25,7 +27,8 @@ struct Target {
   std::string plugin;   // "<vendor>~<driver>"
   std::string name;     // the pod's volume (a PV's name, or an inline volume's)
   std::string leaf;     // CSI: the directory the driver makes in <name>; "" for FlexVolume
-  bool exists = false;  // the directory exists
+  bool exists = false;  // the directory (a raw block target: the file) exists
+  bool block = false;   // a raw block target (ResolveBlockTarget): a file, not a directory
 };
 
 // pods_root must be a resolved path (no symlinks, no trailing slash).
@@ -33,6 +36,18 @@ struct Target {
 // allow_missing_parent (Unpublish) a missing parent yields exists = false.
 Status ResolveTarget(const std::string& pods_root, const std::string& path, Target* out,
                      bool allow_missing_parent = false);
+
+// A raw block volume's target: kubelet gives a CSI driver
+//   <kubelet root>/plugins/kubernetes.io/csi/volumeDevices/publish/<pv>/<podUID>
+// (it makes <pv>; the driver makes the file <podUID> and binds the device
+// onto it). block_root is that publish directory, resolved; the same rules
+// as ResolveTarget, and an existing target must be a regular file.
+Status ResolveBlockTarget(const std::string& block_root, const std::string& path, Target* out,
+                          bool allow_missing_parent = false);
+
+// Whether a publication's target still has a target's type: a directory,
+// or for raw block a file (showing the device node while bound).
+inline bool IsTargetType(unsigned mode) { return S_ISDIR(mode) || S_ISREG(mode) || S_ISBLK(mode); }
 
 // Resolves a directory given in configuration (realpath); it must exist.
 Status ResolveConfiguredDir(const std::string& what, const std::string& path, std::string* out);

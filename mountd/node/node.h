@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "mount/target.h"
 #include "node/lock_table.h"
 #include "node/volume.h"
 #include "state/store.h"
@@ -76,6 +77,9 @@ struct PublishArgs {
   bool read_only = false;
   std::vector<std::string> mount_options;
   std::optional<uint32_t> fs_group;
+  // A raw block volume's device, bound onto a file at kubelet's block
+  // publish path (SetKubeletRoot), not a directory into a pod.
+  bool block = false;
   PodIdentity pod;
   // The pool of a volume this node may not know (the PV's flex option
   // `pool`): an NFS volume another node made is looked for on that pool's
@@ -103,6 +107,10 @@ class Node {
   // Which pools pods may ask for inline volumes (node/access.cc); a pool
   // not named refuses them. Call before Start.
   void SetInlinePolicies(std::map<std::string, InlinePolicy> policies);
+  // kubelet's root (resolved): raw block volumes are published below its
+  // plugins/kubernetes.io/csi/volumeDevices/publish. Unset: none are.
+  // Call before Start.
+  void SetKubeletRoot(const std::string& kubelet_root);
 
   // Loads the state and reconciles it with the mount table (see reconcile.cc).
   // Binds to re-create on a backend whose staging may wait for a server
@@ -168,6 +176,10 @@ class Node {
   void AdoptUnrecorded(std::vector<VolumeRecord>* vols);
 
   const std::string pods_root_;
+  std::string block_root_;  // set before Start, then read-only
+  // Resolves a target of either kind: a raw block one when it lies below
+  // block_root_ (or `block`), a pod volume directory otherwise.
+  Status Resolve(const std::string& path, bool block, Target* out, bool allow_missing_parent = false) const;
   Store* const store_;
   const std::map<std::string, std::unique_ptr<Backend>> pools_;
   std::map<std::string, InlinePolicy> inline_policies_;  // set before Start, then read-only

@@ -1,4 +1,5 @@
 // Node: publication of volumes into pod volume directories.
+#include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -59,9 +60,25 @@ bool Node::LookupPublication(const std::string& target, PublicationRecord* out) 
   return true;
 }
 
+void Node::SetKubeletRoot(const std::string& kubelet_root) {
+  block_root_ = kubelet_root + "/plugins/kubernetes.io/csi/volumeDevices/publish";
+}
+
+Status Node::Resolve(const std::string& path, bool block, Target* out, bool allow_missing_parent) const {
+  bool below_block_root = !block_root_.empty() && path.compare(0, block_root_.size() + 1, block_root_ + "/") == 0;
+  if (!block && !below_block_root) return ResolveTarget(pods_root_, path, out, allow_missing_parent);
+  if (block_root_.empty())
+    return Status::FailedPrecondition("raw block volumes are published through nodevold's CSI front door, which "
+                                      "is off here (--csi=off)");
+  return ResolveBlockTarget(block_root_, path, out, allow_missing_parent);
+}
+
 Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* target_out) {
   Target target;
-  NODEVOL_RETURN_IF_ERROR(ResolveTarget(pods_root_, args.target, &target));
+  NODEVOL_RETURN_IF_ERROR(Resolve(args.target, args.block, &target));
+  if (args.block && args.read_only)
+    return Status::InvalidArgument("read-only raw block volumes are not supported: a device bound read-only can "
+                                   "still be opened for writing; publish it read-write");
   if (!args.pod.uid.empty() && args.pod.uid != target.pod_uid)
     return Status::InvalidArgument("pod uid " + args.pod.uid + " does not match the pod uid " + target.pod_uid +
                                    " in target " + target.path);
@@ -84,7 +101,7 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
   // kubelet makes a FlexVolume's pod volume directory before it calls
   // mount; one that is missing belongs to a pod that is gone. A CSI
   // target is the driver's to make (below), in a directory kubelet made.
-  if (!target.exists && target.leaf.empty())
+  if (!target.exists && target.leaf.empty() && !target.block)
     return Status::FailedPrecondition("target " + target.path + " does not exist; kubelet creates it before "
                                       "publishing, so its pod is gone or the path is wrong");
 
@@ -125,7 +142,7 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
     std::function<void()> fn;
     ~Cleanup() { fn(); }
   } cleanup{[&] {
-    if (!succeeded && made_target) ::rmdir(target.path.c_str());
+    if (!succeeded && made_target) target.block ? ::unlink(target.path.c_str()) : ::rmdir(target.path.c_str());
     if (succeeded || !PublishedAt(name).empty()) return;
     if (args.inline_spec) {
       bool existed = false;
@@ -152,6 +169,11 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
   }
   if (rec.state != VolumeState::kReady)
     return Status::FailedPrecondition("volume " + name + " is " + ToString(rec.state) + ", not ready");
+  if (rec.spec.block != args.block)
+    return Status::FailedPrecondition(rec.spec.block ? "volume " + name + " is a raw block volume: publish it with "
+                                                       "volumeMode Block"
+                                                     : "volume " + name + " has a filesystem: publish it with "
+                                                       "volumeMode Filesystem");
   Backend* b = FindPool(rec.spec.pool);
   if (!b) return Status::FailedPrecondition("pool " + rec.spec.pool + " of volume " + name + " is not configured");
   // fsGroup on NFS would walk a remote tree on this serving thread, holding
@@ -165,16 +187,24 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
   // Every publication is nosuid,nodev unless the pool allows otherwise:
   // recorded with the publication, so reconcile restores them too.
   std::vector<std::string> mount_options = args.mount_options;
+  // A device node is useless on a nodev mount: raw block binds are nosuid only.
   if (!b->allow_suid_dev()) {
-    for (const char* o : {"nosuid", "nodev"})
+    for (const char* o : {"nosuid", "nodev"}) {
+      if (args.block && std::string(o) == "nodev") continue;
       if (std::find(mount_options.begin(), mount_options.end(), o) == mount_options.end()) mount_options.push_back(o);
-    flags |= MS_NOSUID | MS_NODEV;
+    }
+    flags |= MS_NOSUID | (args.block ? 0 : MS_NODEV);
   }
 
 
   std::string source;
   NODEVOL_RETURN_IF_ERROR(b->Stage(rec, &source).WithContext("stage volume " + name));
-  if (!target.exists) {
+  if (!target.exists && target.block) {
+    int fd = ::open(target.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 && errno != EEXIST) return Status::FromErrno("create target " + target.path, errno);
+    if (fd >= 0) ::close(fd);
+    made_target = true;
+  } else if (!target.exists) {
     if (::mkdir(target.path.c_str(), 0750) != 0 && errno != EEXIST)
       return Status::FromErrno("create target " + target.path, errno);
     made_target = true;
@@ -210,7 +240,7 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
   };
 
   Status st;
-  if (args.fs_group && !read_only) st = ApplyFsGroup(source, *args.fs_group);
+  if (args.fs_group && !read_only && !args.block) st = ApplyFsGroup(source, *args.fs_group);
   if (!st.ok()) return undo(st);
   if (!adopt) {
     if (std::chrono::system_clock::now() >= args.deadline)
@@ -238,6 +268,10 @@ namespace {
 // goes: files written there while nothing was mounted are left for a
 // person to look at.
 Status RemoveCsiTarget(const Target& target) {
+  if (target.block && target.exists) {
+    if (::unlink(target.path.c_str()) == 0 || errno == ENOENT) return Status::Ok();
+    return Status::FromErrno("remove target " + target.path, errno);
+  }
   if (target.leaf.empty() || !target.exists) return Status::Ok();
   if (::rmdir(target.path.c_str()) == 0 || errno == ENOENT) return Status::Ok();
   if (errno == ENOTEMPTY || errno == EEXIST)
@@ -250,7 +284,7 @@ Status RemoveCsiTarget(const Target& target) {
 
 Status Node::Unpublish(const std::string& path, bool* was_published) {
   Target target;
-  NODEVOL_RETURN_IF_ERROR(ResolveTarget(pods_root_, path, &target, /*allow_missing_parent=*/true));
+  NODEVOL_RETURN_IF_ERROR(Resolve(path, false, &target, /*allow_missing_parent=*/true));
   LockTable::Guard tg(&locks_, TargetKey(target.path));
   PublicationRecord pub;
   *was_published = LookupPublication(target.path, &pub);

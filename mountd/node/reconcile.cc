@@ -210,7 +210,7 @@ void Node::ReconcilePublication(PublicationRecord pub) {
     return;
   }
   struct statx st;
-  if (!StatCached(pub.target, false, &st).ok() || !S_ISDIR(st.stx_mode)) {
+  if (!StatCached(pub.target, false, &st).ok() || !IsTargetType(st.stx_mode)) {
     forget("target directory is gone; record removed");
     return;
   }

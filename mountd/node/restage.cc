@@ -44,7 +44,7 @@ void Node::RestageLoop() {
       if (!LookupPublication(target, &pub)) continue;  // unpublished meanwhile
       LockTable::Guard vg(&locks_, VolumeKey(pub.volume));
       struct statx st;
-      if (!StatCached(target, false, &st).ok() || !S_ISDIR(st.stx_mode)) {
+      if (!StatCached(target, false, &st).ok() || !IsTargetType(st.stx_mode)) {
         spdlog::warn("publication of {} at {}: the target directory is gone; not re-creating its bind", pub.volume,
                      target);
         continue;

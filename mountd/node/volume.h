@@ -21,6 +21,9 @@ struct VolumeSpec {
   uint64_t size_bytes = 0;
   std::string fs_type;
   Params parameters;
+  // A raw block volume: the device itself is published, no filesystem is
+  // made (lvm pools only; Backend::block_capable).
+  bool block = false;
 };
 
 // Whether pods may ask a pool for inline ephemeral volumes, and how big

@@ -20,6 +20,7 @@ std::string Difference(const VolumeSpec& have, const VolumeSpec& want) {
     return "size " + Bytes(have.size_bytes) + " (asked: " + Bytes(want.size_bytes) + ")";
   if (have.fs_type != want.fs_type) return "fs_type \"" + have.fs_type + "\" (asked: \"" + want.fs_type + "\")";
   if (have.parameters != want.parameters) return "other parameters";
+  if (have.block != want.block) return have.block ? "raw block access (asked: a filesystem)" : "a filesystem (asked: raw block)";
   return "";
 }
 
@@ -112,6 +113,10 @@ Status Node::CheckSpec(const VolumeSpec& spec) const {
   }
   if (spec.size_bytes == 0) return Status::InvalidArgument("size must be greater than 0 bytes");
   if (spec.size_bytes > (uint64_t{1} << 62)) return Status::InvalidArgument("size " + Bytes(spec.size_bytes) + " is too large");
+  if (spec.block && !b->block_capable())
+    return Status::InvalidArgument("raw block volumes come only from lvm pools; pool " + spec.pool + " is " + b->kind());
+  if (spec.block && !spec.fs_type.empty())
+    return Status::InvalidArgument("a raw block volume has no filesystem; fs_type \"" + spec.fs_type + "\" asked");
   return b->Validate(spec);
 }
 

@@ -35,6 +35,7 @@ void ToProto(const VolumeView& v, v1::Volume* out) {
   for (const std::string& t : v.published_at) out->add_published_at(t);
   out->set_created_unix(r.created_unix);
   out->mutable_attributes()->insert(r.attributes.begin(), r.attributes.end());
+  out->set_block(r.spec.block);
 }
 
 Params ToParams(const google::protobuf::Map<std::string, std::string>& m) { return Params(m.begin(), m.end()); }
@@ -139,7 +140,8 @@ grpc::Status NodeService::WatchCapacity(grpc::ServerContext* ctx, const v1::Watc
 grpc::Status NodeService::CreateVolume(grpc::ServerContext*, const v1::CreateVolumeRequest* req,
                                        v1::CreateVolumeResponse* resp) {
   return Run("CreateVolume", req->name(), "", [&] {
-    VolumeSpec spec{req->name(), req->pool(), req->size_bytes(), req->fs_type(), ToParams(req->parameters())};
+    VolumeSpec spec{req->name(), req->pool(), req->size_bytes(), req->fs_type(), ToParams(req->parameters()),
+                    req->block()};
     VolumeView v;
     NODEVOL_RETURN_IF_ERROR(node_->CreateVolume(spec, &v));
     resp->set_capacity_sample(capacity_->Poke());
@@ -205,6 +207,7 @@ grpc::Status NodeService::Publish(grpc::ServerContext* ctx, const v1::PublishReq
     if (req->has_fs_group()) a.fs_group = req->fs_group();
     a.pod = {req->pod().uid(), req->pod().name(), req->pod().namespace_(), req->pod().service_account()};
     a.pool = req->pool();
+    a.block = req->block();
     a.deadline = ctx->deadline();
     std::string volume, target;
     NODEVOL_RETURN_IF_ERROR(node_->Publish(a, &volume, &target));

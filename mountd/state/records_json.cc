@@ -53,6 +53,7 @@ std::string VolumeToJson(const VolumeRecord& v) {
       {"attributes", v.attributes},
   };
   if (v.shared_copy) j["shared_copy"] = true;  // optional: older readers ignore it
+  if (v.spec.block) j["block"] = true;  // optional, likewise
   return j.dump(2) + "\n";
 }
 
@@ -72,6 +73,7 @@ Status VolumeFromJson(const std::string& text, VolumeRecord* v) {
     v->created_unix = j.at("created_unix").get<int64_t>();
     v->attributes = j.at("attributes").get<Params>();
     v->shared_copy = j.contains("shared_copy") && j.at("shared_copy").get<bool>();
+    v->spec.block = j.contains("block") && j.at("block").get<bool>();
   } catch (const json::exception& e) {
     return Status::FailedPrecondition(std::string("malformed volume record: ") + e.what());
   }

@@ -178,6 +178,10 @@ class FakeNode final : public v1::Node::Service {
     std::lock_guard<std::mutex> l(mu_);
     return volumes_.count(name) != 0;
   }
+  v1::Volume Volume(const std::string& name) {
+    std::lock_guard<std::mutex> l(mu_);
+    return volumes_.count(name) ? volumes_[name] : v1::Volume();
+  }
   int creates() {
     std::lock_guard<std::mutex> l(mu_);
     return creates_;
@@ -209,6 +213,7 @@ class FakeNode final : public v1::Node::Service {
     v.set_backend(backend_);
     v.set_size_bytes(req->size_bytes());
     v.set_state(v1::VOLUME_STATE_READY);
+    v.set_block(req->block());
     *v.mutable_parameters() = req->parameters();
     *resp->mutable_volume() = v;
     if (create_then_fail_ != grpc::StatusCode::OK) {

@@ -285,16 +285,29 @@ Outcome Pass::Run(const std::string& key) {
   st = ParseClassParams(StringMap(sc->value("parameters", json::object())), Strings(sc->value("mountOptions", json())),
                         &params);
   if (!st.ok()) return Fail(st.message(), Outcome::kGiveUp);
-  if (claim_.volume_mode == "Block")
-    return Fail(params.IsCsi() ? "volumeMode Block is not supported by nodevol yet; use volumeMode Filesystem"
-                               : "volumeMode Block is not supported by nodevol's FlexVolume PVs (FlexVolume publishes "
-                                 "filesystems only); use volumeMode Filesystem",
+  // Raw block: CSI PVs of lvm pools (nodevold refuses other pools with
+  // INVALID_ARGUMENT, one event); FlexVolume publishes filesystems only.
+  const bool block = claim_.volume_mode == "Block";
+  if (block && !params.IsCsi())
+    return Fail("volumeMode Block needs a class with volumeSource: csi (FlexVolume publishes filesystems only)",
+                Outcome::kGiveUp);
+  if (block && (params.IsNfs() || params.backend == "dir"))
+    return Fail("volumeMode Block needs an lvm pool; class " + claim_.class_name + " is backend " + params.backend,
+                Outcome::kGiveUp);
+  if (block && !params.fs_type.empty())
+    return Fail("volumeMode Block has no filesystem, but class " + claim_.class_name + " asks for fsType " +
+                    params.fs_type + "; use a class without fsType",
                 Outcome::kGiveUp);
   for (const auto& m : claim_.access_modes)
     if (m != "ReadWriteOnce" && m != "ReadWriteOncePod" && m != "ReadOnlyMany" && !(params.IsNfs() && m == "ReadWriteMany"))
       return Fail("access mode " + m + " is not supported by " + (params.backend.empty() ? "this" : params.backend) +
                       " volumes (node-local volumes are ReadWriteOnce, ReadWriteOncePod or ReadOnlyMany; NFS also "
                       "ReadWriteMany)",
+                  Outcome::kGiveUp);
+  for (const auto& m : claim_.access_modes)
+    if (block && m == "ReadOnlyMany")
+      return Fail("a raw block volume cannot be published read-only (the device stays writable); use "
+                  "ReadWriteOnce or ReadWriteOncePod",
                   Outcome::kGiveUp);
   std::string reclaim = sc->value("reclaimPolicy", "Delete");
 
@@ -373,6 +386,7 @@ Outcome Pass::Run(const std::string& key) {
   create.set_pool(params.pool);
   create.set_size_bytes(claim_.request_bytes);
   create.set_fs_type(params.fs_type);
+  create.set_block(block);
   auto vparams = params.volume_params;
   std::string joined;
   for (const auto& o : params.mount_options) joined += (joined.empty() ? "" : ",") + o;

@@ -43,6 +43,33 @@ TEST(Provision, CreatesOnTheRoomiestNodeAndSavesThePv) {
   EXPECT_NE(std::find(reasons.begin(), reasons.end(), "ProvisioningSucceeded"), reasons.end());
 }
 
+// volumeMode Block: a raw block volume on the node and a Block CSI PV
+// without fsType; refused, with nothing made, where it cannot work.
+TEST(Provision, BlockClaimsGetARawBlockVolumeThroughCsiOnly) {
+  World w;
+  FakeNode a("a");
+  w.view.Add(&a, "fast", 10 * GiB);
+  json claim = Claim("b1");
+  claim["spec"]["volumeMode"] = "Block";
+  json flex = Class("flex");
+  flex["parameters"]["volumeSource"] = "flexVolume";
+  json typed = Class("typed");
+  typed["parameters"]["fsType"] = "xfs";
+  json flex_claim = Claim("b2", "1Gi", "flex"), typed_claim = Claim("b3", "1Gi", "typed"), rox = Claim("b4");
+  flex_claim["spec"]["volumeMode"] = typed_claim["spec"]["volumeMode"] = rox["spec"]["volumeMode"] = "Block";
+  rox["spec"]["accessModes"] = {"ReadOnlyMany"};
+  w.Load({claim, flex_claim, typed_claim, rox}, {}, {Class(), flex, typed});
+  EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-b1"), Outcome::kDone);
+  EXPECT_TRUE(a.Volume("pvc-b1").block());
+  json pv = w.api.Object(kPvs + "/pvc-b1");
+  EXPECT_EQ(pv["spec"].value("volumeMode", ""), "Block");
+  EXPECT_EQ(pv["spec"]["csi"].value("driver", ""), "nodevol.io");
+  EXPECT_FALSE(pv["spec"]["csi"].contains("fsType"));
+  for (const char* key : {"app/data-b2", "app/data-b3", "app/data-b4"})
+    EXPECT_EQ(ProvisionClaim(w.ctx, key), Outcome::kGiveUp) << key;
+  EXPECT_EQ(a.creates(), 1);
+}
+
 // A class made before the rename to nodevol.io still provisions (a class's
 // provisioner field cannot be changed); the PV carries the new name, which
 // deletion accepts like the old one.

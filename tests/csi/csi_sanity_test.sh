@@ -49,18 +49,29 @@ csi=$kroot/plugins/nodevol.io/csi.sock
 for _ in $(seq 100); do [[ -S $csi ]] && break; sleep 0.1; done
 [[ -S $csi ]] || { cat "$sb/nodevold.log"; echo "csi_sanity_test: no CSI socket $csi"; exit 1; }
 
-# csi-sanity's path commands: a pod volume directory as kubelet makes one
-# (<pods>/<uid>/volumes/kubernetes.io~csi/<pv>), its removal, and what a
-# path is now.
-cat >"$sb/mkpath" <<EOS
+# csi-sanity's path commands: the directory kubelet makes for a volume (a
+# pod's <pods>/<uid>/volumes/kubernetes.io~csi/<pv>, or for raw block
+# <kubelet root>/plugins/kubernetes.io/csi/volumeDevices/publish/<pv>, where
+# the driver makes the file <podUID>; csi-sanity's "target" stands for it),
+# its removal, and what a path is now.
+if [[ $access == block ]]; then
+  cat >"$sb/mkpath" <<EOS
+#!/bin/sh
+d=$kroot/plugins/kubernetes.io/csi/volumeDevices/publish/pv-\$(cat /proc/sys/kernel/random/uuid)
+mkdir -p "\$d" && echo "\$d"
+EOS
+  printf '#!/bin/sh\nrmdir "$1"\n' >"$sb/rmpath"
+else
+  cat >"$sb/mkpath" <<EOS
 #!/bin/sh
 d=$kroot/pods/\$(cat /proc/sys/kernel/random/uuid)/volumes/kubernetes.io~csi/pv-\$(basename "\$1")
 mkdir -p "\$d" && echo "\$d"
 EOS
-cat >"$sb/rmpath" <<'EOS'
+  cat >"$sb/rmpath" <<'EOS'
 #!/bin/sh
 rmdir "$1" && rmdir "$(dirname "$(dirname "$(dirname "$1")")")/volumes/kubernetes.io~csi" "$(dirname "$(dirname "$(dirname "$1")")")/volumes" "$(dirname "$(dirname "$(dirname "$1")")")"
 EOS
+fi
 cat >"$sb/checkpath" <<'EOS'
 #!/bin/sh
 if [ -L "$1" ]; then echo other; elif [ -d "$1" ]; then echo directory; elif [ -f "$1" ]; then echo file

@@ -127,6 +127,41 @@ TEST_F(TargetTest, RejectsOtherCsiShapes) {
   EXPECT_FALSE(t.exists);
 }
 
+TEST_F(TargetTest, RawBlockTargetsAreFilesBelowKubeletsPublishDir) {
+  std::string publish = base_ + "/kubelet/plugins/kubernetes.io/csi/volumeDevices/publish";
+  fs::create_directories(publish + "/pv-1");
+  std::string root;
+  ASSERT_TRUE(ResolveConfiguredDir("publish", publish, &root).ok());
+  Target t;
+  ASSERT_TRUE(ResolveBlockTarget(root, root + "/pv-1/pod-uid-1", &t).ok());
+  EXPECT_TRUE(t.block);
+  EXPECT_FALSE(t.exists);
+  EXPECT_EQ(t.name, "pv-1");
+  EXPECT_EQ(t.pod_uid, "pod-uid-1");
+  { std::ofstream(root + "/pv-1/pod-uid-1") << ""; }
+  ASSERT_TRUE(ResolveBlockTarget(root, root + "/pv-1/pod-uid-1", &t).ok());
+  EXPECT_TRUE(t.exists);
+  fs::create_directories(root + "/pv-1/dir");
+  fs::create_directories(root + "/pv-1/sub");
+  fs::create_symlink("/etc/passwd", root + "/pv-1/link");
+  for (const std::string& bad : {root + "/pv-1",              // kubelet's directory
+                                 root + "/pv-1/dir",          // not a file
+                                 root + "/pv-1/link",         // a symlink is never followed
+                                 root + "/pv-1/sub/deeper",   // too deep
+                                 root + "/pv-1/../pv-1/x",    // lexical tricks
+                                 root + "/pv-2/x",            // no directory from kubelet
+                                 Vol("/data"),                // a pod volume directory
+                                 std::string("/dev/sda")}) {
+    EXPECT_EQ(ResolveBlockTarget(root, bad, &t).code(), Status::Code::kInvalidArgument) << "accepted: " << bad;
+  }
+  // A directory symlinked out of the publish dir: judged by where it leads.
+  fs::create_directory_symlink(base_ + "/outside", root + "/pv-3");
+  EXPECT_EQ(ResolveBlockTarget(root, root + "/pv-3/x", &t).code(), Status::Code::kInvalidArgument);
+  // Unpublish after kubelet removed its directory.
+  EXPECT_TRUE(ResolveBlockTarget(root, root + "/pv-9/x", &t, true).ok());
+  EXPECT_FALSE(t.exists);
+}
+
 TEST_F(TargetTest, ARegularFileIsNotATarget) {
   fs::remove(Vol("/data"));
   { std::ofstream(Vol("/data")) << "x"; }

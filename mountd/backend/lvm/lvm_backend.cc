@@ -8,6 +8,9 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+
 #include <cerrno>
 #include <cstdio>
 
@@ -68,6 +71,22 @@ Status ZeroStart(const std::string& device) {
     if (n <= 0) return Status::FromErrno("wipe " + device, errno);
     done += static_cast<size_t>(n);
   }
+  if (::fdatasync(fd.get()) != 0) return Status::FromErrno("sync " + device, errno);
+  return Status::Ok();
+}
+
+// Zeroes a whole new raw block volume (BLKZEROOUT: the device writes
+// zeroes itself where it can): a pod reads its device directly, so extents
+// a deleted volume used must not show its data. Filesystem volumes need
+// only ZeroStart's first MiB, since a new filesystem never shows blocks it
+// did not write.
+Status ZeroAll(const std::string& device) {
+  UniqueFd fd(::open(device.c_str(), O_WRONLY | O_EXCL | O_CLOEXEC));
+  if (fd.get() < 0) return Status::FromErrno("open " + device + " to zero it", errno);
+  uint64_t size = 0;
+  if (::ioctl(fd.get(), BLKGETSIZE64, &size) != 0) return Status::FromErrno("size of " + device, errno);
+  uint64_t range[2] = {0, size};
+  if (::ioctl(fd.get(), BLKZEROOUT, range) != 0) return Status::FromErrno("zero " + device, errno);
   if (::fdatasync(fd.get()) != 0) return Status::FromErrno("sync " + device, errno);
   return Status::Ok();
 }
@@ -307,6 +326,16 @@ Status LvmBackend::CreateAttempt(VolumeRecord* record, bool resumed, bool may_re
     }
   }
   std::string device, dir = StagingDir(name);
+  if (record->spec.block && options_.thin) {
+    // Unwritten blocks of a thin LV read as what the pool gives a new
+    // block: zeroes only when the pool zeroes (lvs -o zero).
+    const LvmLv* tp = report.FindLv(options_.vg, options_.thinpool);
+    if (tp && !(tp->attr.size() > 7 && tp->attr[7] == 'z'))
+      return Status::FailedPrecondition("thin pool " + options_.vg + "/" + options_.thinpool +
+                                        " does not zero new blocks, so a raw block volume could show another "
+                                        "volume's old data: lvchange --zero y " + options_.vg + "/" +
+                                        options_.thinpool + ", or use a thick pool");
+  }
   if (Status st = DeviceOf(*lv, &device); !st.ok()) {
     if (lv == &made || !may_recreate) return st;
     // An LV left by a create killed midway may never activate: lvcreate
@@ -318,6 +347,15 @@ Status LvmBackend::CreateAttempt(VolumeRecord* record, bool resumed, bool may_re
                  pool_, options_.vg, lv->name, name, st.message());
     NODEVOL_RETURN_IF_ERROR(lvm_->Remove(options_.vg, lv->name, lv->uuid));
     return CreateAttempt(record, resumed, /*may_recreate=*/false);
+  }
+  if (record->spec.block) {
+    // Not ready yet, so nobody has the device: (re)zeroing loses nothing.
+    if (!options_.thin) NODEVOL_RETURN_IF_ERROR(ZeroAll(device));
+    record->attributes = {{"vg", options_.vg}, {"lv", lv->name}, {"device", device},
+                          {"lv_bytes", std::to_string(lv->size)}};
+    spdlog::info("pool {}: volume {} is {} LV {}/{} ({} bytes, raw block)", pool_, name,
+                 options_.thin ? "thin" : "thick", options_.vg, lv->name, lv->size);
+    return Status::Ok();
   }
   // Not mounted means no filesystem anyone could have used yet: the
   // record is not ready, so (re)making it loses nothing.
@@ -399,6 +437,10 @@ Status LvmBackend::Expand(VolumeRecord* record, uint64_t new_size) {
       if (!lv) return Status::Internal("logical volume of volume " + name + " vanished while extending it");
     }
   }
+  if (record->spec.block) {
+    record->attributes["lv_bytes"] = std::to_string(lv->size);
+    return Status::Ok();
+  }
   bool mounted_now = false;
   NODEVOL_RETURN_IF_ERROR(EnsureMounted(*record, *lv, &mounted_now));
   std::string device;
@@ -420,7 +462,16 @@ Status LvmBackend::Stage(const VolumeRecord& record, std::string* path) {
   // leaves no cached report behind (it skips the one after lvcreate), so
   // reading one here cost a fullreport per LVM pod start: lvm_bench's
   // publish went from 41 to 964 ms under TCG.
-  if (StagedAlready(record)) {
+  if (record.spec.block) {
+    // The recorded device node, when the LV is active: no lvm process
+    // per pod start (the trap StagedAlready avoids for filesystems).
+    auto device = record.attributes.find("device");
+    struct stat dev;
+    if (device != record.attributes.end() && ::stat(device->second.c_str(), &dev) == 0 && S_ISBLK(dev.st_mode)) {
+      *path = device->second;
+      return Status::Ok();
+    }
+  } else if (StagedAlready(record)) {
     *path = StagingDir(record.spec.name);
     return Status::Ok();
   }
@@ -431,6 +482,8 @@ Status LvmBackend::Stage(const VolumeRecord& record, std::string* path) {
   if (!lv)
     return Status::NotFound("logical volume " + options_.vg + "/" + LvNameFor(record.spec.name) + " of volume " +
                             record.spec.name + " is missing");
+  // A raw block volume is its device: nothing to mount.
+  if (record.spec.block) return DeviceOf(*lv, path);
   bool mounted_now = false;
   NODEVOL_RETURN_IF_ERROR(EnsureMounted(record, *lv, &mounted_now));
   *path = StagingDir(record.spec.name);
@@ -447,7 +500,10 @@ bool LvmBackend::StagedAlready(const VolumeRecord& record) const {
   return IsMountPoint(StagingDir(record.spec.name), &mounted, &shown).ok() && mounted && shown == dev.st_rdev;
 }
 
-Status LvmBackend::Unstage(const VolumeRecord& record) { return Unmount(StagingDir(record.spec.name)); }
+Status LvmBackend::Unstage(const VolumeRecord& record) {
+  if (record.spec.block) return Status::Ok();
+  return Unmount(StagingDir(record.spec.name));
+}
 
 Status LvmBackend::Check(const VolumeRecord& record) {
   LvmReport report;
@@ -492,9 +548,16 @@ Status LvmBackend::Survey(const std::set<std::string>& known, std::vector<Volume
     rec.backend = kind();
     rec.state = VolumeState::kReady;
     std::string device = lv.path, fs;
-    if (lv.active() && ProbeFsType(device, &fs).ok() && !fs.empty()) rec.spec.fs_type = fs;
+    bool probed = lv.active() && ProbeFsType(device, &fs).ok();
+    if (probed && !fs.empty()) rec.spec.fs_type = fs;
     rec.attributes = {{"vg", options_.vg}, {"lv", lv.name}, {"device", device}, {"fs", fs.empty() ? options_.fs : fs},
                       {"path", StagingDir(volume)}, {"lv_bytes", std::to_string(lv.size)}};
+    // No filesystem on it: a raw block volume's LV, adopted as one, so that
+    // nothing ever formats it.
+    if (probed && fs.empty()) {
+      rec.spec.block = true;
+      rec.attributes = {{"vg", options_.vg}, {"lv", lv.name}, {"device", device}, {"lv_bytes", std::to_string(lv.size)}};
+    }
     unrecorded->push_back(rec);
   }
   if (DIR* d = ::opendir(staging_root_.c_str())) {

@@ -38,6 +38,7 @@ class LvmBackend : public Backend {
   ~LvmBackend() override;
 
   std::string kind() const override { return "lvm"; }
+  bool block_capable() const override { return true; }
   std::vector<std::string> fs_types() const override;
   bool size_enforced() const override { return true; }
   Params attributes() const override;

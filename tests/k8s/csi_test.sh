@@ -15,7 +15,9 @@
 #  - kubelet restarted: the running pod keeps its mount, the driver is
 #    registered again, a new pod mounts;
 #  - nodevold killed -9 and started again: kubelet re-dials, a new pod
-#    mounts; all pods deleted: no mount left under the pods root.
+#    mounts; nodevold stopped when a pod starts: an event, and the pod
+#    runs once it is back; 30 pods with a claim each at once; all pods
+#    deleted: no mount left under the pods root.
 # Needs NODEVOL_PROVISIONER besides what lib.sh needs.
 K8S_TEST=csi
 source "$(dirname "$0")/lib.sh"
@@ -145,6 +147,26 @@ claim after-kill nv-default 16Mi
 bound after-kill 120 || prov_fail "claim after-kill not Bound"
 claim_pod after-kill after-kill 'echo ok-after-kill && sleep 3600' | k apply -f - >/dev/null
 wait_log after-kill ok-after-kill
+
+step "nodevold down when a pod starts: an event, then the pod runs once it is back"
+k delete pod after-kubelet after-kill --wait=true --timeout=60s >/dev/null
+kill "$NODEVOLD_PID"; wait "$NODEVOLD_PID" 2>/dev/null || true
+claim_pod waiting after-kill 'echo ok-waiting && sleep 3600' | k apply -f - >/dev/null
+msg=$(wait_event waiting FailedMount)
+step "while nodevold is down: $(head -1 <<<"$msg")"
+nodevold_start "${nodevold_args[@]}"
+wait_log waiting ok-waiting
+
+step "30 pods at once, each with its own claim"
+n=30
+for i in $(seq $n); do
+  claim "many-$i" nv-csi 8Mi
+  claim_pod "many-$i" "many-$i" "echo up-$i && sleep 3600" | k apply -f - >/dev/null
+done
+for i in $(seq $n); do
+  k wait --for=condition=Ready "pod/many-$i" --timeout=300s >/dev/null || prov_fail "pod many-$i not Ready"
+done
+(($(csi_mounts) >= n)) || fail "$(csi_mounts) CSI mounts for $n pods"
 
 step "all pods gone: no mount left, volumes deleted with their claims"
 k delete pods --all --grace-period=1 --timeout=120s >/dev/null

@@ -99,6 +99,16 @@ vm_nodevold_stop() {
   [[ $rc == 0 ]] || vm_fail "nodevold exited $rc on SIGTERM"
 }
 
+# expect_code CODE COMMAND...: the command must fail and say CODE (a gRPC
+# code name as nodevolctl prints it, e.g. INVALID_ARGUMENT).
+expect_code() {
+  local want=$1 out
+  shift
+  if out=$("$@" 2>&1); then vm_fail "succeeded, expected $want: $*"; fi
+  grep -q "$want" <<<"$out" || vm_fail "expected $want from '$*', got: $out"
+  vm_log "$want: $(tail -1 <<<"$out")"
+}
+
 # vm_ctl ARGS...: the nodevolctl named by $NODEVOLCTL on the sandbox socket.
 vm_ctl() {
   : "${NODEVOLCTL:?NODEVOLCTL must name the nodevolctl binary (vm-run --env NODEVOLCTL=...)}"

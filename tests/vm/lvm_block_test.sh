@@ -13,13 +13,6 @@
 source "$VM_LIB"
 MiB=$((1024 * 1024))
 export DM_DISABLE_UDEV=1  # for the lvm commands this script runs itself
-expect_code() {  # CODE COMMAND...: the command must fail and say CODE
-  local want=$1 out
-  shift
-  if out=$("$@" 2>&1); then vm_fail "succeeded, expected $want: $*"; fi
-  grep -q "$want" <<<"$out" || vm_fail "expected $want from '$*', got: $out"
-  vm_log "$want: $(tail -1 <<<"$out")"
-}
 zeroes() { cmp -s -n "$2" "$1" /dev/zero; }  # DEVICE BYTES
 mounts_below() { grep -c " $1/" /proc/self/mountinfo || true; }
 

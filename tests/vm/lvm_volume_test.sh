@@ -12,13 +12,6 @@ export DM_DISABLE_UDEV=1  # for the lvm commands this script runs itself
 
 bytes_of() { echo $(($(stat -f -c '%b' "$1") * $(stat -f -c '%S' "$1"))); }
 lvs_of() { lvm lvs --noheadings -o lv_name,lv_size,lv_tags --units b --nosuffix nv 2>/dev/null | sed 's/^ *//'; }
-expect_code() {  # CODE COMMAND...: the command must fail and say CODE
-  local want=$1 out
-  shift
-  if out=$("$@" 2>&1); then vm_fail "succeeded, expected $want: $*"; fi
-  grep -q "$want" <<<"$out" || vm_fail "expected $want from '$*', got: $out"
-  vm_log "$want: $(tail -1 <<<"$out")"
-}
 
 # Sizes in MiB: v1 as asked (not a multiple of the 4 MiB extent), as an
 # LV, and expanded; xfs cannot be made below 300 MiB.

@@ -53,15 +53,6 @@ nfs_expect_unmounted() {
   vm_fail "$1: $(nfs_mounts_below "$VM_STATE/nfs")"
 }
 
-# expect_code CODE COMMAND...: the command must fail and say CODE.
-expect_code() {
-  local want=$1 out
-  shift
-  if out=$("$@" 2>&1); then vm_fail "succeeded, expected $want: $*"; fi
-  grep -q "$want" <<<"$out" || vm_fail "expected $want from '$*', got: $out"
-  vm_log "$want: $(tail -1 <<<"$out")"
-}
-
 # Milliseconds since the epoch (for wall-clock bounds, which include a
 # nodevolctl start: slow and noisy under TCG on a loaded host).
 now_ms() { echo $(($(date +%s%N) / 1000000)); }

@@ -1,5 +1,7 @@
 #include "csi/controller_service.h"
 
+#include <algorithm>
+
 #include "base/names.h"
 #include "csi/capability.h"
 #include "csi/driver.h"
@@ -216,11 +218,41 @@ grpc::Status ControllerService::GetCapacity(grpc::ServerContext*, const ::csi::v
   });
 }
 
+grpc::Status ControllerService::ListVolumes(grpc::ServerContext*, const ::csi::v1::ListVolumesRequest* req,
+                                            ::csi::v1::ListVolumesResponse* resp) {
+  return calls_->Run("csi.ListVolumes", "", "", [&] {
+    if (req->max_entries() < 0) return Status::InvalidArgument("max_entries must not be negative");
+    std::string after;
+    if (!req->starting_token().empty()) {
+      const std::string& t = req->starting_token();
+      if (t.rfind("n:", 0) != 0 || !ValidateVolumeName(t.substr(2)).ok())
+        return Status::Aborted("starting_token \"" + t + "\" is not one this driver gave; list from the start");
+      after = t.substr(2);
+    }
+    std::vector<VolumeView> vols;
+    NODEVOL_RETURN_IF_ERROR(node_->ListVolumes("", &vols));
+    std::sort(vols.begin(), vols.end(),
+              [](const VolumeView& a, const VolumeView& b) { return a.record.spec.name < b.record.spec.name; });
+    for (const VolumeView& v : vols) {
+      const VolumeRecord& r = v.record;
+      // Only what CreateVolume could have made here: no inline volume, no
+      // copy of another node's record, nothing half made.
+      if (r.ephemeral || r.shared_copy || r.state != VolumeState::kReady || r.spec.name <= after) continue;
+      if (req->max_entries() && resp->entries_size() == req->max_entries()) {
+        resp->set_next_token("n:" + resp->entries(resp->entries_size() - 1).volume().volume_id());
+        break;
+      }
+      Answer(v, node_name_, resp->add_entries()->mutable_volume());
+    }
+    return Status::Ok();
+  });
+}
+
 grpc::Status ControllerService::ControllerGetCapabilities(grpc::ServerContext*,
                                                           const ::csi::v1::ControllerGetCapabilitiesRequest*,
                                                           ::csi::v1::ControllerGetCapabilitiesResponse* resp) {
   using Rpc = ::csi::v1::ControllerServiceCapability::RPC;
-  for (Rpc::Type t : {Rpc::CREATE_DELETE_VOLUME, Rpc::EXPAND_VOLUME, Rpc::GET_CAPACITY})
+  for (Rpc::Type t : {Rpc::CREATE_DELETE_VOLUME, Rpc::EXPAND_VOLUME, Rpc::GET_CAPACITY, Rpc::LIST_VOLUMES})
     resp->add_capabilities()->mutable_rpc()->set_type(t);
   return grpc::Status::OK;
 }

@@ -8,7 +8,7 @@
 // CreateVolume takes the pool from parameters["pool"]; the volume's id is
 // its name (the CO's, e.g. "pvc-<uid>"); the answer's topology is this
 // node. No CONTROLLER_PUBLISH: nothing attaches, so the CSIDriver says
-// attachRequired: false.
+// attachRequired: false. ListVolumes lists this node's volumes only.
 #pragma once
 
 #include <string>
@@ -34,6 +34,10 @@ class ControllerService final : public ::csi::v1::Controller::Service {
                                           ::csi::v1::ValidateVolumeCapabilitiesResponse*) override;
   grpc::Status GetCapacity(grpc::ServerContext*, const ::csi::v1::GetCapacityRequest*,
                            ::csi::v1::GetCapacityResponse*) override;
+  // Ready persistent volumes by name; next_token is "n:<last name given>",
+  // so a page stays right when volumes come and go between calls.
+  grpc::Status ListVolumes(grpc::ServerContext*, const ::csi::v1::ListVolumesRequest*,
+                           ::csi::v1::ListVolumesResponse*) override;
   grpc::Status ControllerGetCapabilities(grpc::ServerContext*, const ::csi::v1::ControllerGetCapabilitiesRequest*,
                                          ::csi::v1::ControllerGetCapabilitiesResponse*) override;
 

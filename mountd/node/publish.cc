@@ -199,15 +199,15 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
 
   std::string source;
   NODEVOL_RETURN_IF_ERROR(b->Stage(rec, &source).WithContext("stage volume " + name));
+  // Only what this call made goes again if it fails.
   if (!target.exists && target.block) {
     int fd = ::open(target.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0 && errno != EEXIST) return Status::FromErrno("create target " + target.path, errno);
     if (fd >= 0) ::close(fd);
-    made_target = true;
+    made_target = fd >= 0;
   } else if (!target.exists) {
-    if (::mkdir(target.path.c_str(), 0750) != 0 && errno != EEXIST)
-      return Status::FromErrno("create target " + target.path, errno);
-    made_target = true;
+    made_target = ::mkdir(target.path.c_str(), 0750) == 0;
+    if (!made_target && errno != EEXIST) return Status::FromErrno("create target " + target.path, errno);
   }
   MountState ms;
   bool mounted_ro = false;
@@ -312,8 +312,11 @@ bool Node::ShowsKnownVolume(const struct statx& st) const {
   std::vector<std::string> dirs;
   {
     std::lock_guard<std::mutex> l(mu_);
-    for (const auto& [_, v] : volumes_)
+    for (const auto& [_, v] : volumes_) {
       if (auto it = v.attributes.find("path"); it != v.attributes.end()) dirs.push_back(it->second);
+      // A raw block volume shows its device node.
+      if (auto it = v.attributes.find("device"); v.spec.block && it != v.attributes.end()) dirs.push_back(it->second);
+    }
     for (const auto& [_, p] : publications_) dirs.push_back(p.source);
   }
   for (const std::string& d : dirs) {

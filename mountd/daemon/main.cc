@@ -160,6 +160,10 @@ int Run(const Config& c) {
   // unix socket: gRPC 1.51 cannot cap connections itself.
   NodeService remote_service(&node, &capacity, &registry, c.node_name, c.heartbeat_seconds,
                              NodeService::Listener::kRemote);
+  if (c.csi) {
+    service.SetCsiDriver(csi::kDriverName);
+    remote_service.SetCsiDriver(csi::kDriverName);
+  }
   std::unique_ptr<grpc::Server> remote_server;
   TcpRelay relay;
   std::string relay_socket = c.socket + ".tls";

@@ -95,6 +95,7 @@ grpc::Status NodeService::GetInfo(grpc::ServerContext* ctx, const v1::GetInfoReq
     }
     for (const std::string& d : node_->Drift()) resp->add_drift(d);
     resp->add_api_versions("nodevol.v1");
+    resp->set_csi_driver(csi_driver_);
     return Status::Ok();
   }, probe);
 }

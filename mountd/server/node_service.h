@@ -45,6 +45,8 @@ class NodeService final : public v1::Node::Service {
   grpc::Status GetVolumeStats(grpc::ServerContext*, const v1::GetVolumeStatsRequest*,
                               v1::GetVolumeStatsResponse*) override;
 
+  // The CSI driver GetInfo reports (set when the CSI front door is on).
+  void SetCsiDriver(std::string driver) { csi_driver_ = std::move(driver); }
   // Makes open WatchCapacity streams end (before server shutdown).
   void Shutdown() { shutting_down_ = true; }
   // Waits until no unary call is running, or until the deadline; false on
@@ -66,6 +68,7 @@ class NodeService final : public v1::Node::Service {
   std::string node_name_;
   unsigned heartbeat_seconds_;
   Listener listener_;
+  std::string csi_driver_;
   std::atomic<bool> shutting_down_{false};
   CallRunner calls_;
 };

@@ -285,9 +285,19 @@ class FakeNodeView : public NodeView {
     auto it = clients_.find(node);
     return it == clients_.end() ? nullptr : it->second;
   }
+  // Every node serves CSI unless a test says otherwise.
+  void SetNoCsi(const std::string& node) {
+    std::lock_guard<std::mutex> l(mu_);
+    no_csi_.insert(node);
+  }
+  bool ServesCsi(const std::string& node) const override {
+    std::lock_guard<std::mutex> l(mu_);
+    return !no_csi_.count(node);
+  }
 
  private:
   mutable std::mutex mu_;
+  std::set<std::string> no_csi_;
   std::vector<PoolSeen> pools_;
   std::map<std::string, std::shared_ptr<nodes::NodeClient>> clients_;
 };

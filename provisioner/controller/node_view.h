@@ -19,6 +19,9 @@ class NodeView {
   virtual std::vector<PoolSeen> Pools() const = 0;
   // nullptr when the node is not (or no longer) known.
   virtual std::shared_ptr<nodes::NodeClient> Client(const std::string& node) const = 0;
+  // Whether the node's nodevold serves kubelet the CSI driver, so that a
+  // spec.csi PV of a volume there can be mounted.
+  virtual bool ServesCsi(const std::string& node) const = 0;
 };
 
 }  // namespace nodevol::provisioner

@@ -375,6 +375,21 @@ Outcome Pass::Run(const std::string& key) {
     if (reserved) ctx_.ledger->Settle(claim_.uid, false);
     return wffc ? Reschedule("nodevold on it is not known") : WaitForRoom("node " + node + " vanished");
   }
+  // A node whose nodevold serves no CSI (older, or --csi=off) could not
+  // mount a spec.csi PV: the default gives it a flexVolume PV instead;
+  // a class that asks for CSI, or a block claim, needs another node.
+  bool csi = params.IsCsi();
+  if (csi && !ctx_.node_view->ServesCsi(node)) {
+    std::string why = "nodevold on node " + node + " serves no CSI driver (older than the CSI front door, or "
+                      "--csi=off)";
+    if (params.volume_source_given || block) {
+      if (reserved) ctx_.ledger->Settle(claim_.uid, false);
+      std::string need = block ? "a raw block volume needs CSI" : "class " + claim_.class_name + " asks volumeSource csi";
+      return wffc ? Reschedule(why + "; " + need) : Fail(why + "; " + need, Outcome::kRetry);
+    }
+    csi = false;
+    ctx_.events->Record(pvc_, "Normal", "FlexVolumeFallback", why + ": this claim gets a flexVolume PV");
+  }
   st = RecordAttempt(node);
   if (!st.ok()) {
     if (reserved) ctx_.ledger->Settle(claim_.uid, false);
@@ -423,7 +438,7 @@ Outcome Pass::Run(const std::string& key) {
   plan.bytes = std::max<uint64_t>(created.volume().size_bytes(), claim_.request_bytes);
   plan.node_label_key = ctx_.options.node_label_key;
   plan.node_label_value = ctx_.options.node_label_value;
-  plan.csi = params.IsCsi();
+  plan.csi = csi;
   st = SavePv(BuildPersistentVolume(plan), node, plan.pool, plan.backend);
   if (st.code() == Status::Code::kAlreadyExists) {
     // Another pass (another replica, before a failover) saved the PV on

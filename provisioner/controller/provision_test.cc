@@ -70,6 +70,26 @@ TEST(Provision, BlockClaimsGetARawBlockVolumeThroughCsiOnly) {
   EXPECT_EQ(a.creates(), 1);
 }
 
+// A node whose nodevold serves no CSI (older, or --csi=off): the default
+// class gets a flexVolume PV there, one that asks for CSI gets nothing.
+TEST(Provision, ANodeWithoutCsiGetsFlexVolumePvsUnlessTheClassAsksCsi) {
+  World w;
+  FakeNode a("a");
+  w.view.Add(&a, "fast", 10 * GiB);
+  w.view.SetNoCsi("a");
+  json asks = Class("asks");
+  asks["parameters"]["volumeSource"] = "csi";
+  w.Load({Claim("d1"), Claim("c1", "1Gi", "asks")}, {}, {Class(), asks});
+  EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-d1"), Outcome::kDone);
+  json pv = w.api.Object(kPvs + "/pvc-d1");
+  EXPECT_TRUE(pv["spec"].contains("flexVolume"));
+  EXPECT_FALSE(pv["spec"].contains("csi"));
+  auto reasons = w.api.EventReasons();
+  EXPECT_NE(std::find(reasons.begin(), reasons.end(), "FlexVolumeFallback"), reasons.end());
+  EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-c1"), Outcome::kRetry);
+  EXPECT_FALSE(a.HasVolume("pvc-c1"));
+}
+
 // A class made before the rename to nodevol.io still provisions (a class's
 // provisioner field cannot be changed); the PV carries the new name, which
 // deletion accepts like the old one.

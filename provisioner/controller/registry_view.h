@@ -21,6 +21,11 @@ class RegistryView : public NodeView {
   std::shared_ptr<nodes::NodeClient> Client(const std::string& node) const override {
     return registry_->Client(node);
   }
+  bool ServesCsi(const std::string& node) const override {
+    for (const auto& n : registry_->Snapshot())
+      if (n.name == node) return !n.csi_driver.empty();
+    return false;
+  }
 
  private:
   const nodes::NodeRegistry* registry_;

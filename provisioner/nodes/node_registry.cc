@@ -217,6 +217,10 @@ Status NodeRegistry::Session(const std::shared_ptr<Entry>& e, bool* delivered) {
     if (gs.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) break;
   }
   if (!gs.ok()) return FromGrpc(gs, where + ": GetInfo");
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    e->state.csi_driver = info.csi_driver();
+  }
   struct Kind {
     std::string backend;
     bool size_enforced = true;

@@ -67,6 +67,9 @@ struct NodeState {
   // nodevold's number for the capacity sample `pools` come from (0: not
   // told; CreateVolumeResponse.capacity_sample says which one has a volume).
   uint64_t sample = 0;
+  // GetInfo's csi_driver: "" when the node's nodevold serves no CSI (off,
+  // or older than the CSI front door).
+  std::string csi_driver;
 };
 
 // PoolCapacity::shared_by of a pool GetInfo describes.

@@ -66,6 +66,7 @@ Status ParseClassParams(const std::map<std::string, std::string>& parameters,
     } else if (k == "volumeSource") {
       if (!OneOf(v, {"csi", "flexVolume"})) return Bad(k, "\"" + v + "\" is not csi or flexVolume");
       p.volume_source = v;
+      p.volume_source_given = true;
     } else {
       return Bad(k, "unknown; known: backend, pool, fsType, mode, uid, gid, server, share, pathPattern, subDir, "
                     "onDelete, archiveOnDelete, volumeSource");

@@ -38,6 +38,7 @@ struct ClassParams {
   // registers its CSI driver with kubelet by itself. flexVolume stays for
   // clusters that keep nodevold's CSI front door off (--csi=off).
   std::string volume_source = "csi";
+  bool volume_source_given = false;  // the class says which
   bool IsNfs() const { return backend == "nfs"; }
   bool IsCsi() const { return volume_source == "csi"; }
 };

@@ -68,9 +68,11 @@ Status IsMountRoot(const std::string& path, bool* root, struct statx* stx) {
 // /dev/<vg>/<lv> link: bound by the node itself (*device set), with the
 // link resolved. Anything else is a directory, never followed.
 Status BindSource(const std::string& source, std::string* path, bool* device) {
-  struct stat st;
+  // Cached attributes only (StatCached): the source may be on an NFS
+  // export whose server is gone, where stat(2) would hang this call.
+  struct statx st;
   *path = source;
-  *device = ::stat(source.c_str(), &st) == 0 && S_ISBLK(st.st_mode);
+  *device = ::statx(AT_FDCWD, source.c_str(), AT_STATX_DONT_SYNC, STATX_TYPE, &st) == 0 && S_ISBLK(st.stx_mode);
   if (!*device) return Status::Ok();
   char buf[PATH_MAX];
   if (!::realpath(source.c_str(), buf)) return Status::FromErrno("resolve " + source, errno);

@@ -21,11 +21,7 @@ class RegistryView : public NodeView {
   std::shared_ptr<nodes::NodeClient> Client(const std::string& node) const override {
     return registry_->Client(node);
   }
-  bool ServesCsi(const std::string& node) const override {
-    for (const auto& n : registry_->Snapshot())
-      if (n.name == node) return !n.csi_driver.empty();
-    return false;
-  }
+  bool ServesCsi(const std::string& node) const override { return !registry_->CsiDriver(node).empty(); }
 
  private:
   const nodes::NodeRegistry* registry_;

@@ -102,6 +102,12 @@ std::shared_ptr<NodeClient> NodeRegistry::Client(const std::string& node) const 
   return it == nodes_.end() ? nullptr : it->second->client;
 }
 
+std::string NodeRegistry::CsiDriver(const std::string& node) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = nodes_.find(node);
+  return it == nodes_.end() ? "" : it->second->state.csi_driver;
+}
+
 void NodeRegistry::Stop() {
   std::vector<std::shared_ptr<Entry>> all;
   {

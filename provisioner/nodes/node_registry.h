@@ -114,6 +114,9 @@ class NodeRegistry {
   // null when the node is not registered. Usable while unreachable: calls
   // then fail fast with UNAVAILABLE.
   std::shared_ptr<NodeClient> Client(const std::string& node) const;
+  // The node's NodeState::csi_driver ("" when unknown): one lookup, no
+  // Snapshot, since provisioning asks it for every claim.
+  std::string CsiDriver(const std::string& node) const;
 
   void Stop();
 

@@ -134,6 +134,8 @@ class NodeRegistryTest : public DaemonFixture {
                 "--pool=name=default,backend=dir,path=" + n.pool, "--metrics-address=off", "--log-target=stderr",
                 "--node-name=" + n.name, "--capacity-poll-ms=100", "--tls-listen=" + n.address(),
                 "--tls-ca=" + ca_.cert, "--tls-cert=" + cert.cert, "--tls-key=" + cert.key};
+      // node-b keeps its CSI front door off: GetInfo says so.
+      if (n.name == "node-b") n.argv.push_back("--csi=off");
       nodes_.push_back(n);
     }
     for (Nodevold& n : nodes_) ASSERT_TRUE(n.Start()) << n.name << " did not start:\n" << ReadAll(n.log);
@@ -181,6 +183,9 @@ TEST_F(NodeRegistryTest, FollowsCapacityAndReachabilityOfRealNodevolds) {
   ASSERT_TRUE(WaitFor([&] { return State("node-a").reachable && State("node-b").reachable; }))
       << State("node-a").last_error << " / " << State("node-b").last_error;
 
+  EXPECT_EQ(registry_->CsiDriver("node-a"), "nodevol.io");
+  EXPECT_EQ(registry_->CsiDriver("node-b"), "") << "nodevold --csi=off serves no CSI driver";
+  EXPECT_EQ(registry_->CsiDriver("node-z"), "");
   for (const NodeState& s : registry_->Snapshot()) {
     ASSERT_EQ(s.pools.size(), 1u) << s.name;
     EXPECT_EQ(s.pools[0].name, "default");

@@ -81,6 +81,22 @@ TEST_F(SharedRecords, ALeftoverTempIsReplacedOnceStaleAndGoesWithTheRecord) {
   EXPECT_TRUE(fs::is_empty(Dir())) << "the volume's temp outlived its record";
 }
 
+// A create killed mid-write leaves its temp behind; the retried create
+// (which no other node can be writing: the volume is unknown to them
+// until its record is there) replaces it at once.
+TEST_F(SharedRecords, ACreatesOwnFreshLeftoverIsReplaced) {
+  ASSERT_TRUE(PutSharedRecord(root_, "pvc-2", "{\"a\":0}\n").ok());  // makes the directory
+  ASSERT_TRUE(RemoveSharedRecord(root_, "pvc-2").ok());
+  const std::string tmp = Dir() + "/.pvc-2.json.tmp";
+  { std::ofstream(tmp) << "half"; }
+  EXPECT_EQ(PutSharedRecord(root_, "pvc-2", "{\"a\":1}\n").code(), Status::Code::kUnavailable);
+  ASSERT_TRUE(PutSharedRecord(root_, "pvc-2", "{\"a\":1}\n", /*creating=*/true).ok());
+  std::string text;
+  ASSERT_TRUE(ReadSharedRecord(root_, "pvc-2", &text).ok());
+  EXPECT_EQ(text, "{\"a\":1}\n");
+  EXPECT_FALSE(fs::exists(tmp));
+}
+
 TEST_F(SharedRecords, NothingThereIsNotFound) {
   std::string text;
   EXPECT_EQ(ReadSharedRecord(root_, "pvc-1", &text).code(), Status::Code::kNotFound);

@@ -168,7 +168,8 @@ class NfsBackend : public Backend {
   Status OnPoolExport(const std::string& what, std::function<Status(const std::string& dir)> fn);
   // Writes or removes a volume's shared record through the pool's
   // staging mount (mounting it for the call when it is not).
-  Status PutShared(const VolumeRecord& record);
+  // creating: the volume's first record (PutSharedRecord's `creating`).
+  Status PutShared(const VolumeRecord& record, bool creating = false);
   Status RemoveShared(const std::string& volume);
   // A volume made before shared records existed gets its record at its
   // first Stage by this process: one read of the export per volume.

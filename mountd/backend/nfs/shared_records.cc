@@ -55,7 +55,7 @@ std::string TempOf(const std::string& volume) { return "." + FileOf(volume) + ".
 // A temp younger than this may be another node's write in progress.
 constexpr time_t kTempStaleSeconds = 60;
 
-Status PutSharedRecord(const std::string& root, const std::string& volume, const std::string& text) {
+Status PutSharedRecord(const std::string& root, const std::string& volume, const std::string& text, bool creating) {
   UniqueFd dir;
   NODEVOL_RETURN_IF_ERROR(OpenRecordsDir(root, true, &dir));
   const std::string final_name = FileOf(volume), tmp = TempOf(volume);
@@ -66,7 +66,7 @@ Status PutSharedRecord(const std::string& root, const std::string& volume, const
     if (f.get() >= 0) break;
     if (errno != EEXIST) return Status::FromErrno("create " + what, errno);
     struct stat st;
-    if (::fstatat(dir.get(), tmp.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+    if (!creating && ::fstatat(dir.get(), tmp.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
         ::time(nullptr) - st.st_mtime < kTempStaleSeconds)
       return Status::Unavailable(what + " is being written (another node writing the record of " + volume +
                                  "?); try again");

@@ -33,8 +33,11 @@ inline constexpr size_t kMaxSharedRecordBytes = 64 * 1024;
 // missing. Never follows a symlink below `root`. The temp's name is the
 // volume's own: one left by a writer killed mid-write is replaced once a
 // minute old; a younger one is another writer's, and the call is
-// UNAVAILABLE (try again).
-Status PutSharedRecord(const std::string& root, const std::string& volume, const std::string& text);
+// UNAVAILABLE (try again) -- unless `creating`: the first record of a
+// volume being created, which no other node knows of yet, so a temp left
+// there is this node's own, from a create killed mid-write.
+Status PutSharedRecord(const std::string& root, const std::string& volume, const std::string& text,
+                       bool creating = false);
 
 // Reads the record of `volume` into *text. NOT_FOUND when there is none;
 // FAILED_PRECONDITION when what is there is no regular file or too large.

@@ -5,6 +5,7 @@
 #include "base/names.h"
 #include "csi/capability.h"
 #include "csi/driver.h"
+#include "csi/find_volume.h"
 
 namespace nodevol::csi {
 namespace {
@@ -146,9 +147,7 @@ grpc::Status ControllerService::ControllerExpandVolume(grpc::ServerContext*,
     uint64_t size = 0;
     NODEVOL_RETURN_IF_ERROR(SizeFrom(req->capacity_range(), &size));
     VolumeView v;
-    if (!ValidateVolumeName(req->volume_id()).ok())
-      return Status::NotFound("volume " + req->volume_id() + " does not exist on this node");
-    NODEVOL_RETURN_IF_ERROR(node_->GetVolume(req->volume_id(), &v));
+    NODEVOL_RETURN_IF_ERROR(FindVolume(node_, req->volume_id(), &v));
     // Never shrinks: a volume already as big is a success (CSI's rule).
     if (size > v.record.spec.size_bytes) {
       NODEVOL_RETURN_IF_ERROR(node_->ExpandVolume(req->volume_id(), size, &v));
@@ -168,9 +167,7 @@ grpc::Status ControllerService::ValidateVolumeCapabilities(grpc::ServerContext*,
     if (req->volume_id().empty()) return Status::InvalidArgument("volume_id is required");
     if (req->volume_capabilities().empty()) return Status::InvalidArgument("volume_capabilities are required");
     VolumeView v;
-    if (!ValidateVolumeName(req->volume_id()).ok())
-      return Status::NotFound("volume " + req->volume_id() + " does not exist on this node");
-    NODEVOL_RETURN_IF_ERROR(node_->GetVolume(req->volume_id(), &v));
+    NODEVOL_RETURN_IF_ERROR(FindVolume(node_, req->volume_id(), &v));
     for (const auto& cap : req->volume_capabilities()) {
       Access a;
       NODEVOL_RETURN_IF_ERROR(ParseCapability(cap, &a));

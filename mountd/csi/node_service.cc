@@ -11,6 +11,7 @@
 #include "base/size.h"
 #include "csi/capability.h"
 #include "csi/driver.h"
+#include "csi/find_volume.h"
 
 namespace nodevol::csi {
 namespace {
@@ -53,11 +54,6 @@ Status InlineFrom(const google::protobuf::Map<std::string, std::string>& ctx, co
 
 NodeService::NodeService(nodevol::Node* node, CapacityMonitor* capacity, CallRunner* calls, std::string node_name)
     : node_(node), capacity_(capacity), calls_(calls), node_name_(std::move(node_name)) {}
-
-Status NodeService::FindVolume(const std::string& id, VolumeView* out) {
-  if (!ValidateVolumeName(id).ok()) return Status::NotFound("volume " + id + " does not exist on this node");
-  return node_->GetVolume(id, out);
-}
 
 grpc::Status NodeService::NodePublishVolume(grpc::ServerContext* ctx, const ::csi::v1::NodePublishVolumeRequest* req,
                                             ::csi::v1::NodePublishVolumeResponse*) {
@@ -121,7 +117,7 @@ grpc::Status NodeService::NodeGetVolumeStats(grpc::ServerContext*, const ::csi::
     // found by its path alone.
     VolumeView v;
     bool inline_id = req->volume_id().rfind("csi-", 0) == 0;
-    if (!inline_id) NODEVOL_RETURN_IF_ERROR(FindVolume(req->volume_id(), &v));
+    if (!inline_id) NODEVOL_RETURN_IF_ERROR(FindVolume(node_, req->volume_id(), &v));
     std::string path = Resolved(req->volume_path());
     bool here = !path.empty() && (inline_id || std::find(v.published_at.begin(), v.published_at.end(), path) !=
                                                    v.published_at.end());
@@ -154,7 +150,7 @@ grpc::Status NodeService::NodeExpandVolume(grpc::ServerContext*, const ::csi::v1
   return calls_->Run("csi.NodeExpandVolume", req->volume_id(), req->volume_path(), [&] {
     if (req->volume_id().empty()) return Status::InvalidArgument("volume_id is required");
     VolumeView v;
-    NODEVOL_RETURN_IF_ERROR(FindVolume(req->volume_id(), &v));
+    NODEVOL_RETURN_IF_ERROR(FindVolume(node_, req->volume_id(), &v));
     if (req->volume_path().empty()) return Status::InvalidArgument("volume_path is required");
     uint64_t want = req->capacity_range().required_bytes();
     if (req->capacity_range().limit_bytes() && want > static_cast<uint64_t>(req->capacity_range().limit_bytes()))

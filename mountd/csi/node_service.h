@@ -37,10 +37,6 @@ class NodeService final : public ::csi::v1::Node::Service {
                            ::csi::v1::NodeGetInfoResponse*) override;
 
  private:
-  // The volume volume_id names, NOT_FOUND when this node has none (an id
-  // that is no valid volume name was never one of ours).
-  Status FindVolume(const std::string& id, VolumeView* out);
-
   nodevol::Node* node_;
   CapacityMonitor* capacity_;
   CallRunner* calls_;

@@ -26,19 +26,26 @@ std::string Quote(std::string_view s) {
 
 }  // namespace
 
-Status ValidateVolumeName(std::string_view name) {
-  if (name.empty()) return Status::InvalidArgument("volume name is empty");
+namespace {
+
+Status ValidateObjectName(const std::string& what, std::string_view name) {
+  if (name.empty()) return Status::InvalidArgument(what + " name is empty");
   if (name.size() > 200)
-    return Status::InvalidArgument("volume name " + Quote(name) + " is longer than 200 characters");
+    return Status::InvalidArgument(what + " name " + Quote(name) + " is longer than 200 characters");
   if (!IsAlnum(name[0]))
-    return Status::InvalidArgument("volume name " + Quote(name) + " must start with a letter or digit");
+    return Status::InvalidArgument(what + " name " + Quote(name) + " must start with a letter or digit");
   for (char c : name) {
     if (!IsAlnum(c) && c != '.' && c != '_' && c != '-')
-      return Status::InvalidArgument("volume name " + Quote(name) +
+      return Status::InvalidArgument(what + " name " + Quote(name) +
                                      " may only contain letters, digits, '.', '_' and '-'");
   }
   return Status::Ok();
 }
+
+}  // namespace
+
+Status ValidateVolumeName(std::string_view name) { return ValidateObjectName("volume", name); }
+Status ValidateSnapshotName(std::string_view name) { return ValidateObjectName("snapshot", name); }
 
 Status ValidatePoolName(std::string_view name) {
   if (name.empty()) return Status::InvalidArgument("pool name is empty");

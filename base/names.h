@@ -12,6 +12,8 @@ namespace nodevol {
 // digit. Fits Kubernetes PV names ("pvc-<uid>") and file names with room
 // for suffixes; rules out "/", NUL, "." and "..".
 Status ValidateVolumeName(std::string_view name);
+// Snapshot names: the same rule ("snapshot name ..." in messages).
+Status ValidateSnapshotName(std::string_view name);
 
 // Pool names: 1-63 characters of [a-z0-9-], first one a letter or digit.
 Status ValidatePoolName(std::string_view name);

@@ -106,6 +106,23 @@ void PrintVolume(const v1::Volume& v) {
                              {"Parameters", Join(v.parameters())},
                              {"Attributes", Join(v.attributes())},
                              {"Published at", Join(v.published_at())},
+                             {"Made from", !v.from_snapshot().empty() ? "snapshot " + v.from_snapshot()
+                                           : !v.from_volume().empty() ? "volume " + v.from_volume()
+                                                                      : std::string()},
+                         });
+}
+
+void PrintSnapshot(const v1::Snapshot& s) {
+  PrintFields(std::cout, {
+                             {"Name", s.name()},
+                             {"Source volume", s.source_volume()},
+                             {"Pool", s.pool()},
+                             {"Backend", s.backend()},
+                             {"Size", SizeWithBytes(s.size_bytes())},
+                             {"FS type", s.block() ? "(raw block)" : s.fs_type()},
+                             {"State", StateName(s.state())},
+                             {"Created", FormatTime(s.created_unix())},
+                             {"Attributes", Join(s.attributes())},
                          });
 }
 
@@ -238,6 +255,10 @@ int VolumeCreate(const Invocation& in) {
   request.set_size_bytes(SizeOption(in.options, "size"));
   request.set_fs_type(StringOption(in.options, "fs-type"));
   request.set_block(in.options["block"].as<bool>());
+  request.set_from_snapshot(StringOption(in.options, "from-snapshot"));
+  request.set_from_volume(StringOption(in.options, "from-volume"));
+  if (!request.from_snapshot().empty() && !request.from_volume().empty())
+    throw UsageError("give --from-snapshot or --from-volume, not both");
   ParamsOption(in.options, request.mutable_parameters());
   v1::CreateVolumeResponse r;
   Call(in.globals, [&](auto& stub, auto* ctx) { return stub.CreateVolume(ctx, request, &r); });
@@ -266,6 +287,51 @@ int VolumeExpand(const Invocation& in) {
   Call(in.globals, [&](auto& stub, auto* ctx) { return stub.ExpandVolume(ctx, request, &r); });
   if (in.globals.json) return PrintJsonOk(r);
   PrintVolume(r.volume());
+  return 0;
+}
+
+int SnapshotList(const Invocation& in) {
+  v1::ListSnapshotsRequest request;
+  request.set_source_volume(StringOption(in.options, "volume"));
+  v1::ListSnapshotsResponse r;
+  Call(in.globals, [&](auto& stub, auto* ctx) { return stub.ListSnapshots(ctx, request, &r); });
+  if (in.globals.json) return PrintJsonOk(r);
+  Table table({"NAME", "VOLUME", "POOL", "SIZE", "STATE", "CREATED"});
+  for (const auto& s : r.snapshots())
+    table.Add({s.name(), s.source_volume(), s.pool(), FormatSize(s.size_bytes()), StateName(s.state()),
+               FormatTime(s.created_unix())});
+  table.Print(std::cout);
+  return 0;
+}
+
+int SnapshotGet(const Invocation& in) {
+  v1::GetSnapshotRequest request;
+  request.set_name(in.args[0]);
+  v1::GetSnapshotResponse r;
+  Call(in.globals, [&](auto& stub, auto* ctx) { return stub.GetSnapshot(ctx, request, &r); });
+  if (in.globals.json) return PrintJsonOk(r);
+  PrintSnapshot(r.snapshot());
+  return 0;
+}
+
+int SnapshotCreate(const Invocation& in) {
+  v1::CreateSnapshotRequest request;
+  request.set_name(in.args[0]);
+  request.set_source_volume(StringOption(in.options, "volume"));
+  v1::CreateSnapshotResponse r;
+  Call(in.globals, [&](auto& stub, auto* ctx) { return stub.CreateSnapshot(ctx, request, &r); });
+  if (in.globals.json) return PrintJsonOk(r);
+  PrintSnapshot(r.snapshot());
+  return 0;
+}
+
+int SnapshotDelete(const Invocation& in) {
+  v1::DeleteSnapshotRequest request;
+  request.set_name(in.args[0]);
+  v1::DeleteSnapshotResponse r;
+  Call(in.globals, [&](auto& stub, auto* ctx) { return stub.DeleteSnapshot(ctx, request, &r); });
+  if (in.globals.json) return PrintJsonOk(r);
+  std::cout << "snapshot " << Printable(request.name()) << (r.existed() ? " deleted\n" : " did not exist\n");
   return 0;
 }
 
@@ -358,14 +424,18 @@ const std::vector<Command>& AllCommands() {
        [](po::options_description& o) { o.add_options()("pool", Text("P"), "only the volumes of pool P"); },
        VolumeList},
       {"volume get", {"NAME"}, "[--shared-pool P]", "Show one volume.", SharedPoolOption, VolumeGet},
-      {"volume create", {"NAME"}, "--pool P --size SIZE [--fs-type T | --block] [--param k=v ...]",
+      {"volume create", {"NAME"},
+       "--pool P --size SIZE [--fs-type T | --block] [--param k=v ...]\n"
+       "    [--from-snapshot S | --from-volume V]",
        "Create a volume (idempotent: the same arguments again succeed).",
        [](po::options_description& o) {
          o.add_options()("pool", Text("P")->required(), "pool to create the volume in (required)")(
              "size", Text("SIZE")->required(), "volume size (required), e.g. 10Gi")(
              "fs-type", Text("T"), "filesystem type (default: the pool's)")(
              "block", po::bool_switch(), "a raw block volume: no filesystem (lvm pools)")(
-             "param", List("k=v"), "backend parameter, repeatable (dir: mode, uid, gid)");
+             "param", List("k=v"), "backend parameter, repeatable (dir: mode, uid, gid)")(
+             "from-snapshot", Text("S"), "start as snapshot S's content (a restore; same pool, SIZE >= its size)")(
+             "from-volume", Text("V"), "start as volume V's content now (a clone; same pool, SIZE >= its size)");
        },
        VolumeCreate},
       {"volume delete", {"NAME"}, "[--shared-pool P]", "Delete a volume (succeeds when it does not exist).",
@@ -376,6 +446,18 @@ const std::vector<Command>& AllCommands() {
          SharedPoolOption(o);
        },
        VolumeExpand},
+      {"snapshot list", {}, "[--volume V]", "List snapshots.",
+       [](po::options_description& o) { o.add_options()("volume", Text("V"), "only the snapshots of volume V"); },
+       SnapshotList},
+      {"snapshot get", {"NAME"}, "", "Show one snapshot.", nullptr, SnapshotGet},
+      {"snapshot create", {"NAME"}, "--volume V",
+       "Snapshot volume V as NAME (idempotent; lvm thin pools: docs/snapshots.md).",
+       [](po::options_description& o) {
+         o.add_options()("volume", Text("V")->required(), "the volume to snapshot (required)");
+       },
+       SnapshotCreate},
+      {"snapshot delete", {"NAME"}, "", "Delete a snapshot (succeeds when it does not exist).", nullptr,
+       SnapshotDelete},
       {"publish", {},
        "(--volume NAME [--pool P] | --inline-pool P --inline-size SIZE [--inline-fs-type T] [--param k=v ...])\n"
        "    --target DIR [--read-only] [--mount-option O ...] [--fs-group GID] [--pod-uid UID] [--block]",

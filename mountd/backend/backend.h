@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "node/snapshot.h"
 #include "node/volume.h"
 
 namespace nodevol {
@@ -83,6 +84,27 @@ class Backend {
   // Pool capacity as the backend sees it.
   virtual Status GetCapacity(Capacity* out) = 0;
 
+  // Snapshots and volumes made from them or from other volumes
+  // (docs/snapshots.md). Same contract as volumes: idempotent, `resumed`
+  // as for Create, nothing left behind by a failed CreateSnapshot once
+  // DeleteSnapshot has undone it. A backend that cannot says why with
+  // FAILED_PRECONDITION (the default).
+  virtual Status CreateSnapshot(const VolumeRecord& source, SnapshotRecord* snapshot, bool resumed) {
+    return Status::FailedPrecondition("pool " + source.spec.pool + " (" + kind() + ") does not take snapshots" +
+                                      SnapshotHelp());
+  }
+  virtual Status DeleteSnapshot(const SnapshotRecord& snapshot) { return Status::Ok(); }
+  // Creates `record`'s storage holding the content of `snapshot` or of
+  // `volume` (exactly one is set), grown to record->spec.size_bytes
+  // (never less than the source's). Fills record->attributes like Create.
+  virtual Status CreateFrom(VolumeRecord* record, const SnapshotRecord* snapshot, const VolumeRecord* volume,
+                            bool resumed) {
+    return Status::FailedPrecondition("pool " + record->spec.pool + " (" + kind() +
+                                      ") makes no volume from a snapshot or another volume" + SnapshotHelp());
+  }
+  // Whether the snapshot's storage exists (reconcile, drift reports).
+  virtual Status CheckSnapshot(const SnapshotRecord& snapshot) { return Status::Ok(); }
+
   // A volume this node has no record of, from storage the pool shares
   // with other nodes (nfs: the record the creating node keeps on the
   // export), as a ready record. NOT_FOUND when the pool has no such
@@ -106,6 +128,9 @@ class Backend {
                         std::vector<std::string>* drift) {
     return Status::Ok();
   }
+
+ protected:
+  static std::string SnapshotHelp() { return "; use a pool that does (docs/snapshots.md: lvm thin pools)"; }
 
  private:
   bool allow_suid_dev_ = false;

@@ -13,6 +13,7 @@ namespace nodevol {
 // Lock keys: volumes and targets live in one table under distinct prefixes.
 inline std::string VolumeKey(const std::string& name) { return "volume:" + name; }
 inline std::string TargetKey(const std::string& path) { return "target:" + path; }
+inline std::string SnapshotKey(const std::string& name) { return "snapshot:" + name; }
 
 class LockTable {
  public:

@@ -29,6 +29,7 @@
 #include "backend/backend.h"
 #include "mount/target.h"
 #include "node/lock_table.h"
+#include "node/snapshot.h"
 #include "node/volume.h"
 #include "state/store.h"
 
@@ -132,6 +133,17 @@ class Node {
   Status GetVolume(const std::string& name, VolumeView* out, const std::string& shared_pool = "");
   Status ListVolumes(const std::string& pool, std::vector<VolumeView>* out);
 
+  // Snapshots (node/snapshots.cc): `name` of volume `source`, kept by
+  // the volume's pool. Idempotent by name: the same name and source again
+  // gives the snapshot; another source is ALREADY_EXISTS. A volume is
+  // made from one with VolumeSpec::from_snapshot (a restore), or from
+  // another volume with from_volume (a clone), in the same pool.
+  Status CreateSnapshot(const std::string& name, const std::string& source, SnapshotRecord* out);
+  Status DeleteSnapshot(const std::string& name, bool* existed);
+  Status GetSnapshot(const std::string& name, SnapshotRecord* out);
+  // Every snapshot, or those of volume `source`.
+  Status ListSnapshots(const std::string& source, std::vector<SnapshotRecord>* out);
+
   // *volume gets the volume's name (generated for inline volumes), *target
   // the resolved target.
   Status Publish(const PublishArgs& args, std::string* volume, std::string* target);
@@ -154,6 +166,14 @@ class Node {
   // spec of an inline volume named `name` if its pool allows it.
   Status CheckPodMayUse(const VolumeRecord& rec, const PodIdentity& pod) const;
   Status InlineVolumeSpec(const InlineSpec& in, const std::string& name, VolumeSpec* out) const;
+  // node/snapshots.cc: the source a spec names (from_snapshot or
+  // from_volume), checked against the spec; expects mu_ held.
+  Status CheckSourceLocked(const VolumeSpec& spec, SnapshotRecord* snap, VolumeRecord* vol) const;
+  // Whether a volume being made from `snapshot` / `volume` is in flight
+  // (mu_ held): the source may not go meanwhile.
+  std::string MadeFromLocked(const std::string& snapshot, const std::string& volume) const;
+  Status DeleteSnapshotLocked(const std::string& name, bool* existed);
+  void ReconcileSnapshots(std::vector<SnapshotRecord> snaps);
   // These expect the volume's lock held.
   Status CreateLocked(const VolumeSpec& spec, bool ephemeral, VolumeView* out);
   Status DeleteLocked(const std::string& name, bool* existed, const std::string& shared_pool = "");
@@ -189,6 +209,7 @@ class Node {
   mutable std::mutex mu_;  // guards the maps and drift_; never held across I/O
   std::map<std::string, VolumeRecord> volumes_;
   std::map<std::string, PublicationRecord> publications_;  // by resolved target
+  std::map<std::string, SnapshotRecord> snapshots_;
   std::vector<std::string> drift_;
 
   // node/restage.cc: targets whose bind waits for a server, and the thread

@@ -49,14 +49,18 @@ Status Node::Start() {
   std::vector<VolumeRecord> vols;
   std::vector<PublicationRecord> pubs;
   std::vector<std::string> problems;
+  std::vector<SnapshotRecord> snaps;
   NODEVOL_RETURN_IF_ERROR(store_->Load(&vols, &pubs, &problems));
+  NODEVOL_RETURN_IF_ERROR(store_->LoadSnapshots(&snaps, &problems));
   for (std::string& p : problems) AddDrift(std::move(p));
   {
     std::lock_guard<std::mutex> l(mu_);
     for (VolumeRecord& v : vols) volumes_[v.spec.name] = std::move(v);
     for (PublicationRecord& p : pubs) publications_[p.target] = std::move(p);
+    for (const SnapshotRecord& s : snaps) snapshots_[s.name] = s;
   }
   Reconcile();
+  ReconcileSnapshots(std::move(snaps));
   if (!restage_.empty()) restager_ = std::thread([this] { RestageLoop(); });
   return Status::Ok();
 }

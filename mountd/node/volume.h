@@ -24,6 +24,10 @@ struct VolumeSpec {
   // A raw block volume: the device itself is published, no filesystem is
   // made (lvm pools only; Backend::block_capable).
   bool block = false;
+  // What the new volume starts as, at most one of them: a snapshot's
+  // content (a restore) or another volume's (a clone), both of the same
+  // pool. Empty: a new, empty filesystem.
+  std::string from_snapshot = {}, from_volume = {};
 };
 
 // Whether pods may ask a pool for inline ephemeral volumes, and how big

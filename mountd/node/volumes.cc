@@ -13,6 +13,12 @@ namespace {
 std::string Bytes(uint64_t n) { return std::to_string(n) + " bytes"; }
 
 
+std::string SourceText(const VolumeSpec& s) {
+  if (!s.from_snapshot.empty()) return "snapshot " + s.from_snapshot;
+  if (!s.from_volume.empty()) return "volume " + s.from_volume;
+  return "empty";
+}
+
 // Describes how an existing volume differs from a requested spec ("" = same).
 std::string Difference(const VolumeSpec& have, const VolumeSpec& want) {
   if (have.pool != want.pool) return "pool " + have.pool + " (asked: " + want.pool + ")";
@@ -21,6 +27,8 @@ std::string Difference(const VolumeSpec& have, const VolumeSpec& want) {
   if (have.fs_type != want.fs_type) return "fs_type \"" + have.fs_type + "\" (asked: \"" + want.fs_type + "\")";
   if (have.parameters != want.parameters) return "other parameters";
   if (have.block != want.block) return have.block ? "raw block access (asked: a filesystem)" : "a filesystem (asked: raw block)";
+  if (have.from_snapshot != want.from_snapshot || have.from_volume != want.from_volume)
+    return "another content source (" + SourceText(have) + "; asked: " + SourceText(want) + ")";
   return "";
 }
 
@@ -117,6 +125,12 @@ Status Node::CheckSpec(const VolumeSpec& spec) const {
     return Status::InvalidArgument("raw block volumes come only from lvm pools; pool " + spec.pool + " is " + b->kind());
   if (spec.block && !spec.fs_type.empty())
     return Status::InvalidArgument("a raw block volume has no filesystem; fs_type \"" + spec.fs_type + "\" asked");
+  if (!spec.from_snapshot.empty() && !spec.from_volume.empty())
+    return Status::InvalidArgument("a volume is made from a snapshot or from a volume, not both (snapshot " +
+                                   spec.from_snapshot + ", volume " + spec.from_volume + ")");
+  if (!spec.from_snapshot.empty()) NODEVOL_RETURN_IF_ERROR(ValidateSnapshotName(spec.from_snapshot));
+  if (!spec.from_volume.empty()) NODEVOL_RETURN_IF_ERROR(ValidateVolumeName(spec.from_volume));
+  if (spec.from_volume == spec.name) return Status::InvalidArgument("volume " + spec.name + " cannot be made from itself");
   return b->Validate(spec);
 }
 
@@ -130,6 +144,9 @@ Status Node::CreateLocked(const VolumeSpec& spec, bool ephemeral, VolumeView* ou
   Backend* b = FindPool(spec.pool);
   VolumeRecord rec;
   const bool resumed = LookupVolume(spec.name, &rec);
+  const bool from = !spec.from_snapshot.empty() || !spec.from_volume.empty();
+  SnapshotRecord snap;
+  VolumeRecord src;
   if (resumed) {
     std::string diff = Difference(rec.spec, spec);
     if (!diff.empty())
@@ -151,10 +168,27 @@ Status Node::CreateLocked(const VolumeSpec& spec, bool ephemeral, VolumeView* ou
       return Status::ResourceExhausted("pool " + spec.pool + " has " + Bytes(cap.free_bytes) + " free, " +
                                        Bytes(spec.size_bytes) + " asked");
     rec = VolumeRecord{spec, b->kind(), VolumeState::kCreating, ephemeral, static_cast<int64_t>(std::time(nullptr)), {}};
-    NODEVOL_RETURN_IF_ERROR(store_->PutVolume(rec));
+    if (from) {
+      // Checked and recorded in one step under mu_: a delete of the source
+      // that starts after this sees the create in flight (node/snapshots.cc).
+      std::lock_guard<std::mutex> l(mu_);
+      NODEVOL_RETURN_IF_ERROR(CheckSourceLocked(spec, &snap, &src));
+      volumes_[spec.name] = rec;
+    }
+    if (Status st = store_->PutVolume(rec); !st.ok()) {
+      std::lock_guard<std::mutex> l(mu_);
+      volumes_.erase(spec.name);
+      return st;
+    }
     SaveVolumeInMemory(rec);
   }
-  Status st = b->Create(&rec, resumed);
+  if (from && resumed) {
+    std::lock_guard<std::mutex> l(mu_);
+    NODEVOL_RETURN_IF_ERROR(CheckSourceLocked(spec, &snap, &src));
+  }
+  Status st = !from ? b->Create(&rec, resumed)
+                    : b->CreateFrom(&rec, spec.from_snapshot.empty() ? nullptr : &snap,
+                                    spec.from_volume.empty() ? nullptr : &src, resumed);
   if (!st.ok()) {
     // Nothing of a volume that never became ready is worth keeping: undo
     // what Create made, so a failed request (no room, bad device) leaves
@@ -192,6 +226,13 @@ Status Node::DeleteLocked(const std::string& name, bool* existed, const std::str
     *existed = true;
   }
   if (!*existed) return Status::Ok();
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    std::string user = MadeFromLocked("", name);
+    if (!user.empty())
+      return Status::FailedPrecondition("volume " + user + " is being made from volume " + name +
+                                        "; delete it once that create has ended");
+  }
   std::vector<std::string> targets = PublishedAt(name);
   if (!targets.empty())
     return Status::FailedPrecondition("volume " + name + " is published at " + targets[0] +

@@ -36,6 +36,21 @@ void ToProto(const VolumeView& v, v1::Volume* out) {
   out->set_created_unix(r.created_unix);
   out->mutable_attributes()->insert(r.attributes.begin(), r.attributes.end());
   out->set_block(r.spec.block);
+  out->set_from_snapshot(r.spec.from_snapshot);
+  out->set_from_volume(r.spec.from_volume);
+}
+
+void ToProto(const SnapshotRecord& r, v1::Snapshot* out) {
+  out->set_name(r.name);
+  out->set_source_volume(r.source);
+  out->set_pool(r.pool);
+  out->set_backend(r.backend);
+  out->set_size_bytes(r.size_bytes);
+  out->set_fs_type(r.fs_type);
+  out->set_block(r.block);
+  out->set_state(ToProto(r.state));
+  out->set_created_unix(r.created_unix);
+  out->mutable_attributes()->insert(r.attributes.begin(), r.attributes.end());
 }
 
 Params ToParams(const google::protobuf::Map<std::string, std::string>& m) { return Params(m.begin(), m.end()); }
@@ -141,8 +156,8 @@ grpc::Status NodeService::WatchCapacity(grpc::ServerContext* ctx, const v1::Watc
 grpc::Status NodeService::CreateVolume(grpc::ServerContext*, const v1::CreateVolumeRequest* req,
                                        v1::CreateVolumeResponse* resp) {
   return Run("CreateVolume", req->name(), "", [&] {
-    VolumeSpec spec{req->name(), req->pool(), req->size_bytes(), req->fs_type(), ToParams(req->parameters()),
-                    req->block()};
+    VolumeSpec spec{req->name(),   req->pool(),          req->size_bytes(),  req->fs_type(),
+                    ToParams(req->parameters()), req->block(), req->from_snapshot(), req->from_volume()};
     VolumeView v;
     NODEVOL_RETURN_IF_ERROR(node_->CreateVolume(spec, &v));
     resp->set_capacity_sample(capacity_->Poke());
@@ -188,6 +203,48 @@ grpc::Status NodeService::ListVolumes(grpc::ServerContext*, const v1::ListVolume
     std::vector<VolumeView> vols;
     NODEVOL_RETURN_IF_ERROR(node_->ListVolumes(req->pool(), &vols));
     for (const VolumeView& v : vols) ToProto(v, resp->add_volumes());
+    return Status::Ok();
+  });
+}
+
+grpc::Status NodeService::CreateSnapshot(grpc::ServerContext*, const v1::CreateSnapshotRequest* req,
+                                         v1::CreateSnapshotResponse* resp) {
+  return Run("CreateSnapshot", req->source_volume(), "", [&] {
+    SnapshotRecord r;
+    NODEVOL_RETURN_IF_ERROR(node_->CreateSnapshot(req->name(), req->source_volume(), &r));
+    capacity_->Poke();
+    ToProto(r, resp->mutable_snapshot());
+    return Status::Ok();
+  });
+}
+
+grpc::Status NodeService::DeleteSnapshot(grpc::ServerContext*, const v1::DeleteSnapshotRequest* req,
+                                         v1::DeleteSnapshotResponse* resp) {
+  return Run("DeleteSnapshot", "", "", [&] {
+    bool existed = false;
+    NODEVOL_RETURN_IF_ERROR(node_->DeleteSnapshot(req->name(), &existed));
+    capacity_->Poke();
+    resp->set_existed(existed);
+    return Status::Ok();
+  });
+}
+
+grpc::Status NodeService::GetSnapshot(grpc::ServerContext*, const v1::GetSnapshotRequest* req,
+                                      v1::GetSnapshotResponse* resp) {
+  return Run("GetSnapshot", "", "", [&] {
+    SnapshotRecord r;
+    NODEVOL_RETURN_IF_ERROR(node_->GetSnapshot(req->name(), &r));
+    ToProto(r, resp->mutable_snapshot());
+    return Status::Ok();
+  });
+}
+
+grpc::Status NodeService::ListSnapshots(grpc::ServerContext*, const v1::ListSnapshotsRequest* req,
+                                        v1::ListSnapshotsResponse* resp) {
+  return Run("ListSnapshots", req->source_volume(), "", [&] {
+    std::vector<SnapshotRecord> snaps;
+    NODEVOL_RETURN_IF_ERROR(node_->ListSnapshots(req->source_volume(), &snaps));
+    for (const SnapshotRecord& r : snaps) ToProto(r, resp->add_snapshots());
     return Status::Ok();
   });
 }

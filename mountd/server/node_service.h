@@ -40,6 +40,13 @@ class NodeService final : public v1::Node::Service {
   grpc::Status ExpandVolume(grpc::ServerContext*, const v1::ExpandVolumeRequest*, v1::ExpandVolumeResponse*) override;
   grpc::Status GetVolume(grpc::ServerContext*, const v1::GetVolumeRequest*, v1::GetVolumeResponse*) override;
   grpc::Status ListVolumes(grpc::ServerContext*, const v1::ListVolumesRequest*, v1::ListVolumesResponse*) override;
+  grpc::Status CreateSnapshot(grpc::ServerContext*, const v1::CreateSnapshotRequest*,
+                              v1::CreateSnapshotResponse*) override;
+  grpc::Status DeleteSnapshot(grpc::ServerContext*, const v1::DeleteSnapshotRequest*,
+                              v1::DeleteSnapshotResponse*) override;
+  grpc::Status GetSnapshot(grpc::ServerContext*, const v1::GetSnapshotRequest*, v1::GetSnapshotResponse*) override;
+  grpc::Status ListSnapshots(grpc::ServerContext*, const v1::ListSnapshotsRequest*,
+                             v1::ListSnapshotsResponse*) override;
   grpc::Status Publish(grpc::ServerContext*, const v1::PublishRequest*, v1::PublishResponse*) override;
   grpc::Status Unpublish(grpc::ServerContext*, const v1::UnpublishRequest*, v1::UnpublishResponse*) override;
   grpc::Status GetVolumeStats(grpc::ServerContext*, const v1::GetVolumeStatsRequest*,

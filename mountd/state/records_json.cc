@@ -39,8 +39,9 @@ const char* ToString(VolumeState s) { return kVolumeStates[static_cast<int>(s)];
 const char* ToString(PublicationState s) { return kPublicationStates[static_cast<int>(s)]; }
 
 std::string VolumeToJson(const VolumeRecord& v) {
+  const bool from = !v.spec.from_snapshot.empty() || !v.spec.from_volume.empty();
   json j = {
-      {"format", kRecordFormat},
+      {"format", from && v.state == VolumeState::kCreating ? 2 : 1},
       {"name", v.spec.name},
       {"pool", v.spec.pool},
       {"size_bytes", v.spec.size_bytes},
@@ -54,6 +55,8 @@ std::string VolumeToJson(const VolumeRecord& v) {
   };
   if (v.shared_copy) j["shared_copy"] = true;  // optional: older readers ignore it
   if (v.spec.block) j["block"] = true;  // optional, likewise
+  if (!v.spec.from_snapshot.empty()) j["from_snapshot"] = v.spec.from_snapshot;
+  if (!v.spec.from_volume.empty()) j["from_volume"] = v.spec.from_volume;
   return j.dump(2) + "\n";
 }
 
@@ -74,6 +77,8 @@ Status VolumeFromJson(const std::string& text, VolumeRecord* v) {
     v->attributes = j.at("attributes").get<Params>();
     v->shared_copy = j.contains("shared_copy") && j.at("shared_copy").get<bool>();
     v->spec.block = j.contains("block") && j.at("block").get<bool>();
+    v->spec.from_snapshot = j.value("from_snapshot", std::string());
+    v->spec.from_volume = j.value("from_volume", std::string());
   } catch (const json::exception& e) {
     return Status::FailedPrecondition(std::string("malformed volume record: ") + e.what());
   }
@@ -82,7 +87,7 @@ Status VolumeFromJson(const std::string& text, VolumeRecord* v) {
 
 std::string PublicationToJson(const PublicationRecord& p) {
   json j = {
-      {"format", kRecordFormat},
+      {"format", 1},
       {"target", p.target},
       {"volume", p.volume},
       {"source", p.source},
@@ -116,6 +121,44 @@ Status PublicationFromJson(const std::string& text, PublicationRecord* p) {
     p->adopted = j.contains("adopted") && j.at("adopted").get<bool>();
   } catch (const json::exception& e) {
     return Status::FailedPrecondition(std::string("malformed publication record: ") + e.what());
+  }
+  return Status::Ok();
+}
+
+std::string SnapshotToJson(const SnapshotRecord& s) {
+  json j = {
+      {"format", 1},
+      {"name", s.name},
+      {"source", s.source},
+      {"pool", s.pool},
+      {"backend", s.backend},
+      {"size_bytes", s.size_bytes},
+      {"fs_type", s.fs_type},
+      {"block", s.block},
+      {"state", ToString(s.state)},
+      {"created_unix", s.created_unix},
+      {"attributes", s.attributes},
+  };
+  return j.dump(2) + "\n";
+}
+
+Status SnapshotFromJson(const std::string& text, SnapshotRecord* s) {
+  try {
+    json j = json::parse(text);
+    NODEVOL_RETURN_IF_ERROR(CheckFormat(j));
+    s->name = j.at("name").get<std::string>();
+    s->source = j.at("source").get<std::string>();
+    s->pool = j.at("pool").get<std::string>();
+    s->backend = j.at("backend").get<std::string>();
+    s->size_bytes = j.at("size_bytes").get<uint64_t>();
+    s->fs_type = j.at("fs_type").get<std::string>();
+    s->block = j.at("block").get<bool>();
+    if (!ParseEnum(j.at("state").get<std::string>(), kVolumeStates, &s->state))
+      return Status::FailedPrecondition("unknown snapshot state " + j.at("state").dump());
+    s->created_unix = j.at("created_unix").get<int64_t>();
+    s->attributes = j.at("attributes").get<Params>();
+  } catch (const json::exception& e) {
+    return Status::FailedPrecondition(std::string("malformed snapshot record: ") + e.what());
   }
   return Status::Ok();
 }

@@ -19,6 +19,7 @@ namespace {
 
 constexpr char kVolumes[] = "volumes";
 constexpr char kPublications[] = "publications";
+constexpr char kSnapshots[] = "snapshots";
 
 // Targets are long paths; their file name is a digest so it always fits.
 std::string TargetFileName(const std::string& target) {
@@ -131,6 +132,7 @@ Status Store::Open() {
   NODEVOL_RETURN_IF_ERROR(EnsureDir(dir_, 0700));
   NODEVOL_RETURN_IF_ERROR(EnsureDir(dir_ + "/" + kVolumes, 0700));
   NODEVOL_RETURN_IF_ERROR(EnsureDir(dir_ + "/" + kPublications, 0700));
+  NODEVOL_RETURN_IF_ERROR(EnsureDir(dir_ + "/" + kSnapshots, 0700));
   std::string lock = dir_ + "/lock";
   lock_fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (lock_fd_ < 0) return Status::FromErrno("open " + lock, errno);
@@ -141,6 +143,7 @@ Status Store::Open() {
     return Status::FromErrno("flock " + lock, errno);
   }
   NODEVOL_RETURN_IF_ERROR(RemoveTempFiles(dir_ + "/" + kVolumes));
+  NODEVOL_RETURN_IF_ERROR(RemoveTempFiles(dir_ + "/" + kSnapshots));
   return RemoveTempFiles(dir_ + "/" + kPublications);
 }
 
@@ -161,6 +164,22 @@ Status Store::Load(std::vector<VolumeRecord>* volumes, std::vector<PublicationRe
   for (auto& p : vol_problems) problems->push_back(std::move(p));
   for (auto& p : pub_problems) problems->push_back(std::move(p));
   return Status::Ok();
+}
+
+Status Store::LoadSnapshots(std::vector<SnapshotRecord>* snapshots, std::vector<std::string>* problems) {
+  auto mark = [](std::string_view, SnapshotRecord* s) { s->state = VolumeState::kDeleting; };
+  return LoadDir<SnapshotRecord>(dir_ + "/" + kSnapshots, SnapshotFromJson, mark, snapshots, problems);
+}
+
+Status Store::PutSnapshot(const SnapshotRecord& s) {
+  return PutRecord(dir_ + "/" + kSnapshots, s.name + ".json", SnapshotToJson(s), /*durable=*/true,
+                   s.state == VolumeState::kDeleting ? kDeletingSuffix : "");
+}
+
+Status Store::RemoveSnapshot(const std::string& name) {
+  std::string dir = dir_ + "/" + kSnapshots;
+  NODEVOL_RETURN_IF_ERROR(RemoveFile(dir, name + ".json"));
+  return RemoveFile(dir, name + ".json" + std::string(kDeletingSuffix));
 }
 
 Status Store::PutVolume(const VolumeRecord& v) {

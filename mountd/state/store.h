@@ -3,6 +3,7 @@
 //   <state>/lock                       flock'ed by the running nodevold
 //   <state>/volumes/<name>.json        one VolumeRecord each
 //   <state>/publications/<sha256(target)>.json   one PublicationRecord each
+//   <state>/snapshots/<name>.json      one SnapshotRecord each
 //
 // Every Put/Remove is atomic and complete when it returns (see
 // atomic_file.h), so the node layer can write a record *before* acting
@@ -11,7 +12,7 @@
 // without a record. The Store keeps no index; the node layer holds the
 // in-memory view.
 //
-// Durability: volume records describe data on disk and are fsync'ed (file
+// Durability: volume and snapshot records describe data on disk and are fsync'ed (file
 // and directory) before a call returns, so they survive a power loss.
 // Publication records describe mounts, which a power loss erases anyway;
 // they are replaced atomically but fsync'ed only when the caller asks (the
@@ -35,6 +36,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "node/snapshot.h"
 #include "node/volume.h"
 
 namespace nodevol {
@@ -56,10 +58,16 @@ class Store {
   Status Load(std::vector<VolumeRecord>* volumes, std::vector<PublicationRecord>* publications,
               std::vector<std::string>* problems);
 
+  // Snapshot records, read as Load reads volumes ("deleting" tombstones
+  // and all).
+  Status LoadSnapshots(std::vector<SnapshotRecord>* snapshots, std::vector<std::string>* problems);
+
   Status PutVolume(const VolumeRecord& v);
   Status RemoveVolume(const std::string& name);
   Status PutPublication(const PublicationRecord& p, bool durable = false);
   Status RemovePublication(const std::string& target);
+  Status PutSnapshot(const SnapshotRecord& s);
+  Status RemoveSnapshot(const std::string& name);
 
   const std::string& dir() const { return dir_; }
 

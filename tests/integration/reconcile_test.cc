@@ -334,7 +334,7 @@ TEST_F(ReconcileTest, RecordOfANewerFormatStopsTheStartAndChangesNothing) {
   std::string rec = ReadAll(pub_file), newer = rec;
   size_t at = newer.find("\"format\": 1");
   ASSERT_NE(at, std::string::npos) << rec;
-  newer.replace(at, 11, "\"format\": 2");
+  newer.replace(at, 11, "\"format\": 3");
   std::ofstream(pub_file, std::ios::trunc) << newer;
 
   size_t log_before = ReadAll(log_path_).size();

@@ -76,6 +76,27 @@ TEST(LvmReport, TagsOriginAndTime) {
       "lv_time":"2026-11-24 10:00:00 +0000"}]}]})", &r).ok()) << "a date lvm was not asked for";
 }
 
+// Thin snapshots nodevold made do not hold their origin: in a thin pool
+// lvremove of the origin leaves them whole (docs/snapshots.md). An
+// operator's thin snapshot, and any thick one, still do.
+TEST(LvmReport, OwnThinSnapshotsAreNotDependents) {
+  LvmReport r;
+  Status st = ParseFullReport(R"({"report":[{"vg":[{"vg_name":"nv","vg_size":"8","vg_free":"0","vg_extent_size":"4"}],
+      "lv":[
+      {"lv_name":"nv-v","vg_name":"nv","lv_size":"4","lv_attr":"Vwi-a-tz--","pool_lv":"tp","origin":""},
+      {"lv_name":"nvs-s","vg_name":"nv","lv_size":"4","lv_attr":"Vwi---tz-k","pool_lv":"tp","origin":"nv-v",
+       "lv_tags":"nodevol.io/managed,nodevol.io/snapshot=s"},
+      {"lv_name":"nv-r","vg_name":"nv","lv_size":"4","lv_attr":"Vwi-a-tz--","pool_lv":"tp","origin":"nvs-s",
+       "lv_tags":"nodevol.io/managed,nodevol.io/volume=r"},
+      {"lv_name":"nv-w","vg_name":"nv","lv_size":"4","lv_attr":"Vwi-a-tz--","pool_lv":"tp","origin":""},
+      {"lv_name":"mine","vg_name":"nv","lv_size":"4","lv_attr":"Vwi---tz-k","pool_lv":"tp","origin":"nv-w"}]}]})",
+                              &r);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_TRUE(r.DependentsOf(*r.FindLv("nv", "nv-v")).empty());
+  EXPECT_TRUE(r.DependentsOf(*r.FindLv("nv", "nvs-s")).empty());
+  EXPECT_EQ(r.DependentsOf(*r.FindLv("nv", "nv-w")), std::vector<std::string>{"snapshot nv/mine"});
+}
+
 TEST(LvmReport, EmptyAndMalformed) {
   LvmReport r;
   EXPECT_TRUE(ParseFullReport(R"({"report":[]})", &r).ok());

@@ -141,6 +141,20 @@ TEST(Lvm, RemoveRefusedWhileSnapshotsOrACacheDependOnIt) {
   EXPECT_EQ(fake.Count("lvremove"), 0u);
 }
 
+// A thin snapshot: no size, activation skipped unless asked, our tags.
+TEST(Lvm, CreateSnapshotArgv) {
+  FakeLvm fake;
+  Lvm lvm("/sbin/lvm", true, fake.runner());
+  ASSERT_TRUE(lvm.CreateSnapshot("nv", "nv-v", "nvs-s", {"nodevol.io/snapshot=s"}, false).ok());
+  ASSERT_TRUE(lvm.CreateSnapshot("nv", "nvs-s", "nv-r", {"nodevol.io/volume=r"}, true).ok());
+  ASSERT_EQ(fake.calls.size(), 2u);
+  EXPECT_EQ(fake.calls[0], (std::vector<std::string>{"/sbin/lvm", "lvcreate", "-y", "-s", "-n", "nvs-s", "-k", "y",
+                                                     "--addtag", "nodevol.io/managed", "--addtag",
+                                                     "nodevol.io/snapshot=s", "nv/nv-v"}));
+  EXPECT_EQ(fake.calls[1][7], "n");
+  EXPECT_EQ(fake.calls[1].back(), "nv/nvs-s");
+}
+
 // issue 27 item 3: vgcreate -y / vgextend -y wiped a signature written
 // after the probe. Only force= devices get -y; the rest -qq ("no").
 TEST(Lvm, VgCreateAndExtendAnswerNoExceptForForcedDevices) {

@@ -123,13 +123,71 @@ TEST_F(StoreTest, CorruptRecordIsMovedAsideAndReported) {
 }
 
 // A downgrade: records of a newer nodevold are neither corrupt nor absent.
+TEST_F(StoreTest, RoundTripsSnapshotsAndTheirDeletingTombstone) {
+  Store s(dir_);
+  ASSERT_TRUE(s.Open().ok());
+  SnapshotRecord snap{"s1", "v1", "thin", "lvm", 64 << 20, "xfs", false, VolumeState::kReady, 1700000001,
+                      {{"lv", "nvs-s1"}}};
+  ASSERT_TRUE(s.PutSnapshot(snap).ok());
+  std::vector<SnapshotRecord> got;
+  std::vector<std::string> problems;
+  ASSERT_TRUE(s.LoadSnapshots(&got, &problems).ok());
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].source, "v1");
+  EXPECT_EQ(got[0].size_bytes, uint64_t{64} << 20);
+  EXPECT_EQ(got[0].fs_type, "xfs");
+  EXPECT_EQ(got[0].state, VolumeState::kReady);
+  EXPECT_EQ(got[0].attributes.at("lv"), "nvs-s1");
+  // "deleting" that cannot be written as a new file: the rename says it.
+  ASSERT_EQ(::rename((dir_ + "/snapshots/s1.json").c_str(), (dir_ + "/snapshots/s1.json.deleting").c_str()), 0);
+  got.clear();
+  ASSERT_TRUE(s.LoadSnapshots(&got, &problems).ok());
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].state, VolumeState::kDeleting);
+  ASSERT_TRUE(s.RemoveSnapshot("s1").ok());
+  got.clear();
+  ASSERT_TRUE(s.LoadSnapshots(&got, &problems).ok());
+  EXPECT_TRUE(got.empty());
+  EXPECT_TRUE(problems.empty());
+}
+
+// A volume being made from a snapshot is format 2 (a format-1 nodevold
+// would resume it by making an empty filesystem); ready, it is format 1.
+TEST_F(StoreTest, VolumeMadeFromASourceIsFormat2OnlyWhileCreating) {
+  Store s(dir_);
+  ASSERT_TRUE(s.Open().ok());
+  VolumeRecord v = Volume("r1");
+  v.spec.from_snapshot = "s1";
+  v.state = VolumeState::kCreating;
+  ASSERT_TRUE(s.PutVolume(v).ok());
+  std::string text;
+  ASSERT_TRUE(ReadWholeFile(dir_ + "/volumes/r1.json", &text).ok());
+  EXPECT_NE(text.find("\"format\": 2"), std::string::npos) << text;
+  v.state = VolumeState::kReady;
+  ASSERT_TRUE(s.PutVolume(v).ok());
+  ASSERT_TRUE(ReadWholeFile(dir_ + "/volumes/r1.json", &text).ok());
+  EXPECT_NE(text.find("\"format\": 1"), std::string::npos) << text;
+  ASSERT_TRUE(s.PutVolume(Volume("plain")).ok());
+  ASSERT_TRUE(ReadWholeFile(dir_ + "/volumes/plain.json", &text).ok());
+  EXPECT_NE(text.find("\"format\": 1"), std::string::npos) << text;
+  EXPECT_EQ(text.find("from_"), std::string::npos) << text;
+  std::vector<VolumeRecord> vols;
+  std::vector<PublicationRecord> pubs;
+  std::vector<std::string> problems;
+  ASSERT_TRUE(s.Load(&vols, &pubs, &problems).ok());
+  ASSERT_EQ(vols.size(), 2u);
+  EXPECT_EQ(vols[1].spec.name, "r1");
+  EXPECT_EQ(vols[1].spec.from_snapshot, "s1");
+  EXPECT_EQ(vols[0].spec.from_snapshot, "");
+}
+
 TEST_F(StoreTest, RecordOfANewerFormatFailsTheLoadAndIsLeftAlone) {
   {
     Store s(dir_);
     ASSERT_TRUE(s.Open().ok());
     ASSERT_TRUE(s.PutVolume(Volume("good")).ok());
   }
-  std::string newer = "{\"format\": 2, \"name\": \"v2\", \"something\": \"new\"}\n";
+  std::string newer = "{\"format\": 3, \"name\": \"v2\", \"something\": \"new\"}\n";
   std::ofstream(dir_ + "/volumes/v2.json") << newer;
   std::ofstream(dir_ + "/volumes/bad.json") << "{\"format\": 1, \"name\": ";
   Store s(dir_);

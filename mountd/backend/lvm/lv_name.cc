@@ -35,12 +35,14 @@ Status ValidateLvmName(std::string_view what, std::string_view name) {
   return Status::Ok();
 }
 
-std::string LvNameFor(std::string_view volume) {
-  std::string plain = "nv-" + std::string(volume);
+namespace {
+
+std::string LvName(const std::string& prefix, std::string_view volume) {
+  std::string plain = prefix + std::string(volume);
   if (plain.size() <= 67 && ValidateLvmName("", plain).ok()) return plain;
   unsigned char digest[SHA256_DIGEST_LENGTH];
   SHA256(reinterpret_cast<const unsigned char*>(volume.data()), volume.size(), digest);
-  std::string out = "nv-";
+  std::string out = prefix;
   for (char c : volume.substr(0, 40)) out += LvmChar(c) ? c : '_';
   // A reserved word in the kept prefix must not survive either.
   for (std::string_view r : kReserved)
@@ -53,5 +55,10 @@ std::string LvNameFor(std::string_view volume) {
   }
   return out;
 }
+
+}  // namespace
+
+std::string LvNameFor(std::string_view volume) { return LvName("nv-", volume); }
+std::string SnapshotLvNameFor(std::string_view snapshot) { return LvName("nvs-", snapshot); }
 
 }  // namespace nodevol

@@ -20,5 +20,8 @@ Status ValidateLvmName(std::string_view what, std::string_view name);
 // characters and 16 hex digits of the name's SHA-256. The LV's tag carries
 // the full volume name either way, so nothing depends on reversing this.
 std::string LvNameFor(std::string_view volume);
+// The LV of snapshot `snapshot`: the same rule with "nvs-", which no
+// volume's LV name ("nv-...") starts with.
+std::string SnapshotLvNameFor(std::string_view snapshot);
 
 }  // namespace nodevol

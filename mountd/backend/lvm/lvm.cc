@@ -91,6 +91,22 @@ Status Lvm::CreateThin(const std::string& vg, const std::string& pool, const std
   return Command(std::move(args));
 }
 
+Status MapLvmNoSpace(Status st) {
+  if (!st.ok() && st.message().find("nsufficient") != std::string::npos)
+    return Status::ResourceExhausted(st.message());
+  return st;
+}
+
+Status Lvm::CreateSnapshot(const std::string& vg, const std::string& origin, const std::string& lv,
+                           const std::vector<std::string>& tags, bool activatable) {
+  // No size: a thin snapshot, sharing the origin's blocks in its pool.
+  std::vector<std::string> args = {"lvcreate", "-y", "-s", "-n", lv, "-k", activatable ? "n" : "y",
+                                   "--addtag", kManagedTag};
+  for (const std::string& t : tags) args.insert(args.end(), {"--addtag", t});
+  args.push_back(vg + "/" + origin);
+  return Command(std::move(args));
+}
+
 Status Lvm::CheckOwned(const std::string& vg, const std::string& lv) {
   LvmReport report;
   NODEVOL_RETURN_IF_ERROR(Report(&report));

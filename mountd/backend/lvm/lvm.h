@@ -20,8 +20,9 @@
 
 namespace nodevol {
 
-inline constexpr const char* kManagedTag = "nodevol.io/managed";
-inline constexpr const char* kVolumeTagPrefix = "nodevol.io/volume=";
+
+// lvm's words for "does not fit" become RESOURCE_EXHAUSTED.
+Status MapLvmNoSpace(Status st);
 
 class Lvm {
  public:
@@ -44,6 +45,11 @@ class Lvm {
                      const std::vector<std::string>& extra_args);
   Status CreateThin(const std::string& vg, const std::string& pool, const std::string& lv,
                     const std::string& volume, uint64_t bytes, const std::vector<std::string>& extra_args);
+  // A thin snapshot `lv` of thin LV `origin` with these tags (besides
+  // kManagedTag). `activatable` false keeps lvm's activation skip flag:
+  // snapshots are never mounted, only made into volumes.
+  Status CreateSnapshot(const std::string& vg, const std::string& origin, const std::string& lv,
+                        const std::vector<std::string>& tags, bool activatable);
   Status Extend(const std::string& vg, const std::string& lv, uint64_t bytes);
   // Removes the LV with this UUID, checked against a fresh report: ours
   // (kManagedTag) and nothing depending on it (snapshots, an attached

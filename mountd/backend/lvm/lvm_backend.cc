@@ -25,7 +25,6 @@
 namespace nodevol {
 namespace {
 
-constexpr const char* kPoolTagPrefix = "nodevol.io/pool=";
 constexpr char kVolumeKind[] = "an lvm volume";
 // mkfs.xfs (xfsprogs >= 5.19) refuses anything smaller.
 constexpr uint64_t kXfsMinBytes = uint64_t{300} << 20;
@@ -89,13 +88,6 @@ Status ZeroAll(const std::string& device) {
   if (::ioctl(fd.get(), BLKZEROOUT, range) != 0) return Status::FromErrno("zero " + device, errno);
   if (::fdatasync(fd.get()) != 0) return Status::FromErrno("sync " + device, errno);
   return Status::Ok();
-}
-
-// lvm's words for "does not fit" become RESOURCE_EXHAUSTED.
-Status MapNoSpace(Status st) {
-  if (!st.ok() && st.message().find("nsufficient") != std::string::npos)
-    return Status::ResourceExhausted(st.message());
-  return st;
 }
 
 }  // namespace
@@ -234,7 +226,10 @@ Status LvmBackend::EnsureMounted(const VolumeRecord& record, const LvmLv& lv, bo
     return Status::FailedPrecondition("staging directory " + dir + " has another filesystem mounted; unmount it");
   }
   std::string fs = FsOf(record);
-  if (::mount(device.c_str(), dir.c_str(), fs.c_str(), MS_NOSUID | MS_NODEV, nullptr) != 0)
+  // xfs refuses a second filesystem with the UUID of a mounted one, and a
+  // volume made from a snapshot (or a clone) has its source's.
+  const char* data = fs == "xfs" ? "nouuid" : nullptr;
+  if (::mount(device.c_str(), dir.c_str(), fs.c_str(), MS_NOSUID | MS_NODEV, data) != 0)
     return Status::FromErrno("mount " + device + " (" + fs + ") on " + dir, errno);
   *mounted_now = true;
   return Status::Ok();
@@ -249,11 +244,6 @@ Status LvmBackend::CheckFits(const LvmReport& report, uint64_t more_bytes) {
                                    Bytes(cap.total_bytes) + "; " + Bytes(more_bytes) + " asked (sizes round up to whole " +
                                    "extents)");
 }
-
-// Set by a create that refused an LV it found (its UUID) or whose lvcreate
-// failed (""), for the undo (Delete) that follows: that LV, or any, is not
-// this call's to remove. Never stored.
-constexpr char kFoundNotMade[] = "lv_found_not_made";
 
 Status LvmBackend::NotMadeHere(const std::string& volume, const LvmLv& lv) const {
   return Status::FailedPrecondition(
@@ -310,7 +300,7 @@ Status LvmBackend::CreateAttempt(VolumeRecord* record, bool resumed, bool may_re
           if (!found.ok()) return found;
           if (there) return NotMadeHere(name, *there);
         }
-        return MapNoSpace(st);
+        return MapLvmNoSpace(st);
       }
       // What lvcreate just made is known; a second report for it would be
       // the dearest step of a create (an lvm process). DeviceOf still checks
@@ -431,7 +421,7 @@ Status LvmBackend::Expand(VolumeRecord* record, uint64_t new_size) {
     uint64_t bytes = RoundToExtents(new_size, vg ? vg->extent_size : 0);
     if (lv->size < bytes) {
       NODEVOL_RETURN_IF_ERROR(CheckFits(report, bytes - lv->size));
-      NODEVOL_RETURN_IF_ERROR(MapNoSpace(lvm_->Extend(options_.vg, lv->name, bytes)));
+      NODEVOL_RETURN_IF_ERROR(MapLvmNoSpace(lvm_->Extend(options_.vg, lv->name, bytes)));
       NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report));
       NODEVOL_RETURN_IF_ERROR(FindLv(name, &report, &lv));
       if (!lv) return Status::Internal("logical volume of volume " + name + " vanished while extending it");
@@ -611,7 +601,7 @@ Status LvmBackend::SetUpVolumeGroup() {
     return Status::FailedPrecondition("thin pool " + options_.vg + "/" + options_.thinpool +
                                       " does not exist: create it (lvcreate --type thin-pool) or set thinpool-size");
   spdlog::info("pool {}: creating thin pool {}/{} of {} bytes", pool_, options_.vg, options_.thinpool, want);
-  return MapNoSpace(lvm_->CreateThinPool(options_.vg, options_.thinpool, want));
+  return MapLvmNoSpace(lvm_->CreateThinPool(options_.vg, options_.thinpool, want));
 }
 
 std::string LvmBackend::KnownVgUuid() const {

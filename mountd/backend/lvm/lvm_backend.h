@@ -58,8 +58,21 @@ class LvmBackend : public Backend {
   Status GetCapacity(Capacity* out) override;
   Status Survey(const std::set<std::string>& known, std::vector<VolumeRecord>* unrecorded,
                 std::vector<std::string>* drift) override;
+  // Thin pools only (backend/lvm/snapshot.cc): a snapshot is a thin
+  // snapshot LV with activation skipped; a volume made from a snapshot or
+  // a volume is an activatable thin snapshot of its LV, grown to size.
+  Status CreateSnapshot(const VolumeRecord& source, SnapshotRecord* snapshot, bool resumed) override;
+  Status DeleteSnapshot(const SnapshotRecord& snapshot) override;
+  Status CreateFrom(VolumeRecord* record, const SnapshotRecord* snapshot, const VolumeRecord* volume,
+                    bool resumed) override;
+  Status CheckSnapshot(const SnapshotRecord& snapshot) override;
 
  private:
+  // Set by a create that refused an LV it found (its UUID) or whose lvcreate
+  // failed (""), for the undo (Delete) that follows: that LV, or any, is not
+  // this call's to remove. Never stored.
+  static constexpr char kFoundNotMade[] = "lv_found_not_made";
+
   LvmBackend(std::string pool, LvmPoolOptions options, std::string staging_root, std::shared_ptr<Lvm> lvm);
   std::string FsOf(const VolumeRecord& record) const;
   // Create; an LV left by an interrupted create that will not activate is
@@ -85,6 +98,10 @@ class LvmBackend : public Backend {
   // True when the record's device is what is mounted at its staging dir.
   bool StagedAlready(const VolumeRecord& record) const;
   Status CheckFits(const LvmReport& report, uint64_t more_bytes);
+  // Our LV of snapshot `name` in *lv (nullptr when none), like FindLv.
+  Status FindSnapshotLv(const std::string& name, LvmReport* report, const LvmLv** lv);
+  // FAILED_PRECONDITION naming why this pool takes no snapshots, or OK.
+  Status SnapshotsAllowed() const;
   Status SetUpVolumeGroup();
   // <state dir>/lvm/<vg>.vg-uuid: the VG's UUID once seen, so a VG that is
   // late at a later start is not created a second time (disks.h).

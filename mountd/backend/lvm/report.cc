@@ -78,7 +78,9 @@ const LvmLv* LvmReport::FindLv(std::string_view vg, std::string_view name) const
 std::vector<std::string> LvmReport::DependentsOf(const LvmLv& lv) const {
   std::vector<std::string> out;
   for (const auto& other : lvs)
-    if (other.vg == lv.vg && other.origin == lv.name) out.push_back("snapshot " + lv.vg + "/" + other.name);
+    if (other.vg == lv.vg && other.origin == lv.name &&
+        !(lv.thin_volume() && other.thin_volume() && other.HasTag(kManagedTag)))
+      out.push_back("snapshot " + lv.vg + "/" + other.name);
   // A thin volume's pool_lv is its thin pool; any other LV with one has a
   // cache or writecache pool attached, which lvremove would take along.
   if (!lv.thin_volume() && !lv.pool_lv.empty()) out.push_back("cache " + lv.vg + "/" + lv.pool_lv);

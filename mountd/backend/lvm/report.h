@@ -14,6 +14,14 @@
 
 namespace nodevol {
 
+// Tags on every LV nodevold makes: kManagedTag, and the volume's (or the
+// snapshot's) name. Nothing without kManagedTag is ever changed.
+inline constexpr const char* kManagedTag = "nodevol.io/managed";
+inline constexpr const char* kVolumeTagPrefix = "nodevol.io/volume=";
+inline constexpr const char* kSnapshotTagPrefix = "nodevol.io/snapshot=";
+// The pool an LV belongs to (pools may share a volume group).
+inline constexpr const char* kPoolTagPrefix = "nodevol.io/pool=";
+
 struct LvmVg {
   std::string name, uuid;
   uint64_t size = 0, free = 0, extent_size = 0;
@@ -51,6 +59,9 @@ struct LvmReport {
   const LvmLv* FindLv(std::string_view vg, std::string_view name) const;
   // What removing `lv` would take along or break: its snapshots (thin or
   // thick) and a cache or writecache attached to it. Empty when nothing.
+  // Thin snapshots nodevold made (kManagedTag) are not counted: in a thin
+  // pool a snapshot shares blocks with its origin but does not need it,
+  // and lvremove of the origin leaves it whole.
   std::vector<std::string> DependentsOf(const LvmLv& lv) const;
 };
 

@@ -53,6 +53,7 @@ class Status {
   static Status Unimplemented(std::string m) { return {Code::kUnimplemented, std::move(m)}; }
   static Status Cancelled(std::string m) { return {Code::kCancelled, std::move(m)}; }
   static Status Aborted(std::string m) { return {Code::kAborted, std::move(m)}; }
+  static Status OutOfRange(std::string m) { return {Code::kOutOfRange, std::move(m)}; }
   static Status Unknown(std::string m) { return {Code::kUnknown, std::move(m)}; }
   // An INTERNAL status for a failed system call: "<what>: <strerror(err)>".
   static Status FromErrno(std::string_view what, int err);

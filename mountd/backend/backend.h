@@ -89,6 +89,7 @@ class Backend {
   // as for Create, nothing left behind by a failed CreateSnapshot once
   // DeleteSnapshot has undone it. A backend that cannot says why with
   // FAILED_PRECONDITION (the default).
+  virtual bool snapshot_capable() const { return false; }
   virtual Status CreateSnapshot(const VolumeRecord& source, SnapshotRecord* snapshot, bool resumed) {
     return Status::FailedPrecondition("pool " + source.spec.pool + " (" + kind() + ") does not take snapshots" +
                                       SnapshotHelp());

@@ -38,9 +38,39 @@ bool InRange(uint64_t size, const ::csi::v1::CapacityRange& r) {
 
 void Answer(const VolumeView& v, const std::string& node, ::csi::v1::Volume* out) {
   out->set_volume_id(v.record.spec.name);
+  if (!v.record.spec.from_snapshot.empty())
+    out->mutable_content_source()->mutable_snapshot()->set_snapshot_id(v.record.spec.from_snapshot);
+  if (!v.record.spec.from_volume.empty())
+    out->mutable_content_source()->mutable_volume()->set_volume_id(v.record.spec.from_volume);
   out->set_capacity_bytes(static_cast<int64_t>(v.record.spec.size_bytes));
   (*out->mutable_volume_context())[kPoolKey] = v.record.spec.pool;
   (*out->add_accessible_topology()->mutable_segments())[kTopologyKey] = node;
+}
+
+// A content source as CSI wants it checked: NOT_FOUND when it is not
+// here, OUT_OF_RANGE when the size asked cannot hold it. Without a size
+// asked, the volume is the source's size.
+Status CheckContentSource(nodevol::Node* node, VolumeSpec* spec, const ::csi::v1::CapacityRange& range) {
+  uint64_t size = 0;
+  if (!spec->from_snapshot.empty()) {
+    SnapshotRecord s;
+    if (!ValidateSnapshotName(spec->from_snapshot).ok() || !node->GetSnapshot(spec->from_snapshot, &s).ok())
+      return Status::NotFound("snapshot " + spec->from_snapshot + " does not exist on this node");
+    size = s.size_bytes;
+    if (s.block) spec->block = true;
+  } else {
+    VolumeView v;
+    if (!ValidateVolumeName(spec->from_volume).ok() || !node->GetVolume(spec->from_volume, &v).ok())
+      return Status::NotFound("volume " + spec->from_volume + " does not exist on this node");
+    size = v.record.spec.size_bytes;
+  }
+  if (range.required_bytes() == 0 && range.limit_bytes() == 0) spec->size_bytes = size;
+  if (spec->size_bytes < size) {
+    if (range.limit_bytes() && static_cast<uint64_t>(range.limit_bytes()) < size)
+      return Status::OutOfRange("the source is " + std::to_string(size) + " bytes, above limit_bytes");
+    spec->size_bytes = size;
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -79,13 +109,19 @@ grpc::Status ControllerService::CreateVolume(grpc::ServerContext*, const ::csi::
   return calls_->Run("csi.CreateVolume", req->name(), "", [&] {
     if (req->name().empty()) return Status::InvalidArgument("name is required");
     if (req->volume_capabilities().empty()) return Status::InvalidArgument("volume_capabilities are required");
-    if (req->has_volume_content_source())
-      return Status::InvalidArgument("volume_content_source: nodevol does not make volumes from snapshots or "
-                                     "other volumes yet");
     PoolView pool;
     NODEVOL_RETURN_IF_ERROR(PoolOf(req->parameters(), &pool));
     VolumeSpec spec{req->name(), pool.name, 0, "", {}};
     NODEVOL_RETURN_IF_ERROR(SizeFrom(req->capacity_range(), &spec.size_bytes));
+    if (req->has_volume_content_source()) {
+      const auto& src = req->volume_content_source();
+      if (src.has_snapshot()) spec.from_snapshot = src.snapshot().snapshot_id();
+      else if (src.has_volume()) spec.from_volume = src.volume().volume_id();
+      else return Status::InvalidArgument("volume_content_source names neither a snapshot nor a volume");
+      if (spec.from_snapshot.empty() && spec.from_volume.empty())
+        return Status::InvalidArgument("volume_content_source: the snapshot or volume id is empty");
+      NODEVOL_RETURN_IF_ERROR(CheckContentSource(node_, &spec, req->capacity_range()));
+    }
     for (const auto& cap : req->volume_capabilities()) {
       Access a;
       NODEVOL_RETURN_IF_ERROR(ParseCapability(cap, &a));
@@ -111,7 +147,8 @@ grpc::Status ControllerService::CreateVolume(grpc::ServerContext*, const ::csi::
     VolumeView v;
     if (ValidateVolumeName(spec.name).ok() && node_->GetVolume(spec.name, &v).ok() &&
         v.record.state == VolumeState::kReady && v.record.spec.pool == spec.pool &&
-        v.record.spec.fs_type == spec.fs_type && v.record.spec.parameters == spec.parameters) {
+        v.record.spec.fs_type == spec.fs_type && v.record.spec.parameters == spec.parameters &&
+        v.record.spec.from_snapshot == spec.from_snapshot && v.record.spec.from_volume == spec.from_volume) {
       if (!InRange(v.record.spec.size_bytes, req->capacity_range()))
         return Status::AlreadyExists("volume " + spec.name + " exists with " +
                                      std::to_string(v.record.spec.size_bytes) + " bytes, outside the range asked");
@@ -251,6 +288,9 @@ grpc::Status ControllerService::ControllerGetCapabilities(grpc::ServerContext*,
   using Rpc = ::csi::v1::ControllerServiceCapability::RPC;
   for (Rpc::Type t : {Rpc::CREATE_DELETE_VOLUME, Rpc::EXPAND_VOLUME, Rpc::GET_CAPACITY, Rpc::LIST_VOLUMES})
     resp->add_capabilities()->mutable_rpc()->set_type(t);
+  if (AnyPoolSnapshots())
+    for (Rpc::Type t : {Rpc::CREATE_DELETE_SNAPSHOT, Rpc::LIST_SNAPSHOTS, Rpc::CLONE_VOLUME})
+      resp->add_capabilities()->mutable_rpc()->set_type(t);
   return grpc::Status::OK;
 }
 

@@ -38,6 +38,15 @@ class ControllerService final : public ::csi::v1::Controller::Service {
   // so a page stays right when volumes come and go between calls.
   grpc::Status ListVolumes(grpc::ServerContext*, const ::csi::v1::ListVolumesRequest*,
                            ::csi::v1::ListVolumesResponse*) override;
+  // Snapshots (csi/controller_snapshots.cc), offered when a pool of this
+  // node takes them (lvm thin); snapshot_id is the snapshot's name.
+  grpc::Status CreateSnapshot(grpc::ServerContext*, const ::csi::v1::CreateSnapshotRequest*,
+                              ::csi::v1::CreateSnapshotResponse*) override;
+  grpc::Status DeleteSnapshot(grpc::ServerContext*, const ::csi::v1::DeleteSnapshotRequest*,
+                              ::csi::v1::DeleteSnapshotResponse*) override;
+  // Ready snapshots by name; next_token "s:<last name given>".
+  grpc::Status ListSnapshots(grpc::ServerContext*, const ::csi::v1::ListSnapshotsRequest*,
+                             ::csi::v1::ListSnapshotsResponse*) override;
   grpc::Status ControllerGetCapabilities(grpc::ServerContext*, const ::csi::v1::ControllerGetCapabilitiesRequest*,
                                          ::csi::v1::ControllerGetCapabilitiesResponse*) override;
 
@@ -45,6 +54,8 @@ class ControllerService final : public ::csi::v1::Controller::Service {
   // The pool named by parameters, with its backend kind; INVALID_ARGUMENT
   // listing the pools when it is missing or unknown.
   Status PoolOf(const google::protobuf::Map<std::string, std::string>& parameters, PoolView* out) const;
+  // Whether any pool of this node takes snapshots.
+  bool AnyPoolSnapshots() const;
   // Whether a topology requirement admits this node.
   bool Admits(const ::csi::v1::TopologyRequirement& req) const;
 

@@ -46,6 +46,7 @@ struct PoolView {
   std::vector<std::string> fs_types;
   bool size_enforced = false;
   Params attributes;
+  bool snapshots = false;  // takes snapshots and makes volumes from them
 };
 
 struct PoolCapacityView {

@@ -45,7 +45,7 @@ Backend* Node::FindPool(const std::string& pool) const {
 std::vector<PoolView> Node::Pools() const {
   std::vector<PoolView> out;
   for (const auto& [name, b] : pools_)
-    out.push_back({name, b->kind(), b->fs_types(), b->size_enforced(), b->attributes()});
+    out.push_back({name, b->kind(), b->fs_types(), b->size_enforced(), b->attributes(), b->snapshot_capable()});
   return out;
 }
 

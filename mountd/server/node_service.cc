@@ -107,6 +107,7 @@ grpc::Status NodeService::GetInfo(grpc::ServerContext* ctx, const v1::GetInfoReq
       for (const std::string& f : p.fs_types) pi->add_fs_types(f);
       pi->set_size_enforced(p.size_enforced);
       pi->mutable_attributes()->insert(p.attributes.begin(), p.attributes.end());
+      pi->set_snapshots(p.snapshots);
     }
     for (const std::string& d : node_->Drift()) resp->add_drift(d);
     resp->add_api_versions("nodevol.v1");

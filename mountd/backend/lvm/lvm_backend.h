@@ -61,6 +61,7 @@ class LvmBackend : public Backend {
   // Thin pools only (backend/lvm/snapshot.cc): a snapshot is a thin
   // snapshot LV with activation skipped; a volume made from a snapshot or
   // a volume is an activatable thin snapshot of its LV, grown to size.
+  bool snapshot_capable() const override { return options_.thin; }
   Status CreateSnapshot(const VolumeRecord& source, SnapshotRecord* snapshot, bool resumed) override;
   Status DeleteSnapshot(const SnapshotRecord& snapshot) override;
   Status CreateFrom(VolumeRecord* record, const SnapshotRecord* snapshot, const VolumeRecord* volume,

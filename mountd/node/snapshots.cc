@@ -51,6 +51,9 @@ Status Node::CheckSourceLocked(const VolumeSpec& spec, SnapshotRecord* snap, Vol
       return Status::FailedPrecondition("volume " + vol->spec.name + " is " + ToString(vol->state) + ", not ready");
     what = "volume " + vol->spec.name;
     pool = vol->spec.pool, fs = vol->spec.fs_type, size = vol->spec.size_bytes, block = vol->spec.block;
+    // The filesystem it really has (lvm records it when the spec left it
+    // to the pool's default).
+    if (auto it = vol->attributes.find("fs"); it != vol->attributes.end()) fs = it->second;
   }
   // Local storage: the content is in the source's pool, and nowhere else.
   if (pool != spec.pool)

@@ -80,6 +80,7 @@ expect_code INVALID_ARGUMENT vm_ctl volume create r9 --pool thin --size 32Mi --f
 expect_code INVALID_ARGUMENT vm_ctl volume create r9 --pool thick --size 64Mi --from-snapshot s1
 expect_code INVALID_ARGUMENT vm_ctl volume create r9 --pool thin --size 64Mi --block --from-snapshot s1
 expect_code INVALID_ARGUMENT vm_ctl volume create r9 --pool thin --size 400Mi --fs-type xfs --from-snapshot s1
+expect_code INVALID_ARGUMENT vm_ctl volume create r9 --pool thin --size 400Mi --fs-type xfs --from-volume src
 expect_code INVALID_ARGUMENT vm_ctl snapshot create ../x --volume src
 expect_code ALREADY_EXISTS vm_ctl snapshot create s1 --volume c1
 vm_run vm_ctl volume create k1 --pool thick --size 32Mi

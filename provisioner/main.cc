@@ -69,6 +69,9 @@ int main(int argc, char** argv) {
       ("capacity-objects", po::value(&cc.capacity_objects)->default_value(true),
        "publish a CSIStorageCapacity per class and node for kube-scheduler (docs/scheduling.md); with false, set "
        "storageCapacity: false in the CSIDriver nodevol.io too, or the scheduler rejects every node")
+      ("snapshots", po::value(&cc.snapshots)->default_value(true),
+       "take and delete snapshots for VolumeSnapshotContents of driver nodevol.io, once the snapshot CRDs are "
+       "installed (docs/snapshots.md)")
       ("capacity-namespace", po::value(&cc.capacity_namespace),
        "namespace of those objects (default: the pod's or kubeconfig's)")
       ("leader-elect", po::value(&leader_elect)->default_value(true),

@@ -125,6 +125,12 @@ Controller::Controller(kube::Client* client, ControllerConfig config)
         return PendingPodClaims(ctx_, ns, names);
       },
       config_.options.policy);
+  if (config_.snapshots) {
+    SnapshotController::Options so;
+    so.resync = config_.resync;
+    so.max_failures = config_.max_failures;
+    snapshots_ = std::make_unique<SnapshotController>(client, &ctx_, so);
+  }
 }
 
 Extender* Controller::ServingExtender() {
@@ -162,6 +168,7 @@ bool Controller::Start(std::chrono::milliseconds sync_timeout) {
   if (config_.sweep_interval.count() > 0) sweeper_ = std::thread([this] { SweepLoop(); });
   mirror_ = std::thread([this] { MirrorLoop(); });
   if (publisher_) publisher_->Start();
+  if (snapshots_) snapshots_->Start();
   started_at_ = std::chrono::steady_clock::now();
   started_ = true;
   spdlog::info("controller started: {} claim workers, {} volume workers, nodes labelled {}", config_.claim_workers,
@@ -177,6 +184,7 @@ void Controller::Stop() {
   claim_queue_.ShutDown();
   volume_queue_.ShutDown();
   if (publisher_) publisher_->Stop();
+  if (snapshots_) snapshots_->Stop();
   // Informers next (no new work; a Start waiting for them to sync gives
   // up), then the workers finish their keys.
   for (auto* i : {claims_.get(), volumes_.get(), classes_.get(), nodes_.get()})

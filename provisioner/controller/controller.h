@@ -34,6 +34,7 @@
 #include "nodes/tls.h"
 #include "queue/work_queue.h"
 #include "queue/workers.h"
+#include "snapshots/snapshot_controller.h"
 
 namespace nodevol::provisioner {
 
@@ -58,6 +59,8 @@ struct ControllerConfig {
   bool capacity_objects = true;
   std::string capacity_namespace;  // "": the provisioner's own (main.cc)
   nlohmann::json capacity_owner;
+  // The CSI snapshotter's part (snapshots/snapshot_controller.h).
+  bool snapshots = true;
 };
 
 class Controller {
@@ -119,6 +122,7 @@ class Controller {
   std::unique_ptr<kube::Informer> claims_, volumes_, classes_, nodes_;
   WorkQueue claim_queue_, volume_queue_;
   std::unique_ptr<Workers> claim_workers_, volume_workers_;
+  std::unique_ptr<SnapshotController> snapshots_;
   std::thread sweeper_, mirror_;
   StopFlag stop_;
   std::mutex lifecycle_mu_;  // Start and Stop never overlap

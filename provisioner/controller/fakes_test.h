@@ -105,6 +105,10 @@ class FakeApi : public kube::Api {
     calls_.push_back({"PATCH", path, patch});
     if (auto s = TakeLocked("PATCH", path)) return *s;
     auto it = objects_.find(path);
+    // A status subresource patches its object.
+    const std::string sub = "/status";
+    if (it == objects_.end() && path.size() > sub.size() && path.compare(path.size() - sub.size(), sub.size(), sub) == 0)
+      it = objects_.find(path.substr(0, path.size() - sub.size()));
     if (it == objects_.end()) return NotFound(path);
     it->second.merge_patch(patch);
     if (out) *out = it->second;
@@ -207,6 +211,7 @@ class FakeNode final : public v1::Node::Service {
     if (hook) hook();
     std::lock_guard<std::mutex> l(mu_);
     ++creates_;
+    last_create_ = *req;
     v1::Volume& v = volumes_[req->name()];
     v.set_name(req->name());
     v.set_pool(req->pool());
@@ -239,6 +244,64 @@ class FakeNode final : public v1::Node::Service {
     *resp->mutable_volume() = it->second;
     return grpc::Status::OK;
   }
+  // Snapshots: the next CreateSnapshot answers `code` (nothing made).
+  void FailNextSnapshot(grpc::StatusCode code, std::string message) {
+    std::lock_guard<std::mutex> l(mu_);
+    snapshot_failure_ = grpc::Status(code, std::move(message));
+  }
+  bool HasSnapshot(const std::string& name) {
+    std::lock_guard<std::mutex> l(mu_);
+    return snapshots_.count(name) != 0;
+  }
+  void AddSnapshot(v1::Snapshot s) {
+    std::lock_guard<std::mutex> l(mu_);
+    snapshots_[s.name()] = s;
+  }
+  int snapshot_creates() {
+    std::lock_guard<std::mutex> l(mu_);
+    return snapshot_creates_;
+  }
+  const v1::CreateVolumeRequest& last_create() {
+    std::lock_guard<std::mutex> l(mu_);
+    return last_create_;
+  }
+  grpc::Status CreateSnapshot(grpc::ServerContext*, const v1::CreateSnapshotRequest* req,
+                              v1::CreateSnapshotResponse* resp) override {
+    std::lock_guard<std::mutex> l(mu_);
+    if (down_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "fake node down");
+    if (!snapshot_failure_.ok()) return std::exchange(snapshot_failure_, grpc::Status::OK);
+    ++snapshot_creates_;
+    auto vol = volumes_.find(req->source_volume());
+    if (!snapshots_.count(req->name()) && vol == volumes_.end())
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, "volume " + req->source_volume() + " does not exist");
+    v1::Snapshot& s = snapshots_[req->name()];
+    if (s.name().empty()) {
+      s.set_name(req->name());
+      s.set_source_volume(req->source_volume());
+      s.set_pool(vol->second.pool());
+      s.set_size_bytes(vol->second.size_bytes());
+      s.set_state(v1::VOLUME_STATE_READY);
+      s.set_created_unix(1700000000);
+    }
+    *resp->mutable_snapshot() = s;
+    return grpc::Status::OK;
+  }
+  grpc::Status DeleteSnapshot(grpc::ServerContext*, const v1::DeleteSnapshotRequest* req,
+                              v1::DeleteSnapshotResponse* resp) override {
+    std::lock_guard<std::mutex> l(mu_);
+    if (down_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "fake node down");
+    resp->set_existed(snapshots_.erase(req->name()) != 0);
+    return grpc::Status::OK;
+  }
+  grpc::Status GetSnapshot(grpc::ServerContext*, const v1::GetSnapshotRequest* req,
+                           v1::GetSnapshotResponse* resp) override {
+    std::lock_guard<std::mutex> l(mu_);
+    if (down_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "fake node down");
+    auto it = snapshots_.find(req->name());
+    if (it == snapshots_.end()) return grpc::Status(grpc::StatusCode::NOT_FOUND, "snapshot does not exist");
+    *resp->mutable_snapshot() = it->second;
+    return grpc::Status::OK;
+  }
   grpc::Status ListVolumes(grpc::ServerContext*, const v1::ListVolumesRequest*, v1::ListVolumesResponse* resp) override {
     std::lock_guard<std::mutex> l(mu_);
     if (down_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "fake node down");
@@ -256,6 +319,10 @@ class FakeNode final : public v1::Node::Service {
   bool down_ = false;
   int creates_ = 0, deletes_ = 0;
   std::string last_shared_pool_;
+  std::map<std::string, v1::Snapshot> snapshots_;
+  grpc::Status snapshot_failure_ = grpc::Status::OK;
+  int snapshot_creates_ = 0;
+  v1::CreateVolumeRequest last_create_;
 };
 
 // The pools the tests say, and clients of the fake nodes.

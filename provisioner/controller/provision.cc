@@ -7,6 +7,7 @@
 
 #include "base/size.h"
 #include "controller/claim.h"
+#include "controller/data_source.h"
 #include "controller/pod_claims.h"
 #include "controller/pv.h"
 #include "kube/fields.h"
@@ -310,6 +311,16 @@ Outcome Pass::Run(const std::string& key) {
                   "ReadWriteOnce or ReadWriteOncePod",
                   Outcome::kGiveUp);
   std::string reclaim = sc->value("reclaimPolicy", "Delete");
+  // A snapshot to restore or a claim to clone: made on its node, or not at all.
+  VolumeSource source;
+  st = ResolveDataSource(ctx_, pvc_, claim_, &source);
+  if (st.code() == Status::Code::kUnimplemented) {
+    spdlog::debug("claim {}: not provisioning: {}", key, st.message());
+    return Outcome::kDone;
+  }
+  if (!st.ok()) return Fail(st.message(), st.code() == Status::Code::kInvalidArgument ? Outcome::kGiveUp : Outcome::kRetry);
+  const bool from_source = source.kind != VolumeSource::Kind::kNone;
+  const std::string source_where = from_source ? source.description + " is on node " + source.node : "";
 
   ctx_.events->Record(pvc_, "Normal", "Provisioning",
                       "External provisioner is provisioning volume for claim \"" + claim_.Key() + "\"");
@@ -320,7 +331,12 @@ Outcome Pass::Run(const std::string& key) {
   req.backend = params.backend;
   req.bytes = claim_.request_bytes;
   bool wffc = binding == "WaitForFirstConsumer";
-  if (wffc) {
+  if (from_source) {
+    if (wffc && claim_.selected_node != source.node)
+      return Reschedule(source_where + "; a volume made from it can only be made there");
+    req.allowed_nodes = {source.node};
+    req.restrict_nodes = true;
+  } else if (wffc) {
     req.allowed_nodes = {claim_.selected_node};
     req.restrict_nodes = true;
   } else if (sc->contains("allowedTopologies")) {
@@ -359,6 +375,7 @@ Outcome Pass::Run(const std::string& key) {
       }
     }
     if (!st.ok()) {
+      if (from_source && !wffc) return WaitForRoom(source_where + ": " + st.message());
       if (!wffc) return WaitForRoom(st.message());
       for (const auto& s : siblings)
         if (s.claim.selected_node == claim_.selected_node) {
@@ -402,6 +419,8 @@ Outcome Pass::Run(const std::string& key) {
   create.set_size_bytes(claim_.request_bytes);
   create.set_fs_type(params.fs_type);
   create.set_block(block);
+  if (source.kind == VolumeSource::Kind::kSnapshot) create.set_from_snapshot(source.name);
+  if (source.kind == VolumeSource::Kind::kVolume) create.set_from_volume(source.name);
   auto vparams = params.volume_params;
   std::string joined;
   for (const auto& o : params.mount_options) joined += (joined.empty() ? "" : ",") + o;

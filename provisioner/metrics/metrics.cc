@@ -38,6 +38,7 @@ struct ProvisionerMetrics::Impl {
   mutable std::mutex mu;
   std::map<std::pair<std::string, std::string>, Outcomes, std::less<>> provisions;  // (class, source)
   std::map<std::string, Outcomes, std::less<>> deletes;                             // class
+  std::map<std::string, Outcomes, std::less<>> snapshots;                           // operation
   uint64_t reachable = 0, unreachable = 0;
   std::map<std::tuple<std::string, std::string, std::string>, uint64_t> pool_free;  // (node, pool, backend)
   bool leader = false;
@@ -79,6 +80,18 @@ void ProvisionerMetrics::DeleteSucceeded(std::string_view class_name, double sec
 void ProvisionerMetrics::DeleteFailed(std::string_view class_name) {
   std::lock_guard lock(impl_->mu);
   ++impl_->Delete(class_name).failed;
+}
+
+void ProvisionerMetrics::SnapshotOperation(std::string_view operation, bool ok, double seconds) {
+  std::lock_guard lock(impl_->mu);
+  auto it = impl_->snapshots.find(operation);
+  if (it == impl_->snapshots.end()) it = impl_->snapshots.emplace(std::string(operation), Outcomes{}).first;
+  if (!ok) {
+    ++it->second.failed;
+    return;
+  }
+  ++it->second.succeeded;
+  exposition::Observe(kBounds, seconds, &it->second.duration);
 }
 
 void ProvisionerMetrics::SetNodes(const std::vector<nodes::NodeState>& nodes) {
@@ -152,6 +165,19 @@ std::string ProvisionerMetrics::Render() const {
                "storage class name.");
   for (const auto& [cls, o] : impl_->deletes)
     AppendHistogram(out, kDelDuration, {{"class", cls}}, kBounds, o.duration);
+
+  constexpr std::string_view kSnapOps = "nodevol_provisioner_snapshot_operations_total";
+  constexpr std::string_view kSnapDuration = "nodevol_provisioner_snapshot_operation_duration_seconds";
+  AppendFamily(out, kSnapOps, "counter",
+               "Snapshot calls sent to nodes for VolumeSnapshotContents, by operation (create, delete) and result.");
+  for (const auto& [op, o] : impl_->snapshots) {
+    AppendSample(out, kSnapOps, {{"operation", op}, {"result", "success"}}, o.succeeded);
+    AppendSample(out, kSnapOps, {{"operation", op}, {"result", "failure"}}, o.failed);
+  }
+  AppendFamily(out, kSnapDuration, "histogram",
+               "Latency in seconds of successful snapshot calls to nodes, by operation.");
+  for (const auto& [op, o] : impl_->snapshots)
+    AppendHistogram(out, kSnapDuration, {{"operation", op}}, kBounds, o.duration);
 
   AppendFamily(out, "nodevol_provisioner_nodes", "gauge",
                "Nodes running nodevold known to the provisioner, by whether their capacity stream is up.");

@@ -49,6 +49,9 @@ class ProvisionerMetrics {
   // One deletion attempt of a released PV that was ours to delete.
   void DeleteSucceeded(std::string_view class_name, double seconds);
   void DeleteFailed(std::string_view class_name);
+  // One CreateSnapshot or DeleteSnapshot ("create", "delete") the snapshot
+  // controller sent a node; `seconds` of successful ones feed a histogram.
+  void SnapshotOperation(std::string_view operation, bool ok, double seconds = 0);
 
   // Replaces the node gauges with this snapshot (NodeRegistry::Snapshot()):
   // nodes gone from it vanish from the exposition.

@@ -51,7 +51,9 @@ TEST(ProvisionerMetrics, EmptyDeclaresEveryFamilyWithTheLibrarysNames) {
                         "controller_persistentvolume_delete_failed_total counter",
                         "controller_persistentvolume_delete_duration_seconds histogram",
                         "nodevol_provisioner_nodes gauge", "nodevol_provisioner_pool_free_bytes gauge",
-                        "nodevol_provisioner_leader gauge", "nodevol_provisioner_queue_depth gauge"}) {
+                        "nodevol_provisioner_leader gauge", "nodevol_provisioner_queue_depth gauge",
+                        "nodevol_provisioner_snapshot_operations_total counter",
+                        "nodevol_provisioner_snapshot_operation_duration_seconds histogram"}) {
     EXPECT_TRUE(HasLine(out, std::string("# TYPE ") + f)) << f << "\n" << out;
   }
   EXPECT_TRUE(HasLine(out, R"(nodevol_provisioner_nodes{state="reachable"} 0)")) << out;
@@ -94,6 +96,19 @@ TEST(ProvisionerMetrics, DeleteOutcomesByClass) {
   EXPECT_TRUE(HasLine(out, R"(controller_persistentvolume_delete_duration_seconds_bucket{class="fast",le="2.5"} 1)"));
   EXPECT_TRUE(HasLine(out, R"(controller_persistentvolume_delete_duration_seconds_sum{class="fast"} 1.5)"));
   EXPECT_TRUE(HasLine(out, R"(controller_persistentvolume_delete_duration_seconds_count{class="fast"} 1)"));
+}
+
+TEST(ProvisionerMetrics, SnapshotOperationsByOperationAndResult) {
+  ProvisionerMetrics m;
+  m.SnapshotOperation("create", true, 0.4);
+  m.SnapshotOperation("create", false);
+  m.SnapshotOperation("delete", true, 0.1);
+  std::string out = m.Render();
+  EXPECT_TRUE(HasLine(out, "# TYPE nodevol_provisioner_snapshot_operations_total counter")) << out;
+  EXPECT_TRUE(HasLine(out, R"(nodevol_provisioner_snapshot_operations_total{operation="create",result="success"} 1)"));
+  EXPECT_TRUE(HasLine(out, R"(nodevol_provisioner_snapshot_operations_total{operation="create",result="failure"} 1)"));
+  EXPECT_TRUE(HasLine(out, R"(nodevol_provisioner_snapshot_operations_total{operation="delete",result="failure"} 0)"));
+  EXPECT_EQ(Sample(out, R"(nodevol_provisioner_snapshot_operation_duration_seconds_count{operation="create"})"), "1");
 }
 
 TEST(ProvisionerMetrics, HistogramBucketsAreCumulativeWithInf) {
@@ -205,7 +220,7 @@ TEST(ProvisionerMetrics, EverySampleFollowsItsTypeLine) {
       }
     }
   }
-  EXPECT_EQ(typed.size(), 10u);
+  EXPECT_EQ(typed.size(), 12u);
   EXPECT_GT(samples, 20);
 }
 

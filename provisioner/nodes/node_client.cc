@@ -41,5 +41,14 @@ Status NodeClient::GetVolume(const v1::GetVolumeRequest& req, v1::GetVolumeRespo
 Status NodeClient::ListVolumes(const v1::ListVolumesRequest& req, v1::ListVolumesResponse* out) const {
   return Call("ListVolumes", &v1::Node::Stub::ListVolumes, req, out);
 }
+Status NodeClient::CreateSnapshot(const v1::CreateSnapshotRequest& req, v1::CreateSnapshotResponse* out) const {
+  return Call("CreateSnapshot", &v1::Node::Stub::CreateSnapshot, req, out);
+}
+Status NodeClient::DeleteSnapshot(const v1::DeleteSnapshotRequest& req, v1::DeleteSnapshotResponse* out) const {
+  return Call("DeleteSnapshot", &v1::Node::Stub::DeleteSnapshot, req, out);
+}
+Status NodeClient::GetSnapshot(const v1::GetSnapshotRequest& req, v1::GetSnapshotResponse* out) const {
+  return Call("GetSnapshot", &v1::Node::Stub::GetSnapshot, req, out);
+}
 
 }  // namespace nodevol::nodes

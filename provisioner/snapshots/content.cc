@@ -1,0 +1,263 @@
+#include "snapshots/content.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+#include "controller/names.h"
+#include "kube/fields.h"
+#include "snapshots/handle.h"
+#include "snapshots/names.h"
+
+namespace nodevol::provisioner {
+namespace {
+
+using nlohmann::json;
+using Outcome = Workers::Outcome;
+
+// A CreateSnapshot that ended so may still be running on the node (the
+// sidecar's isCSIFinalError, less RESOURCE_EXHAUSTED: nodevold's "no room"
+// is definite and leaves nothing behind).
+bool MayStillRun(Status::Code c) {
+  return c == Status::Code::kUnavailable || c == Status::Code::kDeadlineExceeded ||
+         c == Status::Code::kCancelled || c == Status::Code::kAborted;
+}
+
+class ContentPass {
+ public:
+  ContentPass(ControllerContext& ctx, json content) : ctx_(ctx), content_(std::move(content)) {
+    // Events need the kind, which list items lack.
+    content_["kind"] = "VolumeSnapshotContent";
+    content_["apiVersion"] = "snapshot.storage.k8s.io/v1";
+    name_ = content_["metadata"].value("name", "");
+  }
+  Outcome Run();
+
+ private:
+  const json& meta() const { return content_["metadata"]; }
+  const json& spec() const { return content_["spec"]; }
+  json status() const { return content_.value("status", json::object()); }
+  bool HasAnnotation(const char* key) const { return meta().value("annotations", json::object()).contains(key); }
+  std::string Path() const { return std::string(kSnapshotApi) + "/volumesnapshotcontents/" + name_; }
+
+  bool ShouldDelete() const;
+  Outcome Delete();
+  Outcome Create();
+  Outcome CheckStatic();
+  // Status fields of a snapshot the node has: handle, readyToUse, times.
+  Status WriteStatus(const SnapshotHandle& h, const v1::Snapshot& s);
+  // status.error (unless the same message is there) and a Warning event.
+  Outcome Failed(const std::string& reason, const std::string& message);
+  Status SetAnnotation(const char* key, const char* value);  // value null: remove
+  std::shared_ptr<nodes::NodeClient> Client(const std::string& node, Status* st);
+  // The node and volume name of the PV whose CSI volumeHandle is `handle`.
+  Status SourceOf(const std::string& handle, std::string* node);
+
+  ControllerContext& ctx_;
+  json content_;
+  std::string name_;
+};
+
+bool ContentPass::ShouldDelete() const {
+  if (!meta().contains("deletionTimestamp") || meta()["deletionTimestamp"].is_null()) return false;
+  // A static content no VolumeSnapshot ever bound.
+  if (spec()["source"].contains("snapshotHandle") &&
+      spec().value("volumeSnapshotRef", json::object()).value("uid", "").empty())
+    return true;
+  if (HasAnnotation(kAnnBeingCreated)) return false;
+  return HasAnnotation(kAnnBeingDeleted);
+}
+
+std::shared_ptr<nodes::NodeClient> ContentPass::Client(const std::string& node, Status* st) {
+  auto client = ctx_.node_view->Client(node);
+  if (!client) *st = Status::Unavailable("node " + node + " runs no nodevold the provisioner knows of (yet)");
+  return client;
+}
+
+Status ContentPass::SetAnnotation(const char* key, const char* value) {
+  json v = value ? json(value) : json(nullptr);
+  json patch = {{"metadata", {{"annotations", {{key, v}}}}}};
+  json out;
+  auto r = ctx_.client->MergePatch(Path(), patch, &out);
+  if (!r.ok()) return Status::Unavailable("annotating VolumeSnapshotContent " + name_ + ": " + r.ToString());
+  if (out.is_object() && out.contains("metadata")) content_["metadata"] = out["metadata"];
+  return Status::Ok();
+}
+
+Outcome ContentPass::Failed(const std::string& reason, const std::string& message) {
+  ctx_.events->Record(content_, "Warning", reason, message);
+  json st = status();
+  if (st.value("error", json::object()).value("message", "") != message) {
+    json patch = {{"status", {{"readyToUse", false}, {"error", {{"time", NowRfc3339()}, {"message", message}}}}}};
+    auto r = ctx_.client->MergePatch(Path() + "/status", patch);
+    if (!r.ok()) spdlog::warn("VolumeSnapshotContent {}: writing its error: {}", name_, r.ToString());
+  }
+  return Outcome::kRetry;
+}
+
+Status ContentPass::WriteStatus(const SnapshotHandle& h, const v1::Snapshot& s) {
+  json st = status();
+  json patch = json::object();
+  std::string handle = FormatSnapshotHandle(h);
+  bool ready = s.state() == v1::VOLUME_STATE_READY;
+  if (st.value("snapshotHandle", "") != handle) patch["snapshotHandle"] = handle;
+  if (!st.contains("readyToUse") || st["readyToUse"] != ready) patch["readyToUse"] = ready;
+  if (!st.contains("creationTime"))
+    patch["creationTime"] = static_cast<int64_t>(s.created_unix()) * 1000000000LL;
+  if (!st.contains("restoreSize") && s.size_bytes() > 0) patch["restoreSize"] = static_cast<int64_t>(s.size_bytes());
+  if (ready && st.contains("error")) patch["error"] = nullptr;
+  if (patch.empty()) return Status::Ok();
+  auto r = ctx_.client->MergePatch(Path() + "/status", {{"status", patch}});
+  if (!r.ok()) return Status::Unavailable("writing the status of VolumeSnapshotContent " + name_ + ": " + r.ToString());
+  for (auto& [k, v] : patch.items()) content_["status"][k] = v;
+  return Status::Ok();
+}
+
+Status ContentPass::SourceOf(const std::string& handle, std::string* node) {
+  // Our PVs are named by their volume handle (controller/pv.h).
+  auto pv = ctx_.volumes->Get(handle);
+  if (!pv || (*pv)["spec"].value("csi", json::object()).value("volumeHandle", "") != handle ||
+      !ctx_.options.Serves((*pv)["spec"]["csi"].value("driver", "")))
+    return Status::NotFound("no nodevol CSI PersistentVolume has volume handle " + handle +
+                            " (a flexVolume PV cannot be snapshotted: the snapshot API needs spec.csi)");
+  *node = (*pv)["metadata"].value("annotations", json::object()).value(kAnnNode, "");
+  if (node->empty()) return Status::NotFound("PersistentVolume " + handle + " names no node (" + kAnnNode + ")");
+  return Status::Ok();
+}
+
+Outcome ContentPass::Delete() {
+  std::string handle = status().value("snapshotHandle", "");
+  if (spec().value("deletionPolicy", "") == "Delete" && !handle.empty()) {
+    SnapshotHandle h;
+    Status st = ParseSnapshotHandle(handle, &h);
+    if (!st.ok()) return Failed("SnapshotDeleteError", st.message());
+    v1::DeleteSnapshotResponse resp;
+    if (auto client = Client(h.node, &st)) {
+      v1::DeleteSnapshotRequest req;
+      req.set_name(h.name);
+      st = client->DeleteSnapshot(req, &resp);
+    }
+    if (ctx_.metrics) ctx_.metrics->SnapshotOperation("delete", st.ok());
+    if (!st.ok()) return Failed("SnapshotDeleteError", "deleting snapshot " + handle + ": " + st.message());
+    spdlog::info("VolumeSnapshotContent {}: snapshot {} {}", name_, handle,
+                 resp.existed() ? "deleted" : "was already gone");
+    // As the sidecar does: no handle left to delete twice.
+    json patch = {{"status", {{"snapshotHandle", nullptr}, {"readyToUse", nullptr}, {"creationTime", nullptr},
+                              {"restoreSize", nullptr}}}};
+    auto r = ctx_.client->MergePatch(Path() + "/status", patch);
+    if (!r.ok() && r.code() != kube::Result::Code::kNotFound) {
+      spdlog::warn("VolumeSnapshotContent {}: clearing its status: {}", name_, r.ToString());
+      return Outcome::kRetry;
+    }
+  }
+  json rest = json::array();
+  bool had = false;
+  for (const auto& f : kube::Strings(meta().value("finalizers", json::array()))) {
+    if (f == kContentFinalizer) had = true;
+    else rest.push_back(f);
+  }
+  if (!had) return Outcome::kDone;
+  // resourceVersion: a finalizer added meanwhile is not dropped blindly.
+  json patch = {{"metadata", {{"resourceVersion", meta().value("resourceVersion", "")}, {"finalizers", rest}}}};
+  auto r = ctx_.client->MergePatch(Path(), patch);
+  if (r.ok() || r.code() == kube::Result::Code::kNotFound) return Outcome::kDone;
+  spdlog::warn("VolumeSnapshotContent {}: removing finalizer: {}", name_, r.ToString());
+  return Outcome::kRetry;
+}
+
+Outcome ContentPass::Create() {
+  const json ref = spec().value("volumeSnapshotRef", json::object());
+  std::string uid = ref.value("uid", "");
+  std::string source = spec()["source"].value("volumeHandle", "");
+  if (uid.empty()) return Failed("SnapshotCreationFailed", "cannot take a snapshot without a VolumeSnapshot uid");
+  std::string class_name = spec().value("volumeSnapshotClassName", "");
+  if (class_name.empty())
+    return Failed("SnapshotCreationFailed", "cannot take a snapshot without a VolumeSnapshotClass");
+  json cls;
+  auto r = ctx_.client->Get(std::string(kSnapshotApi) + "/volumesnapshotclasses/" + class_name, &cls);
+  if (!r.ok())
+    return Failed("SnapshotCreationFailed", "reading VolumeSnapshotClass " + class_name + ": " + r.ToString());
+  // nodevol snapshots take no parameters: one the driver does not know is
+  // an error, not silently ignored.
+  for (const auto& [k, v] : cls.value("parameters", json::object()).items())
+    if (k.rfind(kCsiParamPrefix, 0) != 0)
+      return Failed("SnapshotCreationFailed", "VolumeSnapshotClass " + class_name + " has parameter \"" + k +
+                                                  "\"; nodevol snapshots take none");
+  std::string node;
+  Status st = SourceOf(source, &node);
+  if (!st.ok()) return Failed("SnapshotCreationFailed", st.message());
+  auto client = Client(node, &st);
+  if (!client) return Failed("SnapshotCreationFailed", st.message());
+  st = SetAnnotation(kAnnBeingCreated, "yes");
+  if (!st.ok()) return Failed("SnapshotCreationFailed", st.message());
+
+  SnapshotHandle h{node, SnapshotNameFor(uid)};
+  v1::CreateSnapshotRequest req;
+  req.set_name(h.name);
+  req.set_source_volume(source);
+  v1::CreateSnapshotResponse resp;
+  auto t0 = std::chrono::steady_clock::now();
+  st = client->CreateSnapshot(req, &resp);
+  if (ctx_.metrics)
+    ctx_.metrics->SnapshotOperation("create", st.ok(),
+                                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  if (!st.ok()) {
+    if (!MayStillRun(st.code())) {
+      Status ann = SetAnnotation(kAnnBeingCreated, nullptr);
+      if (!ann.ok()) spdlog::warn("VolumeSnapshotContent {}: {}", name_, ann.message());
+    }
+    return Failed("SnapshotCreationFailed", "taking snapshot of volume " + source + " on node " + node + ": " +
+                                                st.message());
+  }
+  st = WriteStatus(h, resp.snapshot());
+  if (!st.ok()) return Failed("SnapshotCreationFailed", st.message());
+  st = SetAnnotation(kAnnBeingCreated, nullptr);
+  if (!st.ok()) return Outcome::kRetry;
+  spdlog::info("VolumeSnapshotContent {}: snapshot {} of volume {} taken", name_, FormatSnapshotHandle(h), source);
+  return resp.snapshot().state() == v1::VOLUME_STATE_READY ? Outcome::kDone : Outcome::kRetry;
+}
+
+Outcome ContentPass::CheckStatic() {
+  std::string handle = spec()["source"].value("snapshotHandle", "");
+  SnapshotHandle h;
+  Status st = ParseSnapshotHandle(handle, &h);
+  if (!st.ok()) return Failed("SnapshotContentCheckandUpdateFailed", st.message());
+  v1::GetSnapshotResponse got;
+  if (auto client = Client(h.node, &st)) {
+    v1::GetSnapshotRequest req;
+    req.set_name(h.name);
+    st = client->GetSnapshot(req, &got);
+  }
+  if (!st.ok()) return Failed("SnapshotContentCheckandUpdateFailed", "snapshot " + handle + ": " + st.message());
+  st = WriteStatus(h, got.snapshot());
+  if (!st.ok()) return Failed("SnapshotContentCheckandUpdateFailed", st.message());
+  return got.snapshot().state() == v1::VOLUME_STATE_READY ? Outcome::kDone : Outcome::kRetry;
+}
+
+Outcome ContentPass::Run() {
+  if (!ctx_.options.Serves(spec().value("driver", ""))) return Outcome::kDone;
+  if (ShouldDelete()) return Delete();
+  if (meta().contains("deletionTimestamp") && !meta()["deletionTimestamp"].is_null() &&
+      !HasAnnotation(kAnnBeingCreated))
+    return Outcome::kDone;  // the snapshot-controller decides first
+  const json st = status();
+  bool ready = st.value("readyToUse", false);
+  if (ready && !st.value("snapshotHandle", "").empty()) {
+    if (!HasAnnotation(kAnnBeingCreated)) return Outcome::kDone;
+    return SetAnnotation(kAnnBeingCreated, nullptr).ok() ? Outcome::kDone : Outcome::kRetry;
+  }
+  if (spec()["source"].contains("snapshotHandle")) return CheckStatic();
+  if (spec()["source"].contains("volumeHandle")) return Create();
+  return Failed("SnapshotContentCheckandUpdateFailed", "spec.source names neither volumeHandle nor snapshotHandle");
+}
+
+}  // namespace
+
+Workers::Outcome SyncContent(ControllerContext& ctx, kube::Informer* contents, const std::string& name) {
+  auto content = contents->Get(name);
+  if (!content) return Outcome::kDone;
+  ContentPass pass(ctx, *content);
+  return pass.Run();
+}
+
+}  // namespace nodevol::provisioner

@@ -1,0 +1,192 @@
+// The snapshotter's part over VolumeSnapshotContents, against a fake
+// apiserver and fake nodevolds (controller/fakes_test.h).
+#include "snapshots/content.h"
+
+#include <gtest/gtest.h>
+
+#include "controller/fakes_test.h"
+#include "snapshots/names.h"
+
+namespace nodevol::provisioner {
+namespace {
+
+using namespace testing;
+using Outcome = Workers::Outcome;
+constexpr uint64_t GiB = uint64_t{1} << 30;
+const std::string kContents = "/apis/snapshot.storage.k8s.io/v1/volumesnapshotcontents/";
+
+json SourcePv(const std::string& name, const std::string& node) {
+  return {{"metadata", {{"name", name}, {"annotations", {{"nodevol.io/node", node}}}}},
+          {"spec", {{"csi", {{"driver", "nodevol.io"}, {"volumeHandle", name}}}}}};
+}
+
+json DynamicContent(const std::string& name, const std::string& volume, const std::string& cls = "snaps") {
+  return {{"metadata", {{"name", name}, {"resourceVersion", "7"}, {"finalizers", {kContentFinalizer}}}},
+          {"spec", {{"driver", "nodevol.io"},
+                    {"deletionPolicy", "Delete"},
+                    {"volumeSnapshotClassName", cls},
+                    {"source", {{"volumeHandle", volume}}},
+                    {"volumeSnapshotRef", {{"namespace", "app"}, {"name", "snap"}, {"uid", "u-" + name}}}}}};
+}
+
+struct SnapWorld : World {
+  FakeNode a{"a"};
+  std::unique_ptr<kube::Informer> contents;
+
+  SnapWorld() {
+    view.Add(&a, "thin", 10 * GiB);
+    v1::Volume v;
+    v.set_name("pvc-1");
+    v.set_pool("thin");
+    v.set_size_bytes(GiB);
+    a.AddVolume(v);
+    Load({}, {SourcePv("pvc-1", "a")});
+    api.Put("/apis/snapshot.storage.k8s.io/v1/volumesnapshotclasses/snaps",
+            {{"metadata", {{"name", "snaps"}}}, {"driver", "nodevol.io"}, {"deletionPolicy", "Delete"}});
+  }
+  // The content as the apiserver has it now, into the cache, then one pass.
+  Outcome Sync(const std::string& name) {
+    contents = StaticCache({api.Object(kContents + name)});
+    return SyncContent(ctx, contents.get(), name);
+  }
+};
+
+TEST(SnapshotContent, ADynamicContentGetsItsSnapshotAndStatus) {
+  SnapWorld w;
+  w.api.Put(kContents + "c1", DynamicContent("c1", "pvc-1"));
+  EXPECT_EQ(w.Sync("c1"), Outcome::kDone);
+  EXPECT_TRUE(w.a.HasSnapshot("snapshot-u-c1"));
+  json c = w.api.Object(kContents + "c1");
+  EXPECT_EQ(c["status"].value("snapshotHandle", ""), "a/snapshot-u-c1");
+  EXPECT_TRUE(c["status"].value("readyToUse", false));
+  EXPECT_EQ(c["status"].value("restoreSize", int64_t{0}), int64_t(GiB));
+  EXPECT_EQ(c["status"].value("creationTime", int64_t{0}), int64_t{1700000000} * 1000000000);
+  // The being-created annotation was set before the call and is gone after.
+  bool annotated = false;
+  for (const auto& call : w.api.Calls())
+    if (call.verb == "PATCH" && call.body.dump().find(kAnnBeingCreated) != std::string::npos &&
+        call.body["metadata"]["annotations"][kAnnBeingCreated] == "yes")
+      annotated = true;
+  EXPECT_TRUE(annotated);
+  EXPECT_FALSE(c["metadata"].value("annotations", json::object()).contains(kAnnBeingCreated));
+  // A second pass over the ready content asks the node nothing.
+  EXPECT_EQ(w.Sync("c1"), Outcome::kDone);
+  EXPECT_EQ(w.a.snapshot_creates(), 1);
+}
+
+TEST(SnapshotContent, ARefusalIsAnErrorInStatusAndAnEventAndLeavesNoAnnotation) {
+  SnapWorld w;
+  w.api.Put(kContents + "c2", DynamicContent("c2", "pvc-1"));
+  w.a.FailNextSnapshot(grpc::StatusCode::FAILED_PRECONDITION, "pool thin takes no snapshots");
+  EXPECT_EQ(w.Sync("c2"), Outcome::kRetry);
+  json c = w.api.Object(kContents + "c2");
+  EXPECT_FALSE(c["status"].value("readyToUse", true));
+  EXPECT_NE(c["status"]["error"].value("message", "").find("takes no snapshots"), std::string::npos);
+  EXPECT_FALSE(c["metadata"].value("annotations", json::object()).contains(kAnnBeingCreated));
+  auto reasons = w.api.EventReasons();
+  EXPECT_NE(std::find(reasons.begin(), reasons.end(), "SnapshotCreationFailed"), reasons.end());
+  EXPECT_FALSE(w.a.HasSnapshot("snapshot-u-c2"));
+}
+
+TEST(SnapshotContent, AnUncertainCreateKeepsTheBeingCreatedAnnotation) {
+  SnapWorld w;
+  w.api.Put(kContents + "c3", DynamicContent("c3", "pvc-1"));
+  w.a.FailNextSnapshot(grpc::StatusCode::DEADLINE_EXCEEDED, "took too long");
+  EXPECT_EQ(w.Sync("c3"), Outcome::kRetry);
+  json c = w.api.Object(kContents + "c3");
+  EXPECT_EQ(c["metadata"]["annotations"].value(kAnnBeingCreated, ""), "yes");
+}
+
+TEST(SnapshotContent, BadInputIsRefusedWithNothingMade) {
+  SnapWorld w;
+  w.api.Put("/apis/snapshot.storage.k8s.io/v1/volumesnapshotclasses/odd",
+            {{"metadata", {{"name", "odd"}}}, {"driver", "nodevol.io"}, {"parameters", {{"speed", "fast"}}}});
+  w.api.Put(kContents + "unknown-volume", DynamicContent("unknown-volume", "pvc-nope"));
+  w.api.Put(kContents + "odd-class", DynamicContent("odd-class", "pvc-1", "odd"));
+  w.api.Put(kContents + "no-class", DynamicContent("no-class", "pvc-1", "missing"));
+  for (const char* name : {"unknown-volume", "odd-class", "no-class"}) {
+    EXPECT_EQ(w.Sync(name), Outcome::kRetry) << name;
+    json c = w.api.Object(kContents + name);
+    EXPECT_FALSE(c["status"]["error"].value("message", "").empty()) << name;
+  }
+  EXPECT_EQ(w.a.snapshot_creates(), 0);
+  EXPECT_NE(w.api.Object(kContents + "odd-class")["status"]["error"].value("message", "").find("\"speed\""),
+            std::string::npos);
+}
+
+TEST(SnapshotContent, AnotherDriversContentIsLeftAlone) {
+  SnapWorld w;
+  json c = DynamicContent("c4", "pvc-1");
+  c["spec"]["driver"] = "ebs.csi.aws.com";
+  w.api.Put(kContents + "c4", c);
+  EXPECT_EQ(w.Sync("c4"), Outcome::kDone);
+  EXPECT_EQ(w.api.Writes("volumesnapshotcontents"), 0);
+  EXPECT_EQ(w.a.snapshot_creates(), 0);
+}
+
+TEST(SnapshotContent, DeletionFollowsThePolicyThenDropsTheFinalizer) {
+  for (std::string policy : {"Delete", "Retain"}) {
+    SnapWorld w;
+    w.api.Put(kContents + "c5", DynamicContent("c5", "pvc-1"));
+    ASSERT_EQ(w.Sync("c5"), Outcome::kDone);
+    ASSERT_TRUE(w.a.HasSnapshot("snapshot-u-c5"));
+    json c = w.api.Object(kContents + "c5");
+    c["metadata"]["deletionTimestamp"] = "2026-11-27T00:00:00Z";
+    c["metadata"]["annotations"][kAnnBeingDeleted] = "yes";
+    c["spec"]["deletionPolicy"] = policy;
+    w.api.Put(kContents + "c5", c);
+    EXPECT_EQ(w.Sync("c5"), Outcome::kDone) << policy;
+    EXPECT_EQ(w.a.HasSnapshot("snapshot-u-c5"), policy == "Retain") << policy;
+    json after = w.api.Object(kContents + "c5");
+    EXPECT_TRUE(after["metadata"]["finalizers"].empty()) << policy;
+  }
+}
+
+TEST(SnapshotContent, ADeletingContentWaitsForTheSnapshotController) {
+  SnapWorld w;
+  json c = DynamicContent("c6", "pvc-1");
+  c["metadata"]["deletionTimestamp"] = "2026-11-27T00:00:00Z";
+  c["status"] = {{"snapshotHandle", "a/snapshot-u-c6"}, {"readyToUse", true}};
+  w.api.Put(kContents + "c6", c);
+  w.a.AddSnapshot([] {
+    v1::Snapshot s;
+    s.set_name("snapshot-u-c6");
+    return s;
+  }());
+  EXPECT_EQ(w.Sync("c6"), Outcome::kDone);
+  EXPECT_TRUE(w.a.HasSnapshot("snapshot-u-c6"));
+  EXPECT_FALSE(w.api.Object(kContents + "c6")["metadata"]["finalizers"].empty());
+}
+
+TEST(SnapshotContent, AStaticContentIsCheckedOnItsNode) {
+  SnapWorld w;
+  v1::Snapshot s;
+  s.set_name("kept");
+  s.set_size_bytes(3 * GiB);
+  s.set_state(v1::VOLUME_STATE_READY);
+  s.set_created_unix(1700000100);
+  w.a.AddSnapshot(s);
+  json ok = {{"metadata", {{"name", "static-ok"}}},
+             {"spec", {{"driver", "nodevol.io"}, {"deletionPolicy", "Retain"}, {"source", {{"snapshotHandle", "a/kept"}}},
+                       {"volumeSnapshotRef", {{"namespace", "app"}, {"name", "s"}}}}}};
+  json missing = ok, bad = ok;
+  missing["metadata"]["name"] = "static-missing";
+  missing["spec"]["source"]["snapshotHandle"] = "a/gone";
+  bad["metadata"]["name"] = "static-bad";
+  bad["spec"]["source"]["snapshotHandle"] = "kept";
+  w.api.Put(kContents + "static-ok", ok);
+  w.api.Put(kContents + "static-missing", missing);
+  w.api.Put(kContents + "static-bad", bad);
+  EXPECT_EQ(w.Sync("static-ok"), Outcome::kDone);
+  json c = w.api.Object(kContents + "static-ok");
+  EXPECT_TRUE(c["status"].value("readyToUse", false));
+  EXPECT_EQ(c["status"].value("restoreSize", int64_t{0}), int64_t(3 * GiB));
+  EXPECT_EQ(w.Sync("static-missing"), Outcome::kRetry);
+  EXPECT_FALSE(w.api.Object(kContents + "static-missing")["status"].value("readyToUse", true));
+  EXPECT_EQ(w.Sync("static-bad"), Outcome::kRetry);
+  EXPECT_NE(w.api.Object(kContents + "static-bad")["status"]["error"].value("message", "").find("<node>/<snapshot"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace nodevol::provisioner

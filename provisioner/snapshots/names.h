@@ -1,0 +1,21 @@
+// The snapshot API's names the provisioner reads and writes, as the CSI
+// snapshotter sidecar uses them (csi-contract.md §5; external-snapshotter
+// pkg/utils/util.go).
+#pragma once
+
+namespace nodevol::provisioner {
+
+inline constexpr const char* kSnapshotApi = "/apis/snapshot.storage.k8s.io/v1";
+inline constexpr const char* kSnapshotApiGroup = "snapshot.storage.k8s.io";
+// Set while a CreateSnapshot may be in flight: the snapshot-controller
+// does not let the content go before the backend snapshot can be deleted.
+inline constexpr const char* kAnnBeingCreated = "snapshot.storage.kubernetes.io/volumesnapshot-being-created";
+// Set by the snapshot-controller when the content is to go: delete the
+// backend snapshot (policy Delete), then drop the finalizer.
+inline constexpr const char* kAnnBeingDeleted = "snapshot.storage.kubernetes.io/volumesnapshot-being-deleted";
+inline constexpr const char* kContentFinalizer = "snapshot.storage.kubernetes.io/volumesnapshotcontent-bound-protection";
+// Class parameters with this prefix are the snapshotter's own (secrets),
+// never the driver's.
+inline constexpr const char* kCsiParamPrefix = "csi.storage.k8s.io/";
+
+}  // namespace nodevol::provisioner

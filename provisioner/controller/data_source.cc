@@ -2,6 +2,7 @@
 
 #include "base/size.h"
 #include "controller/names.h"
+#include "kube/fields.h"
 #include "kube/quantity.h"
 #include "snapshots/handle.h"
 #include "snapshots/names.h"
@@ -10,6 +11,9 @@ namespace nodevol::provisioner {
 namespace {
 
 using nlohmann::json;
+using kube::Bool;
+using kube::Obj;
+using kube::Str;
 
 Status FromSnapshot(ControllerContext& ctx, const ClaimView& claim, const std::string& name, VolumeSource* out) {
   out->kind = VolumeSource::Kind::kSnapshot;
@@ -19,31 +23,40 @@ Status FromSnapshot(ControllerContext& ctx, const ClaimView& claim, const std::s
   if (r.code() == kube::Result::Code::kNotFound)
     return Status::NotFound(out->description + " does not exist (yet); the claim waits for it");
   if (!r.ok()) return Status::Unavailable("reading " + out->description + ": " + r.ToString());
-  const json meta = snap.value("metadata", json::object());
+  const json meta = Obj(snap, "metadata");
   if (meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null())
     return Status::InvalidArgument(out->description + " is being deleted");
-  const json status = snap.value("status", json::object());
-  std::string content_name = status.value("boundVolumeSnapshotContentName", "");
-  if (!status.value("readyToUse", false) || content_name.empty())
+  const json status = Obj(snap, "status");
+  std::string content_name = Str(status, "boundVolumeSnapshotContentName");
+  if (!Bool(status, "readyToUse") || content_name.empty())
     return Status::FailedPrecondition(out->description + " is not ready to use yet; the claim waits for it");
   json content;
   r = ctx.client->Get(std::string(kSnapshotApi) + "/volumesnapshotcontents/" + content_name, &content);
   if (!r.ok()) return Status::Unavailable("reading VolumeSnapshotContent " + content_name + ": " + r.ToString());
-  const json spec = content.value("spec", json::object());
-  std::string driver = spec.value("driver", "");
+  const json spec = Obj(content, "spec");
+  std::string driver = Str(spec, "driver");
   if (!ctx.options.Serves(driver))
     return Status::InvalidArgument(out->description + " is a snapshot of driver " + driver +
                                    "; nodevol restores only its own snapshots");
   // The content must name this snapshot back: a content bound to another
   // VolumeSnapshot is not this one's data.
-  const json ref = spec.value("volumeSnapshotRef", json::object());
-  if (ref.value("uid", "") != meta.value("uid", "") || ref.value("namespace", "") != claim.ns ||
-      ref.value("name", "") != name)
+  const json ref = Obj(spec, "volumeSnapshotRef");
+  if (Str(ref, "uid") != Str(meta, "uid") || Str(ref, "namespace") != claim.ns ||
+      Str(ref, "name") != name)
     return Status::InvalidArgument(out->description + " names VolumeSnapshotContent " + content_name +
                                    ", which is bound to another VolumeSnapshot");
-  const json cstatus = content.value("status", json::object());
+  // As external-provisioner's prevent-volume-mode-conversion: a snapshot
+  // of a raw block volume is not restored as a filesystem (or back)
+  // unless the content's owner allows it.
+  std::string source_mode = Str(spec, "sourceVolumeMode");
+  bool allowed = Str(Obj(Obj(content, "metadata"), "annotations"),
+                     "snapshot.storage.kubernetes.io/allow-volume-mode-change") == "true";
+  if (!source_mode.empty() && source_mode != claim.volume_mode && !allowed)
+    return Status::InvalidArgument(out->description + " is of a volumeMode " + source_mode + " volume; this claim is " +
+                                   claim.volume_mode);
+  const json cstatus = Obj(content, "status");
   SnapshotHandle h;
-  NODEVOL_RETURN_IF_ERROR(ParseSnapshotHandle(cstatus.value("snapshotHandle", ""), &h));
+  NODEVOL_RETURN_IF_ERROR(ParseSnapshotHandle(Str(cstatus, "snapshotHandle"), &h));
   out->node = h.node;
   out->name = h.name;
   if (cstatus.contains("restoreSize") && cstatus["restoreSize"].is_number_integer())
@@ -68,15 +81,15 @@ Status FromClaim(ControllerContext& ctx, const ClaimView& claim, const std::stri
     return Status::FailedPrecondition(out->description + " is not bound yet; the claim waits for it");
   auto pv = ctx.volumes->Get(s.volume_name);
   if (!pv) return Status::FailedPrecondition(out->description + "'s PV " + s.volume_name + " is not known yet");
-  const json ann = (*pv)["metadata"].value("annotations", json::object());
-  if (!ctx.options.Serves(ann.value(kAnnProvisionedBy, "")))
+  const json ann = Obj(Obj(*pv, "metadata"), "annotations");
+  if (!ctx.options.Serves(Str(ann, kAnnProvisionedBy)))
     return Status::InvalidArgument(out->description + " is not a nodevol volume");
-  out->node = ann.value(kAnnNode, "");
+  out->node = Str(ann, kAnnNode);
   out->name = s.volume_name;
-  if (ann.value(kAnnBackend, "") == "nfs" || out->node.empty())
+  if (Str(ann, kAnnBackend) == "nfs" || out->node.empty())
     return Status::InvalidArgument(out->description + " is an NFS volume, which nodevol cannot clone "
                                    "(docs/snapshots.md)");
-  std::string cap = (*pv)["spec"].value("capacity", json::object()).value("storage", "");
+  std::string cap = Str(Obj(Obj(*pv, "spec"), "capacity"), "storage");
   kube::Quantity q;
   if (kube::Quantity::Parse(cap, &q).ok()) (void)q.ToBytes(&out->min_bytes);
   return Status::Ok();
@@ -86,12 +99,12 @@ Status FromClaim(ControllerContext& ctx, const ClaimView& claim, const std::stri
 
 Status ResolveDataSource(ControllerContext& ctx, const json& pvc, const ClaimView& claim, VolumeSource* out) {
   *out = VolumeSource{};
-  const json spec = pvc.value("spec", json::object());
+  const json spec = Obj(pvc, "spec");
   json ref = spec.value("dataSourceRef", json());
   if (!ref.is_object()) ref = spec.value("dataSource", json());
   if (!ref.is_object()) return Status::Ok();
-  std::string kind = ref.value("kind", ""), group = ref.value("apiGroup", ""), name = ref.value("name", "");
-  std::string ns = ref.value("namespace", "");
+  std::string kind = Str(ref, "kind"), group = Str(ref, "apiGroup"), name = Str(ref, "name");
+  std::string ns = Str(ref, "namespace");
   if (!ns.empty() && ns != claim.ns)
     return Status::InvalidArgument("data source " + kind + " " + ns + "/" + name +
                                    " is in another namespace; nodevol restores and clones within one namespace");

@@ -82,6 +82,19 @@ TEST(DataSource, AnotherDriversSnapshotIsRefusedAndANotReadyOneWaitedFor) {
   EXPECT_NE(st.message().find("driver ebs.csi.aws.com"), std::string::npos) << st.message();
 }
 
+TEST(DataSource, AVolumeModeChangeIsRefused) {
+  World w;
+  FakeNode a("a");
+  w.view.Add(&a, "fast", 10 * GiB);
+  w.Load({ClaimFromSnapshot("m1", "raw")});
+  PutSnapshot(w, "raw", "a");
+  json content = w.api.Object(kSnaps + "/volumesnapshotcontents/snapcontent-raw");
+  content["spec"]["sourceVolumeMode"] = "Block";
+  w.api.Put(kSnaps + "/volumesnapshotcontents/snapcontent-raw", content);
+  EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-m1"), Outcome::kGiveUp);
+  EXPECT_EQ(a.creates(), 0);
+}
+
 TEST(DataSource, AMissingSnapshotIsWaitedForAndAPopulatorsKindIgnored) {
   World w;
   FakeNode a("a");
@@ -124,7 +137,9 @@ TEST(DataSource, ACloneIsMadeFromTheSourceClaimsVolumeOnItsNode) {
                                             {"nodevol.io/node", "a"}, {"nodevol.io/backend", "lvm"}}}}},
              {"spec", {{"capacity", {{"storage", "1Gi"}}}}}};
   json clone = Claim("c1", "1Gi");
-  clone["spec"]["dataSource"] = {{"kind", "PersistentVolumeClaim"}, {"name", "data-s1"}};
+  // The apiserver sends a core kind's apiGroup as null.
+  clone["spec"]["dataSource"] = {{"apiGroup", nullptr}, {"kind", "PersistentVolumeClaim"}, {"name", "data-s1"}};
+  clone["spec"]["dataSourceRef"] = clone["spec"]["dataSource"];
   json other_class = Claim("c2", "1Gi", "slow");
   other_class["spec"]["dataSource"] = clone["spec"]["dataSource"];
   w.Load({src, clone, other_class}, {pv}, {Class(), Class("slow", "slow")});

@@ -18,6 +18,22 @@ inline std::string Str(const nlohmann::json& j, const char* key) {
   return it != j.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
+// j[key] if it is an object, else an empty object (never throws: API
+// objects may carry null where a field is unset).
+inline const nlohmann::json& Obj(const nlohmann::json& j, const char* key) {
+  static const nlohmann::json empty = nlohmann::json::object();
+  if (!j.is_object()) return empty;
+  auto it = j.find(key);
+  return it != j.end() && it->is_object() ? *it : empty;
+}
+
+// j[key] if it is a boolean, else `otherwise`.
+inline bool Bool(const nlohmann::json& j, const char* key, bool otherwise = false) {
+  if (!j.is_object()) return otherwise;
+  auto it = j.find(key);
+  return it != j.end() && it->is_boolean() ? it->get<bool>() : otherwise;
+}
+
 // The string values of an object (labels, annotations, parameters).
 inline std::map<std::string, std::string> StringMap(const nlohmann::json& j) {
   std::map<std::string, std::string> out;

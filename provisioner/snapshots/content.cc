@@ -13,6 +13,9 @@ namespace nodevol::provisioner {
 namespace {
 
 using nlohmann::json;
+using kube::Bool;
+using kube::Obj;
+using kube::Str;
 using Outcome = Workers::Outcome;
 
 // A CreateSnapshot that ended so may still be running on the node (the
@@ -29,15 +32,15 @@ class ContentPass {
     // Events need the kind, which list items lack.
     content_["kind"] = "VolumeSnapshotContent";
     content_["apiVersion"] = "snapshot.storage.k8s.io/v1";
-    name_ = content_["metadata"].value("name", "");
+    name_ = Str(Obj(content_, "metadata"), "name");
   }
   Outcome Run();
 
  private:
-  const json& meta() const { return content_["metadata"]; }
-  const json& spec() const { return content_["spec"]; }
-  json status() const { return content_.value("status", json::object()); }
-  bool HasAnnotation(const char* key) const { return meta().value("annotations", json::object()).contains(key); }
+  const json& meta() const { return Obj(content_, "metadata"); }
+  const json& spec() const { return Obj(content_, "spec"); }
+  json status() const { return Obj(content_, "status"); }
+  bool HasAnnotation(const char* key) const { return Obj(meta(), "annotations").contains(key); }
   std::string Path() const { return std::string(kSnapshotApi) + "/volumesnapshotcontents/" + name_; }
 
   bool ShouldDelete() const;
@@ -61,8 +64,8 @@ class ContentPass {
 bool ContentPass::ShouldDelete() const {
   if (!meta().contains("deletionTimestamp") || meta()["deletionTimestamp"].is_null()) return false;
   // A static content no VolumeSnapshot ever bound.
-  if (spec()["source"].contains("snapshotHandle") &&
-      spec().value("volumeSnapshotRef", json::object()).value("uid", "").empty())
+  if (Obj(spec(), "source").contains("snapshotHandle") &&
+      Str(Obj(spec(), "volumeSnapshotRef"), "uid").empty())
     return true;
   if (HasAnnotation(kAnnBeingCreated)) return false;
   return HasAnnotation(kAnnBeingDeleted);
@@ -87,7 +90,7 @@ Status ContentPass::SetAnnotation(const char* key, const char* value) {
 Outcome ContentPass::Failed(const std::string& reason, const std::string& message) {
   ctx_.events->Record(content_, "Warning", reason, message);
   json st = status();
-  if (st.value("error", json::object()).value("message", "") != message) {
+  if (Str(Obj(st, "error"), "message") != message) {
     json patch = {{"status", {{"readyToUse", false}, {"error", {{"time", NowRfc3339()}, {"message", message}}}}}};
     auto r = ctx_.client->MergePatch(Path() + "/status", patch);
     if (!r.ok()) spdlog::warn("VolumeSnapshotContent {}: writing its error: {}", name_, r.ToString());
@@ -100,7 +103,7 @@ Status ContentPass::WriteStatus(const SnapshotHandle& h, const v1::Snapshot& s) 
   json patch = json::object();
   std::string handle = FormatSnapshotHandle(h);
   bool ready = s.state() == v1::VOLUME_STATE_READY;
-  if (st.value("snapshotHandle", "") != handle) patch["snapshotHandle"] = handle;
+  if (Str(st, "snapshotHandle") != handle) patch["snapshotHandle"] = handle;
   if (!st.contains("readyToUse") || st["readyToUse"] != ready) patch["readyToUse"] = ready;
   if (!st.contains("creationTime"))
     patch["creationTime"] = static_cast<int64_t>(s.created_unix()) * 1000000000LL;
@@ -116,18 +119,18 @@ Status ContentPass::WriteStatus(const SnapshotHandle& h, const v1::Snapshot& s) 
 Status ContentPass::SourceOf(const std::string& handle, std::string* node) {
   // Our PVs are named by their volume handle (controller/pv.h).
   auto pv = ctx_.volumes->Get(handle);
-  if (!pv || (*pv)["spec"].value("csi", json::object()).value("volumeHandle", "") != handle ||
-      !ctx_.options.Serves((*pv)["spec"]["csi"].value("driver", "")))
+  if (!pv || Str(Obj(Obj(*pv, "spec"), "csi"), "volumeHandle") != handle ||
+      !ctx_.options.Serves(Str(Obj(Obj(*pv, "spec"), "csi"), "driver")))
     return Status::NotFound("no nodevol CSI PersistentVolume has volume handle " + handle +
                             " (a flexVolume PV cannot be snapshotted: the snapshot API needs spec.csi)");
-  *node = (*pv)["metadata"].value("annotations", json::object()).value(kAnnNode, "");
+  *node = Str(Obj(Obj(*pv, "metadata"), "annotations"), kAnnNode);
   if (node->empty()) return Status::NotFound("PersistentVolume " + handle + " names no node (" + kAnnNode + ")");
   return Status::Ok();
 }
 
 Outcome ContentPass::Delete() {
-  std::string handle = status().value("snapshotHandle", "");
-  if (spec().value("deletionPolicy", "") == "Delete" && !handle.empty()) {
+  std::string handle = Str(status(), "snapshotHandle");
+  if (Str(spec(), "deletionPolicy") == "Delete" && !handle.empty()) {
     SnapshotHandle h;
     Status st = ParseSnapshotHandle(handle, &h);
     if (!st.ok()) return Failed("SnapshotDeleteError", st.message());
@@ -158,7 +161,7 @@ Outcome ContentPass::Delete() {
   }
   if (!had) return Outcome::kDone;
   // resourceVersion: a finalizer added meanwhile is not dropped blindly.
-  json patch = {{"metadata", {{"resourceVersion", meta().value("resourceVersion", "")}, {"finalizers", rest}}}};
+  json patch = {{"metadata", {{"resourceVersion", Str(meta(), "resourceVersion")}, {"finalizers", rest}}}};
   auto r = ctx_.client->MergePatch(Path(), patch);
   if (r.ok() || r.code() == kube::Result::Code::kNotFound) return Outcome::kDone;
   spdlog::warn("VolumeSnapshotContent {}: removing finalizer: {}", name_, r.ToString());
@@ -166,11 +169,11 @@ Outcome ContentPass::Delete() {
 }
 
 Outcome ContentPass::Create() {
-  const json ref = spec().value("volumeSnapshotRef", json::object());
-  std::string uid = ref.value("uid", "");
-  std::string source = spec()["source"].value("volumeHandle", "");
+  const json ref = Obj(spec(), "volumeSnapshotRef");
+  std::string uid = Str(ref, "uid");
+  std::string source = Str(Obj(spec(), "source"), "volumeHandle");
   if (uid.empty()) return Failed("SnapshotCreationFailed", "cannot take a snapshot without a VolumeSnapshot uid");
-  std::string class_name = spec().value("volumeSnapshotClassName", "");
+  std::string class_name = Str(spec(), "volumeSnapshotClassName");
   if (class_name.empty())
     return Failed("SnapshotCreationFailed", "cannot take a snapshot without a VolumeSnapshotClass");
   json cls;
@@ -179,7 +182,7 @@ Outcome ContentPass::Create() {
     return Failed("SnapshotCreationFailed", "reading VolumeSnapshotClass " + class_name + ": " + r.ToString());
   // nodevol snapshots take no parameters: one the driver does not know is
   // an error, not silently ignored.
-  for (const auto& [k, v] : cls.value("parameters", json::object()).items())
+  for (const auto& [k, v] : Obj(cls, "parameters").items())
     if (k.rfind(kCsiParamPrefix, 0) != 0)
       return Failed("SnapshotCreationFailed", "VolumeSnapshotClass " + class_name + " has parameter \"" + k +
                                                   "\"; nodevol snapshots take none");
@@ -218,7 +221,7 @@ Outcome ContentPass::Create() {
 }
 
 Outcome ContentPass::CheckStatic() {
-  std::string handle = spec()["source"].value("snapshotHandle", "");
+  std::string handle = Str(Obj(spec(), "source"), "snapshotHandle");
   SnapshotHandle h;
   Status st = ParseSnapshotHandle(handle, &h);
   if (!st.ok()) return Failed("SnapshotContentCheckandUpdateFailed", st.message());
@@ -235,19 +238,19 @@ Outcome ContentPass::CheckStatic() {
 }
 
 Outcome ContentPass::Run() {
-  if (!ctx_.options.Serves(spec().value("driver", ""))) return Outcome::kDone;
+  if (!ctx_.options.Serves(Str(spec(), "driver"))) return Outcome::kDone;
   if (ShouldDelete()) return Delete();
   if (meta().contains("deletionTimestamp") && !meta()["deletionTimestamp"].is_null() &&
       !HasAnnotation(kAnnBeingCreated))
     return Outcome::kDone;  // the snapshot-controller decides first
   const json st = status();
-  bool ready = st.value("readyToUse", false);
-  if (ready && !st.value("snapshotHandle", "").empty()) {
+  bool ready = Bool(st, "readyToUse");
+  if (ready && !Str(st, "snapshotHandle").empty()) {
     if (!HasAnnotation(kAnnBeingCreated)) return Outcome::kDone;
     return SetAnnotation(kAnnBeingCreated, nullptr).ok() ? Outcome::kDone : Outcome::kRetry;
   }
-  if (spec()["source"].contains("snapshotHandle")) return CheckStatic();
-  if (spec()["source"].contains("volumeHandle")) return Create();
+  if (Obj(spec(), "source").contains("snapshotHandle")) return CheckStatic();
+  if (Obj(spec(), "source").contains("volumeHandle")) return Create();
   return Failed("SnapshotContentCheckandUpdateFailed", "spec.source names neither volumeHandle nor snapshotHandle");
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "controller/fakes_test.h"
+#include "controller/pod_claims.h"
 #include "controller/provision.h"
 
 namespace nodevol::provisioner {
@@ -123,6 +124,21 @@ TEST(DataSource, WaitForFirstConsumerOnAnotherNodeGivesTheSchedulerTheChoiceBack
   EXPECT_EQ(a.creates() + b.creates(), 0);
   json after = w.api.Object("/api/v1/namespaces/app/persistentvolumeclaims/data-r7");
   EXPECT_FALSE(after["metadata"]["annotations"].contains("volume.kubernetes.io/selected-node"));
+}
+
+TEST(DataSource, TheExtenderSeesWhereARestoreMustGo) {
+  World w;
+  FakeNode a("a");
+  w.view.Add(&a, "fast", 10 * GiB);
+  json cls = Class();
+  cls["volumeBindingMode"] = "WaitForFirstConsumer";
+  w.Load({ClaimFromSnapshot("p1", "before"), Claim("p2")}, {}, {cls});
+  PutSnapshot(w, "before", "a");
+  auto pending = PendingPodClaims(w.ctx, "app", {"data-p1", "data-p2"});
+  ASSERT_EQ(pending.size(), 2u);
+  EXPECT_EQ(pending[0].node, "a");
+  EXPECT_EQ(pending[0].source, "VolumeSnapshot app/before");
+  EXPECT_EQ(pending[1].node, "");
 }
 
 TEST(DataSource, ACloneIsMadeFromTheSourceClaimsVolumeOnItsNode) {

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "controller/data_source.h"
 #include "kube/fields.h"
 #include "storageclass/class_params.h"
 
@@ -69,7 +70,15 @@ std::vector<PendingClaim> PendingPodClaims(ControllerContext& ctx, const std::st
     ClassParams params;
     bool wffc = false;
     if (!OurClass(ctx, c.class_name, &params, &wffc) || !wffc) continue;
-    out.push_back({c.uid, c.name, params.pool, params.backend, c.request_bytes});
+    PendingClaim pending{c.uid, c.name, params.pool, params.backend, c.request_bytes};
+    // A restore or clone can only be made where its source is; a source
+    // that cannot be resolved (yet) is the provisioner's to report.
+    VolumeSource source;
+    if (ResolveDataSource(ctx, *pvc, c, &source).ok() && source.kind != VolumeSource::Kind::kNone) {
+      pending.node = source.node;
+      pending.source = source.description;
+    }
+    out.push_back(std::move(pending));
   }
   return out;
 }

@@ -88,7 +88,17 @@ void Evaluate(CapacityLedger* ledger, const ExtenderArgs& args, std::vector<Pend
   auto rooms = ledger->Rooms(except);
   std::map<std::string, std::map<std::string, const PoolRoom*>> by_node;
   for (const auto& r : rooms) by_node[r.seen.node][r.seen.pool] = &r;
-  for (const auto& node : args.node_names) (*verdicts)[node] = Judge(node, *pools, by_node);
+  for (const auto& node : args.node_names) {
+    Verdict v = Judge(node, *pools, by_node);
+    for (const auto& c : claims)
+      if (!c.node.empty() && c.node != node) {
+        v = Verdict{};
+        v.resolvable = false;
+        v.why = "claim " + c.name + " is made from " + c.source + ", which is on node " + c.node;
+        break;
+      }
+    (*verdicts)[node] = v;
+  }
 }
 
 // The best fitting node by policy (ties: the smaller name), "" if none.

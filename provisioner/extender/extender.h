@@ -7,7 +7,9 @@
 // claim at a time; two 80 MiB claims on a node with 100 MiB pass there and
 // fail here). A pod with no such claim passes everywhere, untouched.
 //
-// Filter keeps the nodes with room for the whole need; a node without the
+// Filter keeps the nodes with room for the whole need; a claim made from a
+// snapshot or a volume rules out every node but the one holding it
+// (unresolvable: local data is nowhere else); a node without the
 // pool (or without nodevold) is unresolvable, one short of room or whose
 // nodevold is unreachable merely failed, each with a reason a person can
 // act on. The best of the kept nodes by the placement policy is promised
@@ -41,6 +43,9 @@ struct PendingClaim {
   std::string uid, name;
   std::string pool, backend;  // backend "" = any kind
   uint64_t bytes = 0;
+  // Made from a snapshot or a volume (a restore, a clone): only on the
+  // node holding it; "" = anywhere. `source` says what it is, for reasons.
+  std::string node, source;
 };
 
 // The pod's pending nodevol claims among `names` in namespace `ns`.

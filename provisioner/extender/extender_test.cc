@@ -123,6 +123,23 @@ TEST_F(ExtenderTest, PoolsAndKindsANodeCannotServeAreUnresolvable) {
   EXPECT_NE(a.unresolvable["n3"].find("is lvm, the class wants nfs"), std::string::npos);
 }
 
+TEST_F(ExtenderTest, ARestoreGoesOnlyWhereItsSnapshotIs) {
+  Claim("r", "fast", 10 * MiB);
+  claims["ns/r"].node = "n1";
+  claims["ns/r"].source = "VolumeSnapshot ns/before";
+  auto a = ext.Filter(Args({"r"}, {"n1", "n2", "n3"}));
+  EXPECT_EQ(a.nodes, (std::vector<std::string>{"n1"}));  // n3 has more room
+  EXPECT_EQ(a.promised, "n1");
+  EXPECT_NE(a.unresolvable["n3"].find("VolumeSnapshot ns/before, which is on node n1"), std::string::npos)
+      << a.unresolvable["n3"];
+  // Its node without room: nowhere, with the reason there.
+  Claim("big", "fast", 150 * MiB);
+  claims["ns/big"].node = "n1";
+  a = ext.Filter(Args({"big"}, {"n1", "n3"}));
+  EXPECT_TRUE(a.nodes.empty());
+  EXPECT_NE(a.failed["n1"].find("has 90.0MiB free"), std::string::npos) << a.failed["n1"];
+}
+
 TEST_F(ExtenderTest, PromisesExpire) {
   Extender short_hold{&ledger,
                       [](const std::string&, const std::vector<std::string>&) {

@@ -7,10 +7,31 @@
 
 namespace nodevol::provisioner {
 
+bool OnlyOurWrites(const nlohmann::json& before, const nlohmann::json& after) {
+  if (before == after) return false;  // a resync: worth another pass
+  auto strip = [](nlohmann::json o) {
+    o.erase("status");
+    if (o.contains("metadata") && o["metadata"].is_object()) {
+      auto& m = o["metadata"];
+      m.erase("resourceVersion");
+      m.erase("managedFields");
+      if (m.contains("annotations") && m["annotations"].is_object()) {
+        m["annotations"].erase(kAnnBeingCreated);
+        if (m["annotations"].empty()) m.erase("annotations");
+      }
+    }
+    return o;
+  };
+  return strip(before) == strip(after);
+}
+
 SnapshotController::SnapshotController(kube::Client* client, ControllerContext* ctx, Options options)
     : client_(client), ctx_(ctx), options_(options) {
   auto enqueue = [this](const nlohmann::json& o) { queue_.Add(kube::Informer::KeyOf(o)); };
-  kube::InformerHandlers handlers{enqueue, [enqueue](const nlohmann::json&, const nlohmann::json& o) { enqueue(o); },
+  auto on_update = [enqueue](const nlohmann::json& a, const nlohmann::json& b) {
+    if (!OnlyOurWrites(a, b)) enqueue(b);
+  };
+  kube::InformerHandlers handlers{enqueue, on_update,
                                   [this](const nlohmann::json& o) { queue_.Forget(kube::Informer::KeyOf(o)); }};
   kube::InformerOptions io;
   io.name = "volumesnapshotcontents";

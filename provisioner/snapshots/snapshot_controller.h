@@ -13,6 +13,8 @@
 #include <memory>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "controller/context.h"
 #include "controller/stop_flag.h"
 #include "kube/client.h"
@@ -21,6 +23,13 @@
 #include "queue/workers.h"
 
 namespace nodevol::provisioner {
+
+// Whether `after` differs from `before` only by what a pass writes itself
+// (status, the being-created annotation): such an update is not queued, or
+// every failed pass would queue the next at once, past the rate limiter's
+// backoff. A resync (no difference) is queued: a content given up on gets
+// another try then.
+bool OnlyOurWrites(const nlohmann::json& before, const nlohmann::json& after);
 
 class SnapshotController {
  public:

@@ -23,21 +23,13 @@ K8S_TEST=deploy_rbac
 source "$(dirname "$0")/lib.sh"
 : "${NODEVOL_PROVISIONER:?}"
 deploy=${DEPLOY_DIR:-$(cd "$(dirname "$0")/../../deploy" && pwd)}
-NS=nodevol-system SA=nodevol-provisioner
 kbin=${NODEVOL_K8S_CACHE:-$HOME/.cache/nodevol/k8s}/${K8S_VERSION:-$K8S_VERSION_PINNED}/bin/kubectl
 tls=$K8S_WORK/tls
 make_tls "$tls" "$K8S_NODE"
 node_ip=$(k get node "$K8S_NODE" -o jsonpath='{.status.addresses[?(@.type=="InternalIP")].address}')
 
 step "deploy/base: applied with the Deployment at 0 replicas, accepted as is (server dry run)"
-overlay=$K8S_WORK/deploy-overlay
-mkdir -p "$overlay"
-# kustomize takes a base by relative path only.
-cat >"$overlay/kustomization.yaml" <<YAML
-resources: [$(realpath --relative-to="$overlay" "$deploy/base")]
-replicas: [{name: nodevol-provisioner, count: 0}]
-YAML
-k apply -k "$overlay" >/dev/null || fail "apply deploy/base"
+deploy_base_apply "$deploy"
 [[ $(k -n $NS get deploy nodevol-provisioner -o jsonpath='{.spec.replicas}') == 0 ]] || fail "Deployment not at 0 replicas"
 # The unmodified base, replicas 2, through the apiserver's validation (strict
 # field validation) and admission, without running pods: no image yet.
@@ -48,28 +40,8 @@ k -n $NS create secret generic nodevol-provisioner-tls --from-file=ca.crt="$tls/
   || fail "creating the Secret as deploy/README.md says"
 
 step "kubeconfig with the ServiceAccount's token only"
-token=$(k -n $NS create token $SA --duration=1h) || fail "kubectl create token"
-ca=$(sed -n 's/.*certificate-authority: *"\([^"]*\)".*/\1/p' "$K8S_WORK/admin.kubeconfig" | head -1)
-[[ -r $ca ]] || fail "no cluster CA in admin.kubeconfig"
 sakc=$K8S_WORK/sa.kubeconfig
-(
-  umask 077
-  cat >"$sakc" <<YAML
-apiVersion: v1
-kind: Config
-clusters:
-- name: local
-  cluster: {server: "https://127.0.0.1:6443", certificate-authority: "$ca"}
-users:
-- name: $SA
-  user: {token: "$token"}
-contexts:
-- name: local
-  context: {cluster: local, user: $SA, namespace: $NS}
-current-context: local
-YAML
-)
-unset token
+sa_kubeconfig "$sakc"
 ksa() { nsenter --net="/run/netns/$K8S_NETNS" "$kbin" --kubeconfig "$sakc" "$@"; }
 who=$(ksa auth whoami -o jsonpath='{.status.userInfo.username}') || fail "the token is refused"
 [[ $who == "system:serviceaccount:$NS:$SA" ]] || fail "kubeconfig authenticates as '$who'"

@@ -15,6 +15,7 @@ fail() {
   exit 1
 }
 ctl() { "$NODEVOLCTL" --socket "$NODEVOL_K8S_FLEX_SOCKET" "$@"; }
+source "$(dirname "${BASH_SOURCE[0]}")/k8s-common.sh"
 
 # On exit: pods are deleted first (kubelet's unmounts still reach
 # nodevold), then every process in CLEANUP_PIDS, last started first. Tests
@@ -125,30 +126,9 @@ pod_target() {
 # mount_id PATH: the mount ID (mountinfo field 1) of the mount at PATH, or "".
 mount_id() { awk -v t="$1" '$5 == t { print $1 }' /proc/self/mountinfo | tail -1; }
 
-# make_tls DIR NODE: a CA, a server certificate for nodevold naming NODE
-# (DNS SAN, serverAuth) and a client certificate for the provisioner
-# (clientAuth), as docs/tls.md makes them.
-make_tls() {
-  local d=$1 node=$2
-  mkdir -p "$d"
-  (
-    cd "$d"
-    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=nodevol test CA" \
-      -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
-      -keyout ca.key -out ca.crt -days 2 2>/dev/null
-    local name ext
-    for name in node provisioner; do
-      if [[ $name == node ]]; then ext="extendedKeyUsage = serverAuth
-subjectAltName = DNS:$node"; else ext="extendedKeyUsage = clientAuth"; fi
-      openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$name" \
-        -keyout "$name.key" -out "$name.csr" 2>/dev/null
-      printf '%s\n' 'basicConstraints = CA:FALSE' 'keyUsage = critical,digitalSignature' "$ext" >"$name.ext"
-      openssl x509 -req -in "$name.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
-        -extfile "$name.ext" -out "$name.crt" 2>/dev/null
-    done
-    chmod 600 ./*.key
-  ) || fail "making certificates"
-}
+# make_tls DIR NODE: a CA and certificates for nodevold on NODE and for the
+# provisioner (tests/k8s/make-tls).
+make_tls() { "$(dirname "${BASH_SOURCE[0]}")/make-tls" "$1" "$2" || fail "making certificates"; }
 
 # sign_cert DIR NAME SAN USAGE: DIR/NAME.{crt,key}, signed by the CA
 # make_tls made in DIR: subjectAltName SAN ("DNS:x", "IP:1.2.3.4"),
@@ -165,22 +145,6 @@ sign_cert() {
       -extfile "$n.ext" -out "$n.crt" 2>/dev/null
     chmod 600 "$n.key"
   ) || fail "certificate $n"
-}
-
-# wait_event OBJECT_NAME REASON [TEXT]: until an event REASON about the
-# object (with TEXT in its message) exists; prints the messages (90 s).
-wait_event() {
-  local m
-  for _ in $(seq 180); do
-    m=$(k get events --all-namespaces --field-selector "involvedObject.name=$1,reason=$2" \
-      -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' 2>/dev/null)
-    if [[ -n $m ]] && [[ -z ${3:-} || $m == *"$3"* ]]; then
-      echo "$m"
-      return 0
-    fi
-    sleep 0.5
-  done
-  fail "no $2 event for $1${3:+ saying '$3'} (got: $m)"
 }
 
 # storage_class NAME [binding=Immediate|WaitForFirstConsumer] [reclaim=Delete|Retain]

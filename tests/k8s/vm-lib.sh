@@ -19,6 +19,7 @@ fail() {
   exit 1
 }
 
+source "$(dirname "${BASH_SOURCE[0]}")/k8s-common.sh"
 # Guest-side helpers every node_sh script gets (the guest exports
 # NV_SOCKET, NV_STATE, K8S_PODS_ROOT, NFS_EXPORT, NODEVOLCTL).
 node_prelude='set -euo pipefail

@@ -24,13 +24,21 @@
 #       every recorded publication is mounted;
 #   (e) nothing is staged for a volume without a publication: a reconcile
 #       that rolls back an interrupted publish without unstaging leaks the
-#       staging mount, and fails here.
+#       staging mount, and fails here;
+#   (f) snapshots (docs/snapshots.md) of the thin pool's published volume:
+#       every LV tagged nodevol.io/snapshot belongs to a listed snapshot,
+#       every READY snapshot has its LV and every snapshot READY before the
+#       round still is; a retried snapshot create is READY; a retried
+#       restore (--from-snapshot) or clone (--from-volume), grown by 32 MiB,
+#       is READY and holds the source's marker as of the snapshot (or now);
+#       a retried snapshot delete removes its LV, and one recorded as
+#       "deleting" at the kill is finished by the restart's reconcile.
 #
 # An aimed round whose program never started during the call fails: it
 # would be a kill between calls that claims to be inside one.
 # Each round names where it kills: after a random delay ("time"), or a
 # random moment after the daemon starts a given program (lvcreate, mkfs.ext4,
-# lvremove, resize2fs, lvextend), which a delay alone hits too rarely under
+# lvremove, resize2fs, lvextend; for snapshots too), which a delay alone hits too rarely under
 # emulation (mkfs of a small volume takes ~0.2 s). Two kill modes: "all"
 # kills nodevold and the tool it is running (as systemd's KillMode=mixed and
 # a container runtime do, so an lvm command dies half-way); "daemon" kills
@@ -40,7 +48,7 @@
 #
 #   lvm_crash_test.sh         disks: "lvm1" (2G)   env: NODEVOLD, NODEVOLCTL
 # Optional env: CRASH_SEED=N repeats a run's random choices (each run prints
-# its seed); CRASH_SABOTAGE=orphan-lv|marker|stray-mount|staging-mount
+# its seed); CRASH_SABOTAGE=orphan-lv|orphan-snapshot|marker|stray-mount|staging-mount
 # breaks one invariant behind nodevold's back after the first restart, to
 # show the checks fire (the test must then fail, naming it).
 source "$VM_LIB"
@@ -60,9 +68,10 @@ mkdir -p "$check_dir"
 
 source "$(dirname "$0")/crash_lib.sh"
 
-# REC: the state in a volume's record file ("none" without one).
+# REC: the state in a volume's (or with "snapshots", a snapshot's) record
+# file ("none" without one).
 record_state() {
-  local f=$VM_STATE/volumes/$1.json line
+  local f=$VM_STATE/${2:-volumes}/$1.json line
   REC=none
   [[ -e $f ]] || return 0
   REC=unreadable
@@ -101,11 +110,25 @@ load_listing() {
   done <<<"$json"
 }
 
-# LV_OF[volume]=LV for every LV tagged nodevol.io/managed; PROBLEMS gets
-# managed LVs that name no volume.
-declare -A LV_OF
+# SNAP_LISTED[name]=STATE, from nodevolctl.
+declare -A SNAP_LISTED
+load_snapshots() {
+  SNAP_LISTED=()
+  local json line name=""
+  json=$(vm_ctl -o json snapshot list 2>&1) || vm_fail "snapshot list: $json"
+  while IFS= read -r line; do
+    if [[ $line =~ ^\ *\"name\":\ \"([^\"]+)\" ]]; then name=${BASH_REMATCH[1]}
+    elif [[ $line =~ ^\ *\"state\":\ \"VOLUME_STATE_([A-Z]+)\" ]]; then SNAP_LISTED[$name]=${BASH_REMATCH[1]}
+    fi
+  done <<<"$json"
+}
+
+# LV_OF[volume]=LV for every LV tagged nodevol.io/managed, SNAP_LV_OF[snapshot]
+# for those tagged nodevol.io/snapshot; PROBLEMS gets managed LVs that name
+# neither.
+declare -A LV_OF SNAP_LV_OF
 load_lvs() {
-  LV_OF=()
+  LV_OF=() SNAP_LV_OF=()
   local out name tags
   out=$(lvm lvs --noheadings --separator '|' -o lv_name,lv_tags nv 2>&1) || vm_fail "lvs: $out"
   while IFS='|' read -r name tags; do
@@ -113,7 +136,8 @@ load_lvs() {
     [[ ,$tags, == *,nodevol.io/managed,* ]] || continue
     [[ $name == tp ]] && continue  # the thin pool
     if [[ $tags =~ nodevol.io/volume=([^,]+) ]]; then LV_OF[${BASH_REMATCH[1]}]=$name
-    else PROBLEMS+=("(a) LV nv/$name is tagged nodevol.io/managed but names no volume"); fi
+    elif [[ $tags =~ nodevol.io/snapshot=([^,]+) ]]; then SNAP_LV_OF[${BASH_REMATCH[1]}]=$name
+    else PROBLEMS+=("(a) LV nv/$name is tagged nodevol.io/managed but names no volume or snapshot"); fi
   done <<<"$out"
 }
 
@@ -139,6 +163,8 @@ read_marker() {  # VOLUME -> MARKER (or "<why not>")
 
 # EXP_*: the volumes that are READY between rounds, with what they hold.
 declare -A EXP_POOL EXP_MARKER EXP_TARGET EXP_OPTS
+# EXP_SNAP[snapshot]: the marker its source held when it was taken.
+declare -A EXP_SNAP
 EXP_GROW_THICK=0 EXP_GROW_THIN=0
 
 # check_invariants WHEN EXEMPT: (a), (b), (d) as in the header; fails the test
@@ -147,7 +173,18 @@ check_invariants() {
   local when=$1 exempt=${2:-} v m rel name
   PROBLEMS=()
   load_listing
+  load_snapshots
   load_lvs
+  for v in "${!SNAP_LV_OF[@]}"; do
+    [[ -n ${SNAP_LISTED[$v]:-} ]] || PROBLEMS+=("(f) orphan snapshot LV nv/${SNAP_LV_OF[$v]}: snapshot $v is not listed")
+  done
+  for v in "${!SNAP_LISTED[@]}"; do
+    [[ ${SNAP_LISTED[$v]} != READY || -n ${SNAP_LV_OF[$v]:-} ]] || PROBLEMS+=("(f) snapshot $v is listed READY but has no LV")
+  done
+  for v in "${!EXP_SNAP[@]}"; do
+    [[ $v == "$exempt" || ${SNAP_LISTED[$v]:-} == READY ]] ||
+      PROBLEMS+=("(f) snapshot $v was READY, now ${SNAP_LISTED[$v]:-not listed}")
+  done
   for v in "${!LV_OF[@]}"; do
     [[ -n ${LISTED[$v]:-} ]] || PROBLEMS+=("(a) orphan LV nv/${LV_OF[$v]}: volume $v is not listed")
   done
@@ -194,11 +231,12 @@ check_invariants() {
     echo "FAIL: invariants broken $when:"
     printf '    %s\n' "${PROBLEMS[@]}"
     echo "    volumes: $(for v in "${!LISTED[@]}"; do printf '%s=%s ' "$v" "${LISTED[$v]}"; done)"
+    echo "    snapshots: $(for v in "${!SNAP_LISTED[@]}"; do printf '%s=%s ' "$v" "${SNAP_LISTED[$v]}"; done)"
     echo "    LVs: $(lvm lvs --noheadings -o lv_name,lv_attr,lv_tags nv 2>&1 | tr -s ' \n' ' ')"
     echo "    mounts: $(grep -E " ($VM_STATE|$VM_PODS)/" /proc/self/mountinfo | cut -d' ' -f5 | tr '\n' ' ')"
     vm_fail "invariants broken $when (seed $seed)"
   fi
-  vm_log "invariants hold $when: ${#LISTED[@]} volumes, ${#LV_OF[@]} volume LVs, $((${#mounted[@]})) pod mounts"
+  vm_log "invariants hold $when: ${#LISTED[@]} volumes, ${#LV_OF[@]} volume LVs, ${#SNAP_LISTED[@]} snapshots, $((${#mounted[@]})) pod mounts"
 }
 
 # publish_marker VOLUME POOL: publishes the volume into a pod, writes a
@@ -220,6 +258,17 @@ publish_marker() {
     return 0
   fi
   ctl_quiet unpublish --target "$t"
+}
+
+# expect_marker VOLUME POOL WANT: publishes the volume into a new pod, its
+# marker must read WANT; unpublished again.
+expect_marker() {
+  local v=$1 t got
+  t=$(vm_target "pod-check-$v" "$v")
+  ctl_quiet publish --volume "$v" --target "$t"
+  got=$(cat "$t/marker" 2>&1) || got="<unreadable: $got>"
+  ctl_quiet unpublish --target "$t"
+  [[ $got == "$3" ]] || vm_fail "$v holds marker '$got', want its source's '$3' (seed $seed)"
 }
 
 drift_lines() {  # what the restart's reconcile reported (nodevolctl info)
@@ -265,9 +314,18 @@ schedule=(
   "unpublish thick sent 0 40 all"
   "publish thin sent 0 150 daemon"
   "unpublish thin sent 0 20 daemon"
+  "snapshot thin lvcreate 0 600 all"
+  "restore thin lvcreate 0 600 daemon"
+  "snapshot thin time 100 1500 daemon"
+  "clone thin resize2fs 0 150 all"
+  "restore thin lvextend 0 400 all"
+  "unsnapshot thin lvremove 0 300 all"
+  "clone thin time 300 2500 daemon"
+  "unsnapshot thin sent 0 40 daemon"
 )
 declare -A last_pub=()  # the volume the pool's last publish round published
 declare -A queue=([thick]="" [thin]="")  # unpublished volumes, oldest first
+snaps=""  # snapshots of g-thin, oldest first
 round=0 interrupted=0
 for entry in "${schedule[@]}"; do
   read -r op pool anchor lo hi mode <<<"$entry"
@@ -295,6 +353,27 @@ for entry in "${schedule[@]}"; do
       vol=${last_pub[$pool]:?no publish round for pool $pool before this unpublish}
       t=${EXP_TARGET[$vol]}
       args=(unpublish --target "$t") ;;
+    snapshot)  # of the pool's published g- volume
+      vol=s$round; src=g-$pool
+      args=(snapshot create "$vol" --volume "$src") ;;
+    restore|clone)  # 32 MiB bigger than the source: lvextend and resize2fs too
+      vol=$op$round-$pool
+      if [[ $op == restore ]]; then
+        src=${snaps##* }
+        [[ -n $src ]] || vm_fail "no snapshot before round $round"
+        want=${EXP_SNAP[$src]}
+        grow=$(vm_json_get "$(vm_ctl -o json snapshot get "$src")" size_bytes)
+        args=(volume create "$vol" --pool "$pool" --size $((grow + 32 * MiB)) --from-snapshot "$src")
+      else
+        src=g-$pool want=${EXP_MARKER[g-$pool]}
+        if [[ $pool == thick ]]; then grow=$EXP_GROW_THICK; else grow=$EXP_GROW_THIN; fi
+        args=(volume create "$vol" --pool "$pool" --size $((grow + 32 * MiB)) --from-volume "$src")
+      fi ;;
+    unsnapshot)
+      vol=${snaps%% *}
+      snaps=${snaps#"$vol"}
+      snaps=${snaps# }
+      args=(snapshot delete "$vol") ;;
   esac
   vm_step "round $round/${#schedule[@]}: $op $vol ($pool), kill -9 [$mode] at ${anchor}+${lo}..${hi}ms"
 
@@ -347,7 +426,7 @@ for entry in "${schedule[@]}"; do
   wait "$VM_NODEVOLD_PID" 2>/dev/null || true
   ctl_rc=0
   wait "$ctl_pid" || ctl_rc=$?
-  record_state "$vol"
+  if [[ $op == snapshot || $op == unsnapshot ]]; then record_state "$vol" snapshots; else record_state "$vol"; fi
   rec_at_kill=$REC
   staged=no
   is_mounted "$VM_STATE/staging/$pool/$vol" && staged=yes
@@ -355,7 +434,9 @@ for entry in "${schedule[@]}"; do
   # must not wait for it.
   lv_state="? (lvm still running)"
   if [[ $mode == all ]]; then
-    lv_state=$(lvm lvs --noheadings -o lv_attr "nv/nv-$vol" 2>/dev/null | tr -d ' ') || true
+    lv=nv-$vol
+    [[ $op == snapshot || $op == unsnapshot ]] && lv=nvs-$vol
+    lv_state=$(lvm lvs --noheadings -o lv_attr "nv/$lv" 2>/dev/null | tr -d ' ') || true
     case $lv_state in
       "") lv_state=absent ;;
       ????a*) lv_state=active ;;
@@ -396,10 +477,16 @@ for entry in "${schedule[@]}"; do
     [[ -z ${LISTED[$vol]:-} ]] ||
       vm_fail "volume $vol was recorded as deleting at the kill; after the restart it is still listed (${LISTED[$vol]}): reconcile did not finish the deletion. Drift: $DRIFT"
   fi
+  if [[ $op == unsnapshot && $rec_at_kill == deleting && -z $early ]]; then
+    load_snapshots
+    [[ -z ${SNAP_LISTED[$vol]:-} ]] ||
+      vm_fail "snapshot $vol was recorded as deleting at the kill; after the restart it is still listed (${SNAP_LISTED[$vol]}): reconcile did not finish the deletion. Drift: $DRIFT"
+  fi
 
   if [[ $sabotage && $round == 1 ]]; then
     case $sabotage in
       orphan-lv) lvm lvcreate -q -y -n nv-ghost -L 8m --addtag nodevol.io/managed --addtag nodevol.io/volume=ghost nv >/dev/null ;;
+      orphan-snapshot) lvm lvcreate -q -y -n nvs-ghost -L 8m --addtag nodevol.io/managed --addtag nodevol.io/snapshot=ghost nv >/dev/null ;;
       marker) echo tampered >"${EXP_TARGET[g-thick]}/marker" ;;
       stray-mount) mkdir -p "$VM_PODS/stray/volumes/x~y/z" && mount -t tmpfs none "$VM_PODS/stray/volumes/x~y/z" ;;
       staging-mount) mkdir -p "$VM_STATE/staging/thin/ghost" && mount -t tmpfs none "$VM_STATE/staging/thin/ghost" ;;
@@ -408,7 +495,7 @@ for entry in "${schedule[@]}"; do
     vm_log "SABOTAGE: $sabotage (the checks below must fail)"
   fi
   exempt=""
-  [[ $op == delete || $op == unpublish ]] && exempt=$vol
+  [[ $op == delete || $op == unpublish || $op == unsnapshot ]] && exempt=$vol
   check_invariants "after the restart of round $round" "$exempt"
 
   # -- (c): the same call again succeeds, and the outcome is usable
@@ -457,6 +544,25 @@ for entry in "${schedule[@]}"; do
       EXP_TARGET[$vol]=""
       queue[$pool]+="${queue[$pool]:+ }$vol"
       vm_log "retried unpublish: done in ${retry_s}s; target and staging unmounted" ;;
+    snapshot)
+      json=$(vm_ctl -o json snapshot get "$vol")
+      [[ $(vm_json_get "$json" state) == VOLUME_STATE_READY ]] || vm_fail "$vol after the retried snapshot create: $json"
+      EXP_SNAP[$vol]=${EXP_MARKER[$src]}
+      snaps+="${snaps:+ }$vol"
+      vm_log "retried snapshot create: READY in ${retry_s}s" ;;
+    restore|clone)
+      json=$(vm_ctl -o json volume get "$vol")
+      [[ $(vm_json_get "$json" state) == VOLUME_STATE_READY ]] || vm_fail "$vol after the retried $op: $json"
+      expect_marker "$vol" "$pool" "$want"
+      publish_marker "$vol" "$pool"
+      queue[$pool]+="${queue[$pool]:+ }$vol"
+      vm_log "retried $op: READY in ${retry_s}s, holds $src's marker; published, written, read, unpublished" ;;
+    unsnapshot)
+      load_lvs
+      [[ -z ${SNAP_LV_OF[$vol]:-} ]] || vm_fail "LV nv/${SNAP_LV_OF[$vol]} of snapshot $vol is still there after the retried delete"
+      vm_ctl snapshot get "$vol" >/dev/null 2>&1 && vm_fail "snapshot $vol is still listed after the retried delete"
+      unset "EXP_SNAP[$vol]"
+      vm_log "retried snapshot delete: done in ${retry_s}s, LV gone" ;;
   esac
   check_invariants "after the retry of round $round"
 done
@@ -472,6 +578,8 @@ vm_log "reconcile: ${DRIFT:-nothing}"
 check_invariants "after a clean restart"
 
 vm_step "delete everything: only the thin pool is left, nothing mounted"
+for v in "${!EXP_SNAP[@]}"; do ctl_quiet snapshot delete "$v"; done
+EXP_SNAP=()
 for v in "${!EXP_POOL[@]}"; do
   [[ -n ${EXP_TARGET[$v]} ]] && ctl_quiet unpublish --target "${EXP_TARGET[$v]}"
   ctl_quiet volume delete "$v"

@@ -14,6 +14,10 @@
 #   lvm-by-hand.sh unpublish TARGET STAGING        umount both
 #   lvm-by-hand.sh delete thick|thin VG LV         thick: zero the first MiB
 #       (dd ... conv=fdatasync, as nodevold's ZeroStart), then lvremove -y
+#   lvm-by-hand.sh snapshot VG ORIGIN SNAPLV NAME POOL   lvcreate -s -k y (thin)
+#   lvm-by-hand.sh restore VG SNAPLV LV VOLUME POOL STAGING
+#       lvcreate -s -k n of the snapshot, mount on STAGING; a restored or
+#       snapshot LV goes with `delete thin VG LV` (lvremove)
 #   lvm-by-hand.sh report    the `lvm fullreport` nodevold runs (not part of
 #                            the baseline: the cost of one such process)
 #   lvm-by-hand.sh lvm-floor `lvm version`: the floor of any lvm process
@@ -56,7 +60,7 @@ step() {
   total=$((total + 10#$t1 - 10#$t0))
 }
 
-op=${1:?usage: lvm-by-hand.sh create|publish|unpublish|delete|report|lvm-floor|noop ...}
+op=${1:?usage: lvm-by-hand.sh create|publish|unpublish|delete|snapshot|restore|report|lvm-floor|noop ...}
 shift
 case $op in
   create)
@@ -82,6 +86,21 @@ case $op in
     type=$1 vg=$2 lv=$3
     [[ $type == thick ]] && step dd dd if=/dev/zero of="/dev/$vg/$lv" bs=1M count=1 conv=fdatasync status=none
     step lvremove "$LVM" lvremove -y "$vg/$lv"
+    ;;
+  snapshot)
+    # A thin snapshot, activation skipped, tagged as nodevold tags one
+    # (backend/lvm/snapshot.cc, lvm.cc Lvm::CreateSnapshot).
+    vg=$1 origin=$2 lv=$3 name=$4 pool=$5
+    step lvcreate-snapshot "$LVM" lvcreate -y -s -n "$lv" -k y --addtag nodevol.io/managed \
+      --addtag "nodevol.io/snapshot=$name" --addtag "nodevol.io/pool=$pool" "$vg/$origin"
+    ;;
+  restore)
+    # A volume from a snapshot at the snapshot's size: a thin snapshot of
+    # it, activated, its filesystem mounted on STAGING.
+    vg=$1 snap=$2 lv=$3 volume=$4 pool=$5 staging=$6
+    step lvcreate-restore "$LVM" lvcreate -y -s -n "$lv" -k n --addtag nodevol.io/managed \
+      --addtag "nodevol.io/volume=$volume" --addtag "nodevol.io/pool=$pool" "$vg/$snap"
+    step mount mount -t ext4 -o nosuid,nodev "/dev/$vg/$lv" "$staging"
     ;;
   report)
     # mountd/backend/lvm/report.cc FullReportArgs(), verbatim.

@@ -21,6 +21,10 @@
 // is attributed to the operation (the gRPC call's time window and the
 // thread that spawned it) or to nodevold's capacity monitor.
 //
+// With --snapshots: instead, snapshot and restore of a thin volume holding
+// data through nodevold against lvcreate -s, mount and lvremove by hand
+// (issue 17; see "snapshots" below).
+//
 // Must run as root, on a machine (a VM guest: tests/vm/lvm_bench_run.sh)
 // where --devices may be wiped: nodevold builds volume group --vg on it.
 //   lvm_bench --devices=/dev/vdb [--rounds=5] [--size=1073741824] ...
@@ -96,6 +100,8 @@ struct Options {
   std::string work_dir = "/tmp";
   bool pause_daemon = true;
   bool keep_sandbox = false;
+  bool snapshots = false;  // --snapshots: the snapshot rounds instead
+  int data_mib = 256;      // what the snapshotted volume holds
 };
 
 const char* kUsage =
@@ -125,7 +131,11 @@ const char* kUsage =
     "  --nodevold=PATH       (default " NODEVOLD_PATH ")\n"
     "  --script=PATH         (default " LVM_BY_HAND_PATH ")\n"
     "  --strace=PATH         (default /usr/bin/strace)\n"
-    "  --keep-sandbox        do not remove the sandbox\n";
+    "  --keep-sandbox        do not remove the sandbox\n"
+    "  --snapshots           instead: snapshot, restore (same size), publish,\n"
+    "                        unpublish, delete restore, delete snapshot of a thin\n"
+    "                        volume of --size holding --data-mib (default 256) of\n"
+    "                        data, against lvcreate -s, mount, lvremove by hand\n";
 
 bool ParseOptions(int argc, char** argv, Options* o) {
   for (int i = 1; i < argc; ++i) {
@@ -197,6 +207,10 @@ bool ParseOptions(int argc, char** argv, Options* o) {
       o->strace = val;
     } else if (key == "--keep-sandbox") {
       o->keep_sandbox = true;
+    } else if (key == "--snapshots") {
+      o->snapshots = true;
+    } else if (key == "--data-mib") {
+      if (!num(&o->data_mib, 1)) return false;
     } else {
       std::fprintf(stderr, "lvm_bench: unknown or incomplete option \"%s\"\n", a.c_str());
       return false;
@@ -1239,6 +1253,278 @@ std::string CountingPass(const Options& o, const std::string& root, const HandPa
 
 }  // namespace
 
+namespace {
+
+// ------------------------------------------------------------------ snapshots (--snapshots)
+//
+// A thin volume "bench-src" of --size holding --data-mib of data, published
+// as a pod's (a snapshot is taken of a running pod's volume). Per round:
+// snapshot it, restore the snapshot into a new volume of the same size,
+// publish that into a pod, unpublish, delete the restore, delete the
+// snapshot; by hand the same with lvcreate -s (-k y, then -k n of the
+// snapshot), mount, mount --bind, umount, lvremove (bench/lvm-by-hand.sh).
+// The first (warm-up) round of each side reads the restored data back and
+// compares it with the source's: a benchmark of a restore that restores
+// nothing would be worthless.
+
+enum SnapOp { kSnap = 0, kRestore, kRPublish, kRUnpublish, kRDelete, kUnsnap, kSnapOps };
+const char* kSnapOpName[kSnapOps] = {"snapshot", "restore", "publish", "unpublish", "delete restore",
+                                     "delete snapshot"};
+
+struct SnapRound {
+  double ms[kSnapOps] = {};
+  std::map<std::string, double> cmd_ms;  // by hand, per command
+};
+
+const char* kSnapSource = "bench-src";
+
+// FNV-1a of a file; "" when it cannot be read.
+std::string FileDigest(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  uint64_t h = 1469598103934665603ULL;
+  std::vector<char> buf(1 << 20);
+  while (in.read(buf.data(), buf.size()) || in.gcount() > 0) {
+    for (std::streamsize i = 0; i < in.gcount(); ++i) h = (h ^ static_cast<unsigned char>(buf[i])) * 1099511628211ULL;
+    if (!in) break;
+  }
+  return std::to_string(h);
+}
+
+// Creates and publishes the source volume and fills it; *digest: its data's.
+std::string SetUpSnapshotSource(const Options& o, Daemon* d, std::string* digest) {
+  const std::string target = PodTarget(d->pods, "pod-src", kSnapSource);
+  std::error_code ec;
+  fs::create_directories(target, ec);
+  grpc::ClientContext c1;
+  SetDeadline(&c1, 600);
+  v1::CreateVolumeRequest cr;
+  cr.set_name(kSnapSource);
+  cr.set_pool("thin");
+  cr.set_size_bytes(o.size);
+  v1::CreateVolumeResponse cresp;
+  grpc::Status st = d->stub->CreateVolume(&c1, cr, &cresp);
+  if (!st.ok()) return "CreateVolume " + std::string(kSnapSource) + ": " + st.error_message();
+  grpc::ClientContext c2;
+  SetDeadline(&c2, 600);
+  v1::PublishRequest pr;
+  pr.set_volume(kSnapSource);
+  pr.set_target(target);
+  v1::PublishResponse presp;
+  st = d->stub->Publish(&c2, pr, &presp);
+  if (!st.ok()) return "Publish " + std::string(kSnapSource) + ": " + st.error_message();
+  // Incompressible, reproducible data, fsynced: what the snapshot must keep.
+  std::ofstream out(target + "/data", std::ios::binary);
+  uint64_t x = 0x9E3779B97F4A7C15ULL;
+  std::vector<uint64_t> block((1 << 20) / sizeof(uint64_t));
+  for (int m = 0; m < o.data_mib && out; ++m) {
+    for (auto& w : block) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      w = x;
+    }
+    out.write(reinterpret_cast<const char*>(block.data()), 1 << 20);
+  }
+  out.close();
+  if (!out) return "writing " + target + "/data failed";
+  int fd = ::open((target + "/data").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || ::fsync(fd) != 0) return "fsync " + target + "/data: " + std::strerror(errno);
+  ::close(fd);
+  ::sync();
+  *digest = FileDigest(target + "/data");
+  return digest->empty() ? "cannot read back " + target + "/data" : "";
+}
+
+std::string DaemonSnapshotRound(const Options& o, Daemon* d, const std::string& tag, const std::string& digest,
+                                SnapRound* r) {
+  const std::string snap = "bs-" + tag, vol = "br-" + tag;
+  const std::string target = PodTarget(d->pods, "pod-r-" + tag, vol);
+  std::error_code ec;
+  fs::create_directories(target, ec);
+  auto timed = [&](int op, auto&& call) {
+    auto t0 = Clock::now();
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx, 600);
+    grpc::Status st = call(&ctx);
+    r->ms[op] = MsSince(t0);
+    return st.ok() ? std::string() : std::string(kSnapOpName[op]) + " (" + tag + "): " + st.error_message();
+  };
+  std::string e = timed(kSnap, [&](grpc::ClientContext* c) {
+    v1::CreateSnapshotRequest q;
+    q.set_name(snap);
+    q.set_source_volume(kSnapSource);
+    v1::CreateSnapshotResponse a;
+    return d->stub->CreateSnapshot(c, q, &a);
+  });
+  if (e.empty()) e = timed(kRestore, [&](grpc::ClientContext* c) {
+    v1::CreateVolumeRequest q;
+    q.set_name(vol);
+    q.set_pool("thin");
+    q.set_size_bytes(o.size);
+    q.set_from_snapshot(snap);
+    v1::CreateVolumeResponse a;
+    return d->stub->CreateVolume(c, q, &a);
+  });
+  if (e.empty()) e = timed(kRPublish, [&](grpc::ClientContext* c) {
+    v1::PublishRequest q;
+    q.set_volume(vol);
+    q.set_target(target);
+    v1::PublishResponse a;
+    return d->stub->Publish(c, q, &a);
+  });
+  if (e.empty() && !digest.empty() && FileDigest(target + "/data") != digest)
+    e = "the volume restored by nodevold does not hold the snapshot's data";
+  if (e.empty()) e = timed(kRUnpublish, [&](grpc::ClientContext* c) {
+    v1::UnpublishRequest q;
+    q.set_target(target);
+    v1::UnpublishResponse a;
+    return d->stub->Unpublish(c, q, &a);
+  });
+  if (e.empty()) e = timed(kRDelete, [&](grpc::ClientContext* c) {
+    v1::DeleteVolumeRequest q;
+    q.set_name(vol);
+    v1::DeleteVolumeResponse a;
+    return d->stub->DeleteVolume(c, q, &a);
+  });
+  if (e.empty()) e = timed(kUnsnap, [&](grpc::ClientContext* c) {
+    v1::DeleteSnapshotRequest q;
+    q.set_name(snap);
+    v1::DeleteSnapshotResponse a;
+    return d->stub->DeleteSnapshot(c, q, &a);
+  });
+  fs::remove_all(d->pods + "/pod-r-" + tag, ec);
+  return e;
+}
+
+std::string HandSnapshotRound(const Options& o, const HandPaths& h, const std::string& tag, const std::string& digest,
+                              SnapRound* r) {
+  const std::string snap = "hs-" + tag, lv = "hr-" + tag;
+  const std::string staging = h.staging_root + "/" + lv;
+  const std::string target = PodTarget(h.pods, "hand-pod-r-" + tag, lv);
+  std::error_code ec;
+  if (::mkdir(staging.c_str(), 0700) != 0 && errno != EEXIST) return "mkdir " + staging + ": " + std::strerror(errno);
+  fs::create_directories(target, ec);
+  const std::string origin = "nv-" + std::string(kSnapSource);  // nodevold's LV of the source
+  std::vector<std::string> args[kSnapOps] = {{"snapshot", o.vg, origin, snap, snap, "thin"},
+                                              {"restore", o.vg, snap, lv, lv, "thin", staging},
+                                              {"publish", staging, target},
+                                              {"unpublish", target, staging},
+                                              {"delete", "thin", o.vg, lv},
+                                              {"delete", "thin", o.vg, snap}};
+  for (int op = 0; op < kSnapOps; ++op) {
+    std::map<std::string, double> cmd;
+    std::string e = RunScript(o, h, args[op], &r->ms[op], nullptr, &cmd);
+    if (!e.empty()) return e;
+    for (const auto& [k, v] : cmd) r->cmd_ms[op == kUnsnap && k == "lvremove" ? "lvremove-snapshot" : k] += v;
+    if (op == kRPublish && !digest.empty() && FileDigest(target + "/data") != digest)
+      return "the volume restored by hand does not hold the snapshot's data";
+  }
+  if (::rmdir(staging.c_str()) != 0) return "rmdir " + staging + ": " + std::strerror(errno);
+  fs::remove_all(h.pods + "/hand-pod-r-" + tag, ec);
+  return "";
+}
+
+void PrintSnapshotReport(const Options& o, const Report& rep, const std::vector<SnapRound>& daemon,
+                         const std::vector<SnapRound>& hand) {
+  std::ostringstream out;
+  out << "## Setup\n\n| | |\n|---|---|\n";
+  out << "| CPU (guest) | " << CpuModel() << (CpuHasFlag("hypervisor") ? ", virtualised" : "") << ", "
+      << sysconf(_SC_NPROCESSORS_ONLN) << " CPU |\n";
+  if (!rep.host_note.empty()) out << "| host | " << rep.host_note << " |\n";
+  out << "| memory | " << MemTotal() << " |\n| kernel | " << rep.kernel << " |\n| lvm | " << rep.lvm_version << " |\n";
+  if (!rep.commit.empty()) out << "| source | " << rep.commit << " |\n";
+  out << "| nodevold | " << rep.nodevold_version << ", --log-level=" << o.log_level << " |\n";
+  out << "| pool | thin (" << o.vg << "/" << o.thinpool << ", " << o.thinpool_size << " of the VG on " << o.devices
+      << ") |\n";
+  out << "| source volume | " << o.size << " bytes, ext4, holding " << o.data_mib
+      << " MiB of incompressible data, published as a pod's during every snapshot |\n";
+  out << "| rounds | " << o.rounds << " timed (after " << o.warmup
+      << " untimed that also compared the restored data with the source's), daemon and hand alternating, order "
+         "swapped every round; nodevold "
+      << (o.pause_daemon ? "SIGSTOPped while the hand script runs, and let settle after SIGCONT" : "running")
+      << " |\n";
+  out << "| started | " << rep.start << ", run time " << Fixed(rep.total_s, 0) << " s |\n";
+  out << "\n## Per operation (median of " << daemon.size() << " rounds, ms)\n\n";
+  out << "| operation | nodevold | min-max | by hand | min-max | nodevold / by hand | added |\n"
+         "|---|---:|---:|---:|---:|---:|---:|\n";
+  for (int op = 0; op <= kSnapOps; ++op) {
+    std::vector<double> d, h;
+    for (const auto& r : daemon) {
+      double t = 0;
+      for (int i = 0; i < kSnapOps; ++i) t += r.ms[i];
+      d.push_back(op < kSnapOps ? r.ms[op] : t);
+    }
+    for (const auto& r : hand) {
+      double t = 0;
+      for (int i = 0; i < kSnapOps; ++i) t += r.ms[i];
+      h.push_back(op < kSnapOps ? r.ms[op] : t);
+    }
+    double dm = Median(d), hm = Median(h);
+    out << "| " << (op < kSnapOps ? kSnapOpName[op] : "**round**") << " | " << Ms(dm) << " | " << Ms(Min(d)) << "-"
+        << Ms(Max(d)) << " | " << Ms(hm) << " | " << Ms(Min(h)) << "-" << Ms(Max(h)) << " | " << Fixed(dm / hm, 2)
+        << "x | " << (dm >= hm ? "+" : "") << Ms(dm - hm) << " |\n";
+  }
+  out << "\nBy hand, per command (median ms):";
+  std::set<std::string> labels;
+  for (const auto& r : hand)
+    for (const auto& [k, _] : r.cmd_ms) labels.insert(k);
+  for (const std::string& l : labels) {
+    std::vector<double> v;
+    for (const auto& r : hand)
+      if (auto c = r.cmd_ms.find(l); c != r.cmd_ms.end()) v.push_back(c->second);
+    out << " " << l << " " << Ms(Median(v)) << ";";
+  }
+  out << "\n\nFloor: nodevold's `lvm fullreport` " << Ms(Median(rep.report_ms)) << " ms (median of "
+      << rep.report_ms.size() << ").\n";
+  std::fputs(out.str().c_str(), stdout);
+  std::fflush(stdout);
+}
+
+// The --snapshots run, on a started daemon. "" or an error.
+std::string SnapshotRuns(const Options& o, Daemon* d, const HandPaths& hand, Report* rep,
+                         std::vector<SnapRound>* daemon_rounds, std::vector<SnapRound>* hand_rounds) {
+  std::string digest;
+  std::fprintf(stderr, "lvm_bench: source volume: %d MiB of data into %s\n", o.data_mib, kSnapSource);
+  std::string e = SetUpSnapshotSource(o, d, &digest);
+  if (!e.empty()) return e;
+  for (int r = -o.warmup + 1; r <= o.rounds && !g_stop; ++r) {
+    bool timed = r >= 1;
+    std::string tag = timed ? std::to_string(r) : "w" + std::to_string(-r);
+    SnapRound dr, hr;
+    bool daemon_first = (r % 2) != 0;
+    for (int half = 0; half < 2; ++half) {
+      if ((half == 0) == daemon_first) {
+        if (d->paused) {
+          Resume(d);
+          Settle(d);
+        }
+        e = DaemonSnapshotRound(o, d, tag, timed ? "" : digest, &dr);
+        if (!e.empty()) return e + "\n---- nodevold log ----\n" + ReadFile(d->log);
+      } else {
+        if (o.pause_daemon) Pause(d);
+        e = HandSnapshotRound(o, hand, tag, timed ? "" : digest, &hr);
+        if (!e.empty()) return e;
+      }
+    }
+    double dt = 0, ht = 0;
+    for (int op = 0; op < kSnapOps; ++op) dt += dr.ms[op], ht += hr.ms[op];
+    std::fprintf(stderr, "lvm_bench: %-8s snapshots: nodevold %7.0f ms (snapshot %s, restore %s)  by hand %7.0f ms "
+                 "(%s, %s)  ratio %.3f\n", timed ? ("round " + std::to_string(r)).c_str() : "warmup", dt,
+                 Ms(dr.ms[kSnap]).c_str(), Ms(dr.ms[kRestore]).c_str(), ht, Ms(hr.ms[kSnap]).c_str(),
+                 Ms(hr.ms[kRestore]).c_str(), dt / ht);
+    if (!timed) continue;
+    daemon_rounds->push_back(dr);
+    hand_rounds->push_back(hr);
+    if (o.pause_daemon) Pause(d);
+    double ms = 0;
+    e = RunScript(o, hand, {"report"}, &ms, nullptr, nullptr);
+    if (!e.empty()) return e;
+    rep->report_ms.push_back(ms);
+  }
+  return "";
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   Options o;
   if (!ParseOptions(argc, argv, &o)) {
@@ -1309,6 +1595,7 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "lvm_bench: sandbox %s (%s)\n", root.c_str(), rep.work_fs.c_str());
 
   int rc = 0;
+  std::vector<SnapRound> snap_daemon, snap_hand;  // --snapshots
   auto fail = [&](const std::string& msg) {
     std::fprintf(stderr, "lvm_bench: %s\n", msg.c_str());
     rc = 1;
@@ -1328,6 +1615,11 @@ int main(int argc, char** argv) {
       if (d.stub->GetInfo(&ctx, v1::GetInfoRequest(), &info).ok()) rep.nodevold_version = info.version();
     }
     std::fprintf(stderr, "lvm_bench: nodevold %s ready after %.1f s\n", rep.nodevold_version.c_str(), MsSince(t0) / 1000);
+    if (o.snapshots) {
+      std::string e = SnapshotRuns(o, &d, hand, &rep, &snap_daemon, &snap_hand);
+      if (!e.empty()) fail(e);
+      break;
+    }
 
     // rounds: negative = warm-up (untimed)
     for (int r = -o.warmup + 1; r <= o.rounds && rc == 0 && !g_stop; ++r) {
@@ -1405,6 +1697,7 @@ int main(int argc, char** argv) {
   }
   if (rc) return rc;
   rep.total_s = std::chrono::duration<double>(Clock::now() - run_start).count();
-  PrintReport(o, rep);
+  if (o.snapshots) PrintSnapshotReport(o, rep, snap_daemon, snap_hand);
+  else PrintReport(o, rep);
   return 0;
 }

@@ -10,7 +10,8 @@
 # progress lines on stderr). The guest gets a 6 GiB scratch disk for the
 # volume group (serial lvm1, sparse) and a 1 GiB one (serial state) with
 # ext4 for nodevold's state, staging and pods directories, as a node keeps
-# /var/lib/nodevol on a disk. Not a test: ctest never runs it
+# /var/lib/nodevol on a disk. `-- --snapshots` measures snapshot and
+# restore instead (bench/lvm_bench.cc). Not a test: ctest never runs it
 # (docs/benchmarks.md, "lvm_bench").
 #
 # Inside the guest the same script runs with --guest.

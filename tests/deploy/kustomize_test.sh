@@ -87,6 +87,8 @@ allowed = {
     ("storage.k8s.io", "storageclasses"),
     ("", "nodes"), ("", "events"), ("coordination.k8s.io", "leases"), ("", "pods"), ("apps", "replicasets"),
     ("storage.k8s.io", "csistoragecapacities"),
+    ("snapshot.storage.k8s.io", "volumesnapshotcontents"), ("snapshot.storage.k8s.io", "volumesnapshotcontents/status"),
+    ("snapshot.storage.k8s.io", "volumesnapshotclasses"), ("snapshot.storage.k8s.io", "volumesnapshots"),
 }
 verbs_of = {}
 for kind, bkind in (("ClusterRole", "ClusterRoleBinding"), ("Role", "RoleBinding")):
@@ -117,6 +119,10 @@ need = {
     ("Role", "pods"): {"get"},
     ("Role", "replicasets"): {"get"},
     ("Role", "csistoragecapacities"): {"list", "create", "patch", "delete"},
+    ("ClusterRole", "volumesnapshotcontents"): {"get", "list", "watch", "patch"},
+    ("ClusterRole", "volumesnapshotcontents/status"): {"patch"},
+    ("ClusterRole", "volumesnapshotclasses"): {"get"},
+    ("ClusterRole", "volumesnapshots"): {"get"},
 }
 for key, verbs in need.items():
     have = verbs_of.get(key, set())

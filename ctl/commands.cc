@@ -127,10 +127,10 @@ void PrintSnapshot(const v1::Snapshot& s) {
 }
 
 void PrintCapacity(const v1::GetCapacityResponse& r) {
-  Table table({"POOL", "TOTAL", "FREE", "ALLOCATED", "VOLUMES"});
+  Table table({"POOL", "TOTAL", "FREE", "ALLOCATED", "VOLUMES", "SNAPSHOTS"});
   for (const auto& p : r.pools()) {
     table.Add({p.pool(), FormatSize(p.total_bytes()), FormatSize(p.free_bytes()), FormatSize(p.allocated_bytes()),
-               std::to_string(p.volume_count())});
+               std::to_string(p.volume_count()), std::to_string(p.snapshot_count())});
   }
   table.Print(std::cout);
 }

@@ -130,7 +130,7 @@ int Run(const Config& c) {
                            [&](const std::vector<PoolCapacityView>& pools) {
                              for (const PoolCapacityView& p : pools) {
                                registry.SetPool(p.pool, p.backend, p.total_bytes, p.free_bytes, p.allocated_bytes,
-                                                p.volume_count);
+                                                p.volume_count, p.snapshot_count);
                                if (p.data_percent && p.metadata_percent)
                                  registry.SetThinUsage(p.pool, *p.data_percent, *p.metadata_percent);
                              }

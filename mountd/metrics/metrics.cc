@@ -32,7 +32,7 @@ struct MethodStats {
 
 struct PoolStats {
   std::string backend;
-  uint64_t total = 0, free = 0, allocated = 0, volumes = 0;
+  uint64_t total = 0, free = 0, allocated = 0, volumes = 0, snapshots = 0;
   std::optional<double> data_percent, metadata_percent;  // thin pools
 };
 
@@ -123,7 +123,7 @@ void Registry::ObserveRpc(std::string_view method, std::string_view code, double
 }
 
 void Registry::SetPool(std::string_view pool, std::string_view backend, uint64_t total,
-                       uint64_t free, uint64_t allocated, uint64_t volumes) {
+                       uint64_t free, uint64_t allocated, uint64_t volumes, uint64_t snapshots) {
   std::lock_guard lock(impl_->mu);
   auto it = impl_->pools.find(pool);
   if (it == impl_->pools.end()) it = impl_->pools.emplace(std::string(pool), PoolStats{}).first;
@@ -133,6 +133,7 @@ void Registry::SetPool(std::string_view pool, std::string_view backend, uint64_t
   p.free = free;
   p.allocated = allocated;
   p.volumes = volumes;
+  p.snapshots = snapshots;
 }
 
 void Registry::SetThinUsage(std::string_view pool, double data_percent, double metadata_percent) {
@@ -199,6 +200,7 @@ std::string Registry::Render() const {
       {"nodevol_pool_allocated_bytes", "Bytes allocated to volumes in the pool.",
        &PoolStats::allocated},
       {"nodevol_pool_volumes", "Volumes in the pool.", &PoolStats::volumes},
+      {"nodevol_pool_snapshots", "Snapshots in the pool (docs/snapshots.md).", &PoolStats::snapshots},
   };
   for (const PoolGauge& g : kPoolGauges) {
     AppendFamily(out, g.name, "gauge", g.help);

@@ -28,9 +28,10 @@ class Registry {
 
   // Current figures of one pool. Feeds gauges
   //   nodevol_pool_total_bytes{pool,backend}, nodevol_pool_free_bytes{...},
-  //   nodevol_pool_allocated_bytes{...}, nodevol_pool_volumes{...}
+  //   nodevol_pool_allocated_bytes{...}, nodevol_pool_volumes{...},
+  //   nodevol_pool_snapshots{...}
   void SetPool(std::string_view pool, std::string_view backend, uint64_t total,
-               uint64_t free, uint64_t allocated, uint64_t volumes);
+               uint64_t free, uint64_t allocated, uint64_t volumes, uint64_t snapshots = 0);
 
   // How full a thin pool really is: gauges
   //   nodevol_pool_thin_data_percent{pool,backend},

@@ -56,12 +56,14 @@ struct PoolCapacityView {
   uint64_t free_bytes = 0;
   uint64_t allocated_bytes = 0;
   uint32_t volume_count = 0;
+  uint32_t snapshot_count = 0;
   // Thin pools: real use, for metrics. Not part of equality: capacity
   // watchers care about bytes, and these move with every write.
   std::optional<double> data_percent, metadata_percent;
   bool operator==(const PoolCapacityView& o) const {
     return pool == o.pool && backend == o.backend && total_bytes == o.total_bytes && free_bytes == o.free_bytes &&
-           allocated_bytes == o.allocated_bytes && volume_count == o.volume_count;
+           allocated_bytes == o.allocated_bytes && volume_count == o.volume_count &&
+           snapshot_count == o.snapshot_count;
   }
 };
 

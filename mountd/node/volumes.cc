@@ -98,13 +98,16 @@ Status Node::GetCapacity(const std::string& pool, std::vector<PoolCapacityView>*
       spdlog::warn("capacity of pool {} left out: {}", name, st.ToString());
       continue;
     }
-    PoolCapacityView v{name, b->kind(), cap.total_bytes, cap.free_bytes, 0, 0, cap.data_percent, cap.metadata_percent};
+    PoolCapacityView v{name, b->kind(), cap.total_bytes, cap.free_bytes, 0, 0, 0, cap.data_percent,
+                       cap.metadata_percent};
     std::lock_guard<std::mutex> l(mu_);
     for (const auto& [_, rec] : volumes_) {
       if (rec.spec.pool != name) continue;
       v.allocated_bytes += rec.spec.size_bytes;
       ++v.volume_count;
     }
+    for (const auto& [_, snap] : snapshots_)
+      if (snap.pool == name) ++v.snapshot_count;
     out->push_back(v);
   }
   return Status::Ok();

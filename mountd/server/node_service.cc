@@ -63,6 +63,7 @@ void ToProto(const std::vector<PoolCapacityView>& pools, v1::GetCapacityResponse
     c->set_free_bytes(p.free_bytes);
     c->set_allocated_bytes(p.allocated_bytes);
     c->set_volume_count(p.volume_count);
+    c->set_snapshot_count(p.snapshot_count);
   }
   out->set_observed_unix_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
                                 std::chrono::system_clock::now().time_since_epoch())

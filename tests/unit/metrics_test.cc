@@ -110,7 +110,7 @@ TEST(MetricsRender, LabelValuesAreEscaped) {
 TEST(MetricsRender, PoolAndDriftGauges) {
   Registry r;
   r.SetPool("fast", "lvm", 100, 40, 60, 3);
-  r.SetPool("fast", "lvm", 100, 30, 70, 4);  // replaces, does not add
+  r.SetPool("fast", "lvm", 100, 30, 70, 4, 2);  // replaces, does not add
   r.SetPool("bulk", "dir", 1000, 999, 1, 1);
   r.SetDrift(7);
   std::string out = r.Render();
@@ -118,6 +118,8 @@ TEST(MetricsRender, PoolAndDriftGauges) {
   EXPECT_TRUE(HasLine(out, R"(nodevol_pool_free_bytes{pool="fast",backend="lvm"} 30)"));
   EXPECT_TRUE(HasLine(out, R"(nodevol_pool_allocated_bytes{pool="fast",backend="lvm"} 70)"));
   EXPECT_TRUE(HasLine(out, R"(nodevol_pool_volumes{pool="fast",backend="lvm"} 4)"));
+  EXPECT_TRUE(HasLine(out, R"(nodevol_pool_snapshots{pool="fast",backend="lvm"} 2)"));
+  EXPECT_TRUE(HasLine(out, R"(nodevol_pool_snapshots{pool="bulk",backend="dir"} 0)"));
   EXPECT_TRUE(HasLine(out, R"(nodevol_pool_free_bytes{pool="bulk",backend="dir"} 999)"));
   EXPECT_FALSE(HasLine(out, R"(nodevol_pool_free_bytes{pool="fast",backend="lvm"} 40)"));
   EXPECT_TRUE(HasLine(out, "nodevol_drift_findings 7"));

@@ -47,6 +47,8 @@ tags=$(lv_tags nvs-s1)
    $tags != *nodevol.io/volume=* ]] || vm_fail "nvs-s1 tags: $tags"
 vm_ctl -o json snapshot get s1 | grep -q '"size_bytes": "67108864"' || vm_fail "snapshot get: $(vm_ctl -o json snapshot get s1)"
 vm_ctl snapshot list --volume src | grep -q '^s1 ' || vm_fail "snapshot list lacks s1: $(vm_ctl snapshot list)"
+[[ $(vm_json_get "$(vm_ctl -o json capacity thin)" snapshot_count) == 1 ]] ||
+  vm_fail "capacity of pool thin does not count s1: $(vm_ctl -o json capacity thin)"
 echo two >"$t/f"
 rm "$t/blob"
 sync

@@ -135,6 +135,8 @@ Status WalkTree(int root_fd, const TreeWalkOps& ops) {
     stack.push_back(Level{cur.st_dev, cur.st_ino, ::telldir(d.get()), seen, name});
     NODEVOL_RETURN_IF_ERROR(Open(child, &d, &cur));
     seen = false;
+    // (`name` went with the parent's stream: the level keeps a copy.)
+    if (ops.on_dir_enter) NODEVOL_RETURN_IF_ERROR(ops.on_dir_enter(d.fd(), stack.back().child.c_str(), cur));
   }
 }
 

@@ -35,6 +35,9 @@ struct TreeWalkOps {
   std::function<Status(int fd, const struct stat& st)> on_dir_done;
   // Back in `dir` from its subdirectory `name` (not called for the root).
   std::function<Status(int dir, const char* name)> on_child_done;
+  // Just entered subdirectory `name` (pre-order), open at `fd`, as fstat
+  // saw it once open; before any of its entries. Not called for the root.
+  std::function<Status(int fd, const char* name, const struct stat& st)> on_dir_enter;
   // An entry on another mount than the root; default: skip it.
   std::function<Status(int dir, const char* name)> on_other_mount;
   // Read a directory again from its start when entries were removed

@@ -1,0 +1,167 @@
+#include "fs/tree_copy.h"
+
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "base/unique_fd.h"
+#include "fs/tree_walk.h"
+
+namespace nodevol {
+namespace {
+
+Status Errno(const std::string& what, int err) {
+  if (err == EDQUOT || err == ENOSPC)
+    return Status::ResourceExhausted(what + ": the destination is full (" + std::string(strerror(err)) + ")");
+  return Status::FromErrno(what, err);
+}
+
+std::string Quoted(const char* name) { return "\"" + std::string(name) + "\""; }
+
+// Owner, mode and times of an open destination from the source's stat.
+Status ApplyMetadata(int fd, const struct stat& st, const std::string& what) {
+  if (::fchown(fd, st.st_uid, st.st_gid) != 0) return Errno("chown " + what, errno);
+  // After chown: chown clears setuid and setgid.
+  if (::fchmod(fd, st.st_mode & 07777) != 0) return Errno("chmod " + what, errno);
+  struct timespec times[2] = {st.st_atim, st.st_mtim};
+  if (::futimens(fd, times) != 0) return Errno("set the times of " + what, errno);
+  return Status::Ok();
+}
+
+// Copies the bytes of in to out: a reflink when the filesystem can, else
+// copy_file_range (in-kernel), else read/write.
+Status CopyBytes(int in, int out, uint64_t size, const std::string& what, TreeCopyStats* stats) {
+  if (::ioctl(out, FICLONE, in) == 0) {
+    ++stats->reflinked;
+    stats->bytes += size;
+    return Status::Ok();
+  }
+  bool range = true;
+  std::vector<char> buf;
+  for (;;) {
+    ssize_t n = -1;
+    if (range) {
+      n = ::copy_file_range(in, nullptr, out, nullptr, 1 << 30, 0);
+      if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)) {
+        range = false;  // another filesystem, or none of its support: plain copy
+        continue;
+      }
+    } else {
+      if (buf.empty()) buf.resize(1 << 20);
+      n = ::read(in, buf.data(), buf.size());
+      if (n > 0) {
+        for (ssize_t done = 0; done < n;) {
+          ssize_t w = ::write(out, buf.data() + done, static_cast<size_t>(n - done));
+          if (w < 0 && errno == EINTR) continue;
+          if (w < 0) return Errno("write " + what, errno);
+          done += w;
+        }
+      }
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Errno("copy " + what, errno);
+    if (n == 0) return Status::Ok();
+    stats->bytes += static_cast<uint64_t>(n);
+  }
+}
+
+Status CopyFile(int dir, const char* name, int dst, TreeCopyStats* stats) {
+  const std::string what = Quoted(name);
+  UniqueFd in(::openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+  if (in.get() < 0) {
+    // Gone, or swapped for a symlink since fstatat: left out.
+    if (errno == ENOENT || errno == ELOOP) return ++stats->left_out, Status::Ok();
+    return Errno("open " + what, errno);
+  }
+  struct stat st;
+  if (::fstat(in.get(), &st) != 0) return Errno("fstat " + what, errno);
+  if (!S_ISREG(st.st_mode)) return ++stats->left_out, Status::Ok();  // swapped since fstatat
+  UniqueFd out(::openat(dst, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (out.get() < 0) return Errno("create " + what + " in the copy", errno);
+  NODEVOL_RETURN_IF_ERROR(CopyBytes(in.get(), out.get(), static_cast<uint64_t>(st.st_size), what, stats));
+  NODEVOL_RETURN_IF_ERROR(ApplyMetadata(out.get(), st, what));
+  ++stats->files;
+  return Status::Ok();
+}
+
+Status CopySymlink(int dir, const char* name, const struct stat& st, int dst, TreeCopyStats* stats) {
+  std::vector<char> target(static_cast<size_t>(st.st_size > 0 ? st.st_size : 255) + 1);
+  for (;;) {
+    ssize_t n = ::readlinkat(dir, name, target.data(), target.size());
+    if (n < 0) {
+      if (errno == ENOENT || errno == EINVAL) return ++stats->left_out, Status::Ok();  // gone, or no longer a link
+      return Errno("readlink " + Quoted(name), errno);
+    }
+    if (static_cast<size_t>(n) < target.size()) {
+      target[static_cast<size_t>(n)] = '\0';
+      break;
+    }
+    if (target.size() > 65536) return Status::InvalidArgument("symlink " + Quoted(name) + " has an oversized target");
+    target.resize(target.size() * 2);  // it grew since fstatat
+  }
+  if (::symlinkat(target.data(), dst, name) != 0) return Errno("symlink " + Quoted(name) + " in the copy", errno);
+  if (::fchownat(dst, name, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) != 0)
+    return Errno("chown symlink " + Quoted(name), errno);
+  struct timespec times[2] = {st.st_atim, st.st_mtim};
+  if (::utimensat(dst, name, times, AT_SYMLINK_NOFOLLOW) != 0) return Errno("set the times of " + Quoted(name), errno);
+  ++stats->symlinks;
+  return Status::Ok();
+}
+
+Status CopyFifo(const char* name, const struct stat& st, int dst, TreeCopyStats* stats) {
+  if (::mkfifoat(dst, name, 0600) != 0) return Errno("mkfifo " + Quoted(name) + " in the copy", errno);
+  if (::fchownat(dst, name, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) != 0 ||
+      ::fchmodat(dst, name, st.st_mode & 07777, 0) != 0)
+    return Errno("chown/chmod FIFO " + Quoted(name), errno);
+  ++stats->fifos;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status CopyTree(int src_fd, int dst_fd, TreeCopyStats* stats) {
+  *stats = TreeCopyStats{};
+  // The destination directory being filled: a descriptor of its own that
+  // follows the walk down (mkdirat + open) and up (".."). Only nodevold
+  // writes there, so its ".." is where the walk came from.
+  UniqueFd dst(::openat(dst_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dst.get() < 0) return Errno("open the copy's root", errno);
+  TreeWalkOps ops;
+  ops.on_entry = [&](int dir, const char* name, const struct stat& st) -> Status {
+    if (S_ISREG(st.st_mode)) return CopyFile(dir, name, dst.get(), stats);
+    if (S_ISLNK(st.st_mode)) return CopySymlink(dir, name, st, dst.get(), stats);
+    if (S_ISFIFO(st.st_mode)) return CopyFifo(name, st, dst.get(), stats);
+    ++stats->left_out;  // devices, sockets
+    return Status::Ok();
+  };
+  ops.on_dir_enter = [&](int, const char* name, const struct stat&) -> Status {
+    if (::mkdirat(dst.get(), name, 0700) != 0) return Errno("mkdir " + Quoted(name) + " in the copy", errno);
+    int child = ::openat(dst.get(), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (child < 0) return Errno("open " + Quoted(name) + " in the copy", errno);
+    dst.reset(child);
+    ++stats->dirs;
+    return Status::Ok();
+  };
+  // After a directory's entries (the root's too): its metadata, mtime last.
+  ops.on_dir_done = [&](int, const struct stat& st) { return ApplyMetadata(dst.get(), st, "a directory of the copy"); };
+  ops.on_child_done = [&](int, const char*) -> Status {
+    int parent = ::openat(dst.get(), "..", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (parent < 0) return Errno("open .. in the copy", errno);
+    dst.reset(parent);
+    return Status::Ok();
+  };
+  ops.on_other_mount = [&](int, const char*) {
+    ++stats->left_out;
+    return Status::Ok();
+  };
+  return WalkTree(src_fd, ops);
+}
+
+}  // namespace nodevol

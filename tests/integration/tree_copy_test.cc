@@ -1,0 +1,206 @@
+// CopyTree (mountd/fs/tree_copy.h), the copy under a dir pool's snapshots,
+// restores and clones, as root on real filesystems: what is copied and
+// how, and a pod attacking the walk by swapping a directory for a symlink
+// to a host directory while the copy runs.
+#include "fs/tree_copy.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "base/unique_fd.h"
+
+namespace nodevol {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TreeCopyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (chown, mknod, mounts)";
+    char tmpl[] = "/tmp/nodevol-tree-copy.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    src_ = root_ + "/src";
+    dst_ = root_ + "/dst";
+    fs::create_directories(src_);
+    fs::create_directories(dst_);
+  }
+  void TearDown() override {
+    if (root_.empty()) return;
+    ::umount2((src_ + "/mnt").c_str(), MNT_DETACH);
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+  Status Copy(const std::string& from, const std::string& to, TreeCopyStats* stats) {
+    UniqueFd s(::open(from.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    UniqueFd d(::open(to.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    EXPECT_GE(s.get(), 0);
+    EXPECT_GE(d.get(), 0);
+    return CopyTree(s.get(), d.get(), stats);
+  }
+  static void Write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+  static std::string Read(const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  static struct stat Lstat(const std::string& path) {
+    struct stat st = {};
+    EXPECT_EQ(::lstat(path.c_str(), &st), 0) << path;
+    return st;
+  }
+
+  std::string root_, src_, dst_;
+};
+
+TEST_F(TreeCopyTest, CopiesContentOwnersModesTimesAndLinksAsLinks) {
+  fs::create_directories(src_ + "/a/b");
+  Write(src_ + "/a/b/f", "hello");
+  Write(src_ + "/top", std::string(3 << 20, 'x'));  // more than one copy chunk's worth of reads
+  ASSERT_EQ(::chown((src_ + "/a/b/f").c_str(), 1234, 5678), 0);
+  ASSERT_EQ(::chmod((src_ + "/a/b/f").c_str(), 02640), 0);
+  ASSERT_EQ(::chown((src_ + "/a").c_str(), 42, 43), 0);
+  ASSERT_EQ(::chmod((src_ + "/a").c_str(), 02750), 0);
+  ASSERT_EQ(::chmod(src_.c_str(), 0777), 0);
+  ASSERT_EQ(::symlink("/etc", (src_ + "/abs").c_str()), 0);
+  ASSERT_EQ(::symlink("a/b/f", (src_ + "/rel").c_str()), 0);
+  ASSERT_EQ(::symlink("nowhere", (src_ + "/dangling").c_str()), 0);
+  ASSERT_EQ(::link((src_ + "/a/b/f").c_str(), (src_ + "/hard").c_str()), 0);
+  ASSERT_EQ(::mkfifo((src_ + "/fifo").c_str(), 0600), 0);
+  ASSERT_EQ(::chmod((src_ + "/fifo").c_str(), 0620), 0);  // past the umask
+  ASSERT_EQ(::mknod((src_ + "/null").c_str(), S_IFCHR | 0666, makedev(1, 3)), 0);
+  struct timespec old[2] = {{1000000000, 0}, {1000000000, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, (src_ + "/a/b/f").c_str(), old, 0), 0);
+  ASSERT_EQ(::utimensat(AT_FDCWD, (src_ + "/a").c_str(), old, 0), 0);
+
+  TreeCopyStats stats;
+  Status st = Copy(src_, dst_, &stats);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(Read(dst_ + "/a/b/f"), "hello");
+  EXPECT_EQ(Read(dst_ + "/top"), std::string(3 << 20, 'x'));
+  struct stat f = Lstat(dst_ + "/a/b/f"), a = Lstat(dst_ + "/a"), r = Lstat(dst_);
+  EXPECT_EQ(f.st_uid, 1234u);
+  EXPECT_EQ(f.st_gid, 5678u);
+  EXPECT_EQ(f.st_mode & 07777, 02640u);
+  EXPECT_EQ(f.st_mtim.tv_sec, 1000000000);
+  EXPECT_EQ(a.st_uid, 42u);
+  EXPECT_EQ(a.st_mode & 07777, 02750u);
+  EXPECT_EQ(a.st_mtim.tv_sec, 1000000000);  // set after its entries were made
+  EXPECT_EQ(r.st_mode & 07777, 0777u);
+  EXPECT_TRUE(S_ISLNK(Lstat(dst_ + "/abs").st_mode));
+  EXPECT_EQ(fs::read_symlink(dst_ + "/abs"), "/etc");
+  EXPECT_EQ(fs::read_symlink(dst_ + "/rel"), "a/b/f");
+  EXPECT_EQ(fs::read_symlink(dst_ + "/dangling"), "nowhere");
+  EXPECT_TRUE(S_ISREG(Lstat(dst_ + "/hard").st_mode));
+  EXPECT_NE(Lstat(dst_ + "/hard").st_ino, f.st_ino);  // a separate file
+  EXPECT_TRUE(S_ISFIFO(Lstat(dst_ + "/fifo").st_mode));
+  EXPECT_EQ(Lstat(dst_ + "/fifo").st_mode & 07777, 0620u);
+  EXPECT_FALSE(fs::exists(fs::symlink_status(dst_ + "/null")));  // devices are left out
+  EXPECT_EQ(stats.files, 3u);
+  EXPECT_EQ(stats.dirs, 2u);
+  EXPECT_EQ(stats.symlinks, 3u);
+  EXPECT_EQ(stats.fifos, 1u);
+  EXPECT_EQ(stats.left_out, 1u);
+  EXPECT_EQ(stats.bytes, 5u + (3u << 20) + 5u);
+}
+
+TEST_F(TreeCopyTest, AnotherMountInsideIsLeftOut) {
+  fs::create_directories(src_ + "/mnt");
+  ASSERT_EQ(::mount("tmpfs", (src_ + "/mnt").c_str(), "tmpfs", 0, "size=1m"), 0) << strerror(errno);
+  Write(src_ + "/mnt/host-file", "not the volume's");
+  TreeCopyStats stats;
+  ASSERT_TRUE(Copy(src_, dst_, &stats).ok());
+  EXPECT_FALSE(fs::exists(dst_ + "/mnt"));
+  EXPECT_EQ(stats.left_out, 1u);
+}
+
+TEST_F(TreeCopyTest, ADestinationEntryIsNeverReplaced) {
+  Write(src_ + "/f", "new");
+  Write(dst_ + "/f", "kept");
+  TreeCopyStats stats;
+  Status st = Copy(src_, dst_, &stats);
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(Read(dst_ + "/f"), "kept");
+}
+
+TEST_F(TreeCopyTest, TreesDeeperThanPathMaxAreCopiedWhole) {
+  int fd = ::open(src_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  const int depth = 600;  // 600 x "dddddddddd/" > PATH_MAX
+  for (int i = 0; i < depth; ++i) {
+    ASSERT_EQ(::mkdirat(fd, "dddddddddd", 0755), 0) << i;
+    int next = ::openat(fd, "dddddddddd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ::close(fd);
+    fd = next;
+  }
+  int leaf = ::openat(fd, "bottom", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_GE(leaf, 0);
+  ASSERT_EQ(::write(leaf, "deep", 4), 4);
+  ::close(leaf);
+  ::close(fd);
+  TreeCopyStats stats;
+  Status st = Copy(src_, dst_, &stats);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(stats.dirs, static_cast<uint64_t>(depth));
+  fd = ::open(dst_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  for (int i = 0; i < depth && fd >= 0; ++i) {
+    int next = ::openat(fd, "dddddddddd", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    ::close(fd);
+    fd = next;
+  }
+  ASSERT_GE(fd, 0) << "the copy is not " << depth << " levels deep";
+  char buf[8] = {};
+  int in = ::openat(fd, "bottom", O_RDONLY | O_CLOEXEC);
+  EXPECT_EQ(::read(in, buf, sizeof buf), 4);
+  EXPECT_STREQ(buf, "deep");
+  ::close(in);
+  ::close(fd);
+}
+
+// The pod swaps its directory "d" with a symlink "l" to a host directory
+// holding a secret, as fast as it can, while root copies its volume: no
+// copy ever holds the secret (the symlink is copied as a link or the walk
+// stops), and the host directory is untouched.
+TEST_F(TreeCopyTest, ASymlinkSwappedInForADirectoryIsNeverFollowed) {
+  const std::string host = root_ + "/host";
+  fs::create_directories(host);
+  Write(host + "/secret", "host data");
+  fs::create_directories(src_ + "/d/e");
+  for (int i = 0; i < 50; ++i) Write(src_ + "/d/e/f" + std::to_string(i), "pod data");
+  ASSERT_EQ(::symlink(host.c_str(), (src_ + "/l").c_str()), 0);
+  std::atomic<bool> stop{false};
+  std::thread attacker([&] {
+    while (!stop) ::renameat2(AT_FDCWD, (src_ + "/d").c_str(), AT_FDCWD, (src_ + "/l").c_str(), RENAME_EXCHANGE);
+  });
+  int copies = 0, aborted = 0;
+  for (int i = 0; i < 200; ++i) {
+    const std::string to = root_ + "/copy" + std::to_string(i);
+    fs::create_directories(to);
+    TreeCopyStats stats;
+    Status st = Copy(src_, to, &stats);
+    if (st.ok()) ++copies;
+    else if (st.code() == Status::Code::kAborted) ++aborted;
+    for (const auto& e : fs::recursive_directory_iterator(to))
+      ASSERT_NE(e.path().filename(), "secret") << "a copy holds the host's secret: " << e.path();
+  }
+  stop = true;
+  attacker.join();
+  EXPECT_EQ(Read(host + "/secret"), "host data");
+  EXPECT_EQ(fs::directory_iterator(host)->path().filename(), "secret");
+  EXPECT_GT(copies, 0) << aborted << " aborted";
+}
+
+}  // namespace
+}  // namespace nodevol

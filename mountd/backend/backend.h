@@ -121,6 +121,13 @@ class Backend {
   bool allow_suid_dev() const { return allow_suid_dev_; }
   void set_allow_suid_dev(bool allow) { allow_suid_dev_ = allow; }
 
+  // First thing at start-up, before any record is acted on: undo what an
+  // interrupted tool of an earlier nodevold left half-done and in the way
+  // of everything else (lvm: a device-mapper device left suspended by a
+  // killed lvextend, on which any I/O, a mount, waits forever). What it
+  // did goes to *drift.
+  virtual Status Recover(std::vector<std::string>* drift) { return Status::Ok(); }
+
   // At start-up: storage of this pool that no record among `known` (all
   // volume names of the node) explains goes to *unrecorded, as ready
   // records the node adopts (e.g. an LV whose record was lost); anything

@@ -53,6 +53,12 @@ Status Node::Start() {
   NODEVOL_RETURN_IF_ERROR(store_->Load(&vols, &pubs, &problems));
   NODEVOL_RETURN_IF_ERROR(store_->LoadSnapshots(&snaps, &problems));
   for (std::string& p : problems) AddDrift(std::move(p));
+  for (const auto& [pool, b] : pools_) {
+    std::vector<std::string> notes;
+    Status st = b->Recover(&notes);
+    for (std::string& n : notes) AddDrift("pool " + pool + ": " + n);
+    if (!st.ok()) AddDrift("pool " + pool + ": " + st.message());
+  }
   {
     std::lock_guard<std::mutex> l(mu_);
     for (VolumeRecord& v : vols) volumes_[v.spec.name] = std::move(v);

@@ -109,3 +109,23 @@ TEST(LvmReport, EmptyAndMalformed) {
 
 }  // namespace
 }  // namespace nodevol
+
+namespace nodevol {
+namespace {
+
+// What a killed lvextend can leave: nodevold refreshes such LVs at start
+// (LvmBackend::Recover) before anything mounts them.
+TEST(LvmReport, SuspendedOrTablelessDevicesNeedARefresh) {
+  LvmLv lv;
+  for (const char* attr : {"Vwi-s-tz--", "-wi-s-----", "swi-S-s---", "twi-C-tz--", "Vwi-i-tz--", "-wi-d-----"}) {
+    lv.attr = attr;
+    EXPECT_TRUE(lv.needs_refresh()) << attr;
+  }
+  for (const char* attr : {"Vwi-a-tz--", "-wi-a-----", "Vwi---tz-k", "twi-aotz--", ""}) {
+    lv.attr = attr;
+    EXPECT_FALSE(lv.needs_refresh()) << attr;
+  }
+}
+
+}  // namespace
+}  // namespace nodevol

@@ -155,6 +155,10 @@ Status Lvm::Activate(const std::string& vg, const std::string& lv) {
   return Command({"lvchange", "-ay", "-K", vg + "/" + lv});
 }
 
+Status Lvm::Refresh(const std::string& vg, const std::string& lv) {
+  return Command({"lvchange", "--refresh", vg + "/" + lv});
+}
+
 Status Lvm::CreateVg(const std::string& vg, const std::vector<std::string>& devices,
                      const std::vector<std::string>& forced) {
   if (devices.empty() && forced.empty()) return Status::InvalidArgument("vgcreate " + vg + " without devices");

@@ -61,6 +61,10 @@ class Lvm {
   static constexpr std::chrono::seconds kRemoveReportAge{2};
   // Activates an LV of ours (after a reboot with activation skipped).
   Status Activate(const std::string& vg, const std::string& lv);
+  // Reloads an LV's device-mapper table from the committed metadata and
+  // resumes it (lvchange --refresh): an LV left suspended by a killed lvm
+  // command. Ours only (kManagedTag), or the pool's thin pool.
+  Status Refresh(const std::string& vg, const std::string& lv);
 
   // Volume group and thin pool setup (pvcreate is implied by vgcreate).
   // lvm answers "no" to its questions for `devices` (-qq): a signature

@@ -520,6 +520,21 @@ Status LvmBackend::GetCapacity(Capacity* out) {
   return Status::Ok();
 }
 
+Status LvmBackend::Recover(std::vector<std::string>* drift) {
+  LvmReport report;
+  NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report, true));
+  for (const LvmLv& lv : report.lvs) {
+    if (lv.vg != options_.vg || !lv.needs_refresh()) continue;
+    bool ours = lv.HasTag(kManagedTag) && lv.HasTag(kPoolTagPrefix + pool_);
+    bool pool_lv = options_.thin && lv.name == options_.thinpool;
+    if (!ours && !pool_lv) continue;
+    Status st = lvm_->Refresh(options_.vg, lv.name);
+    drift->push_back("logical volume " + options_.vg + "/" + lv.name + " was left suspended by an interrupted lvm "
+                     "command; " + (st.ok() ? "resumed (lvchange --refresh)" : "resuming it failed: " + st.message()));
+  }
+  return Status::Ok();
+}
+
 Status LvmBackend::Survey(const std::set<std::string>& known, std::vector<VolumeRecord>* unrecorded,
                           std::vector<std::string>* drift) {
   LvmReport report;

@@ -56,6 +56,7 @@ class LvmBackend : public Backend {
   std::string StagedMount(const VolumeRecord& record) const override { return StagingDir(record.spec.name); }
   Status Check(const VolumeRecord& record) override;
   Status GetCapacity(Capacity* out) override;
+  Status Recover(std::vector<std::string>* drift) override;
   Status Survey(const std::set<std::string>& known, std::vector<VolumeRecord>* unrecorded,
                 std::vector<std::string>* drift) override;
   // Thin pools only (backend/lvm/snapshot.cc): a snapshot is a thin

@@ -47,6 +47,15 @@ struct LvmLv {
   bool thin_pool() const { return !attr.empty() && attr[0] == 't'; }
   bool thin_volume() const { return !attr.empty() && attr[0] == 'V'; }
   bool active() const { return attr.size() > 4 && attr[4] == 'a'; }
+  // Its device-mapper device is suspended, or has no live table: what an
+  // lvm command killed between its suspend and its resume leaves, and on
+  // which every I/O (a mount) waits forever. lv_attr's state: (s)uspended,
+  // suspended snapshot (S), suspended merge-failed snapshot (M), suspended
+  // thin pool needing a check (C), (i)nactive table, (d)evice without a
+  // table.
+  bool needs_refresh() const {
+    return attr.size() > 4 && std::string_view("sSMCid").find(attr[4]) != std::string_view::npos;
+  }
   bool HasTag(std::string_view tag) const;
 };
 

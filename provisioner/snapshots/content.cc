@@ -39,7 +39,8 @@ class ContentPass {
  private:
   const json& meta() const { return Obj(content_, "metadata"); }
   const json& spec() const { return Obj(content_, "spec"); }
-  json status() const { return Obj(content_, "status"); }
+  const json& status() const { return Obj(content_, "status"); }
+  bool Deleting() const { return meta().contains("deletionTimestamp") && !meta()["deletionTimestamp"].is_null(); }
   bool HasAnnotation(const char* key) const { return Obj(meta(), "annotations").contains(key); }
   std::string Path() const { return std::string(kSnapshotApi) + "/volumesnapshotcontents/" + name_; }
 
@@ -62,7 +63,7 @@ class ContentPass {
 };
 
 bool ContentPass::ShouldDelete() const {
-  if (!meta().contains("deletionTimestamp") || meta()["deletionTimestamp"].is_null()) return false;
+  if (!Deleting()) return false;
   // A static content no VolumeSnapshot ever bound.
   if (Obj(spec(), "source").contains("snapshotHandle") &&
       Str(Obj(spec(), "volumeSnapshotRef"), "uid").empty())
@@ -240,8 +241,7 @@ Outcome ContentPass::CheckStatic() {
 Outcome ContentPass::Run() {
   if (!ctx_.options.Serves(Str(spec(), "driver"))) return Outcome::kDone;
   if (ShouldDelete()) return Delete();
-  if (meta().contains("deletionTimestamp") && !meta()["deletionTimestamp"].is_null() &&
-      !HasAnnotation(kAnnBeingCreated))
+  if (Deleting() && !HasAnnotation(kAnnBeingCreated))
     return Outcome::kDone;  // the snapshot-controller decides first
   const json st = status();
   bool ready = Bool(st, "readyToUse");

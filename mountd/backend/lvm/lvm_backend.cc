@@ -538,7 +538,10 @@ Status LvmBackend::Recover(std::vector<std::string>* drift) {
 Status LvmBackend::Survey(const std::set<std::string>& known, std::vector<VolumeRecord>* unrecorded,
                           std::vector<std::string>* drift) {
   LvmReport report;
-  NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report, true));
+  // Recover read a fresh report moments ago at the same start: with no
+  // lvm command of ours since (any drops the cache), it serves, and a
+  // start runs one fullreport per pool fewer.
+  NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report, std::chrono::milliseconds(kStartReportAge)));
   std::set<std::string> ours;
   for (const LvmLv& lv : report.lvs) {
     if (lv.vg != options_.vg || !lv.HasTag(kManagedTag) || !lv.HasTag(kPoolTagPrefix + pool_)) continue;

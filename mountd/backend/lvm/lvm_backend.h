@@ -57,6 +57,8 @@ class LvmBackend : public Backend {
   Status Check(const VolumeRecord& record) override;
   Status GetCapacity(Capacity* out) override;
   Status Recover(std::vector<std::string>* drift) override;
+  // How old a report Survey takes (the one Recover read just before).
+  static constexpr int kStartReportAge = 2000;
   Status Survey(const std::set<std::string>& known, std::vector<VolumeRecord>* unrecorded,
                 std::vector<std::string>* drift) override;
   // Thin pools only (backend/lvm/snapshot.cc): a snapshot is a thin

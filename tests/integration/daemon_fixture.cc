@@ -7,10 +7,13 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -130,22 +133,70 @@ pid_t DaemonFixture::SpawnDaemon(const std::vector<std::string>& extra) {
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  // The environment, plus StartDaemon's notify socket when it has one.
+  std::string notify = "NOTIFY_SOCKET=" + ready_socket_;
+  std::vector<char*> env;
+  for (char** e = environ; *e; ++e) env.push_back(*e);
+  if (!ready_socket_.empty()) env.push_back(notify.data());
+  env.push_back(nullptr);
   pid_t pid = -1;
-  int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
+  int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), env.data());
   posix_spawn_file_actions_destroy(&fa);
   return rc == 0 ? pid : -1;
 }
 
+// An abstract unix datagram socket (no file in the sandbox, whose tree
+// tests compare) for nodevold's READY=1; -1 if it cannot be made.
+int DaemonFixture::OpenReadySocket() {
+  int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::string name = "nodevol-it-ready-" + std::to_string(getpid()) + "-" + root_.substr(root_.rfind('/') + 1);
+  name.copy(addr.sun_path + 1, sizeof addr.sun_path - 2);
+  socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0) {
+    close(fd);
+    return -1;
+  }
+  ready_socket_ = "@" + name;
+  return fd;
+}
+
 void DaemonFixture::StartDaemon(const std::vector<std::string>& extra) {
+  // Unless the test plays systemd itself (its own NOTIFY_SOCKET), wait for
+  // READY=1 as systemd does: the Node socket answers before the CSI and
+  // registration sockets are made, and a test that looks at the sandbox
+  // right after GetInfo answers would race with them.
+  int ready_fd = std::getenv("NOTIFY_SOCKET") ? -1 : OpenReadySocket();
+  if (ready_fd >= 0) {
+    timeval tv{0, 20000};
+    setsockopt(ready_fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  struct Closer {
+    int fd;
+    std::string* name;
+    ~Closer() {
+      if (fd >= 0) close(fd);
+      name->clear();
+    }
+  } closer{ready_fd, &ready_socket_};
   pid_ = SpawnDaemon(extra);
   ASSERT_GT(pid_, 0) << "cannot spawn " << NODEVOLD_PATH;
 
+  bool ready = ready_fd < 0;
   auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (std::chrono::steady_clock::now() < until) {
     int status = 0;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
       FAIL() << "nodevold exited during start:\n" << ReadAll(log_path_);
+    }
+    if (!ready) {
+      char buf[512];
+      ssize_t n = recv(ready_fd, buf, sizeof buf, 0);  // waits up to 20 ms
+      ready = n > 0 && std::string(buf, static_cast<size_t>(n)).find("READY=1") != std::string::npos;
+      continue;
     }
     if (access(socket_.c_str(), F_OK) == 0) {
       if (!stub_) stub_ = NewStub();
@@ -157,7 +208,7 @@ void DaemonFixture::StartDaemon(const std::vector<std::string>& extra) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  FAIL() << "nodevold did not answer within 10 s:\n" << ReadAll(log_path_);
+  FAIL() << "nodevold did not " << (ready ? "answer" : "send READY=1") << " within 10 s:\n" << ReadAll(log_path_);
 }
 
 int DaemonFixture::StopDaemon() {

@@ -24,8 +24,9 @@ class DaemonFixture : public ::testing::Test {
   void SetUp() override;
   void TearDown() override;
 
-  // Starts nodevold (extra flags appended) and waits until it answers
-  // GetInfo; fails the test after 10 s.
+  // Starts nodevold (extra flags appended) and waits until it has sent
+  // READY=1 (unless NOTIFY_SOCKET is the test's own) and answers GetInfo;
+  // fails the test after 10 s.
   void StartDaemon(const std::vector<std::string>& extra_flags = {});
   // The flags StartDaemon runs nodevold with (creates the sandbox's empty
   // config file), for tests that run the binary themselves.
@@ -75,7 +76,10 @@ class DaemonFixture : public ::testing::Test {
   std::string log_path_;   // root_/nodevold.log (daemon's stderr, appended across restarts)
 
  private:
+  int OpenReadySocket();
+
   pid_t pid_ = -1;
+  std::string ready_socket_;  // NOTIFY_SOCKET for SpawnDaemon while StartDaemon waits
   std::unique_ptr<v1::Node::Stub> stub_;
 };
 

@@ -107,7 +107,9 @@ plogs() {
   for p in $(pods); do echo "---- $p" >&2; kn logs "$p" --tail=30 >&2 || true; done
   kn describe pods >&2 || true
 }
-pfail() { plogs; fail "$@"; }
+# The reason first: the pods' logs and descriptions are long, and a
+# shortened CI log keeps the head.
+pfail() { echo "FAIL: $*" >&2; plogs; fail "$@"; }
 # ready2: two pods, both Running and Ready.
 ready2() {
   local names n=0 p

@@ -451,7 +451,7 @@ const std::vector<Command>& AllCommands() {
        SnapshotList},
       {"snapshot get", {"NAME"}, "", "Show one snapshot.", nullptr, SnapshotGet},
       {"snapshot create", {"NAME"}, "--volume V",
-       "Snapshot volume V as NAME (idempotent; lvm thin pools: docs/snapshots.md).",
+       "Snapshot volume V as NAME (idempotent; lvm thin and dir pools: docs/snapshots.md).",
        [](po::options_description& o) {
          o.add_options()("volume", Text("V")->required(), "the volume to snapshot (required)");
        },

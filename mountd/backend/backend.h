@@ -138,7 +138,7 @@ class Backend {
   }
 
  protected:
-  static std::string SnapshotHelp() { return "; use a pool that does (docs/snapshots.md: lvm thin pools)"; }
+  static std::string SnapshotHelp() { return "; use a pool that does (docs/snapshots.md: lvm thin and dir pools)"; }
 
  private:
   bool allow_suid_dev_ = false;

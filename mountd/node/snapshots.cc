@@ -108,7 +108,7 @@ Status Node::CreateSnapshot(const std::string& name, const std::string& source, 
   // Refused before any record is written: a refusal touches nothing.
   if (!b->snapshot_capable())
     return Status::FailedPrecondition("pool " + vol.spec.pool + " (" + b->kind() + (b->kind() == "lvm" ? ", thick" : "") +
-                                      ") does not take snapshots; use an lvm thin pool (docs/snapshots.md)");
+                                      ") does not take snapshots; use an lvm thin or a dir pool (docs/snapshots.md)");
   if (!resumed) {
     rec = SnapshotRecord{name, source, vol.spec.pool, b->kind(), vol.spec.size_bytes, vol.spec.fs_type,
                          vol.spec.block, VolumeState::kCreating, static_cast<int64_t>(std::time(nullptr)), {}};

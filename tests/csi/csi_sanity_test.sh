@@ -96,8 +96,8 @@ fi
 # Skips: exactly the listed ones.
 seen=$(awk '/^S \[SKIPPED\]/{s=1; next} s && /\[SKIPPED\] [^i[]/{sub(/^ *\[SKIPPED\] /,""); print; s=0}' \
   "$sb/sanity.out" | sort -u)
-# Pools that take snapshots (lvm thin) run the snapshot and clone specs.
-if [[ ,$pool_spec, == *,type=thin,* ]]; then drop='^nosnap: '; else drop='^snap: '; fi
+# Pools that take snapshots (lvm thin, dir) run the snapshot and clone specs.
+if [[ ,$pool_spec, == *,type=thin,* || ,$pool_spec, == *,backend=dir,* ]]; then drop='^nosnap: '; else drop='^snap: '; fi
 listed=$(grep -v '^#' "$here/sanity-skips.txt" | grep -v "$drop" | sed -E 's/^(no)?snap: //; s/ \| .*//' | sort -u)
 unexpected=$(comm -23 <(echo "$seen") <(echo "$listed"))
 gone=$(comm -13 <(echo "$seen") <(echo "$listed"))

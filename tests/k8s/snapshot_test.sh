@@ -10,9 +10,10 @@
 #  2. A claim restored from snap1 (bigger than the source) shows v1 and has
 #     its size; a clone of the source claim shows v2.
 #  3. Bad input, nothing made: a restore smaller than the snapshot (a
-#     ProvisioningFailed event naming the size), a snapshot of a dir-pool
+#     ProvisioningFailed event naming the size), a snapshot of a thick-LVM
 #     claim (the content's error says the pool takes none), a VolumeSnapshot
-#     of an unknown class (not ready, no content of ours).
+#     of an unknown class (not ready, no content of ours). A dir-pool claim's
+#     snapshot is a copy in the pool's .snapshots, and restores what it held.
 #  4. The source claim and its LV deleted: snap1 still restores v1.
 #  5. Deletion policies: Delete removes the snapshot LV with the
 #     VolumeSnapshot; Retain keeps it when both the VolumeSnapshot and its
@@ -64,6 +65,14 @@ kind: StorageClass
 metadata: {name: nv-dir}
 provisioner: nodevol.io
 parameters: {pool: default, volumeSource: csi}
+reclaimPolicy: Delete
+volumeBindingMode: WaitForFirstConsumer
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: nv-thick}
+provisioner: nodevol.io
+parameters: {pool: lvm, volumeSource: csi}
 reclaimPolicy: Delete
 volumeBindingMode: WaitForFirstConsumer
 ---
@@ -143,7 +152,7 @@ r1_pv=$(k get pvc r1 -o jsonpath='{.spec.volumeName}')
 [[ $(k get pv "$r1_pv" -o jsonpath='{.spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].values[0]}') == "$K8S_NODE" ]] ||
   fail "the restored PV is not pinned to the snapshot's node"
 
-step "3. bad input: too small a restore, a dir-pool snapshot, an unknown class: clear errors, nothing made"
+step "3. bad input: too small a restore, a thick-pool snapshot, an unknown class: clear errors, nothing made"
 claim small nv-thin 32Mi "$(from_snap snap1)"
 pod_apply read-small 'sleep 3600' "persistentVolumeClaim: {claimName: small}"
 wait_event small ProvisioningFailed "needs at least 64.0MiB" >/dev/null
@@ -152,23 +161,37 @@ wait_event small ProvisioningFailed "needs at least 64.0MiB" >/dev/null
 # source protection): both go, so snap1 can be deleted below.
 k delete pod read-small --wait=false >/dev/null
 k delete pvc small --wait=false >/dev/null
-claim onedir nv-dir 16Mi
-pod_apply dirpod 'sleep 3600' "persistentVolumeClaim: {claimName: onedir}"
-pod_running dirpod >/dev/null
-snapshot dirsnap onedir
+claim onethick nv-thick 16Mi
+pod_apply thickpod 'sleep 3600' "persistentVolumeClaim: {claimName: onethick}"
+pod_running thickpod >/dev/null
+snapshot thicksnap onethick
 msg=
 for _ in $(seq 120); do
-  msg=$(k get volumesnapshot dirsnap -o jsonpath='{.status.error.message}' 2>/dev/null) || true
+  msg=$(k get volumesnapshot thicksnap -o jsonpath='{.status.error.message}' 2>/dev/null) || true
   [[ -n $msg ]] && break; sleep 0.5
 done
-[[ $msg == *"does not take snapshots"* ]] || prov_fail "dirsnap's error is '$msg'"
-[[ $(k get volumesnapshot dirsnap -o jsonpath='{.status.readyToUse}') != true ]] || fail "dirsnap is ready"
+[[ $msg == *"does not take snapshots"* ]] || prov_fail "thicksnap's error is '$msg'"
+[[ $(k get volumesnapshot thicksnap -o jsonpath='{.status.readyToUse}') != true ]] || fail "thicksnap is ready"
 snapshot nosuch src no-such-class
 sleep 5
 [[ $(k get volumesnapshot nosuch -o jsonpath='{.status.readyToUse}') != true ]] || fail "nosuch is ready"
 [[ -z $(k get volumesnapshot nosuch -o jsonpath='{.status.boundVolumeSnapshotContentName}') ]] || fail "nosuch got a content"
 n=$(node_sh "lvm lvs --noheadings -o lv_name nv | grep -c nvs- || true")
 ((n == 1)) || fail "$n snapshot LVs where only snap1's should be: $(node_sh lvs_nv)"
+
+step "3b. a dir-pool claim: its snapshot is a copy, a restore holds what it held"
+claim onedir nv-dir 16Mi
+pod_apply dirpod 'echo d1 >/data/f && echo written; sleep 3600' "persistentVolumeClaim: {claimName: onedir}"
+wait_log dirpod written
+snapshot dirsnap onedir
+ready dirsnap
+dir_uid=$(k get volumesnapshot dirsnap -o jsonpath='{.metadata.uid}')
+node_sh "test -f /var/lib/nvk8s/pool/.snapshots/snapshot-$dir_uid/f" ||
+  fail "no copy of dirsnap in the dir pool's .snapshots"
+claim rdir nv-dir 16Mi "$(from_snap dirsnap)"
+reads read-rdir rdir
+pod_running read-rdir >/dev/null
+wait_log read-rdir d1
 
 step "4. src and its LV deleted: snap1 still restores v1"
 pod_delete writer
@@ -227,13 +250,15 @@ controller_provision=$(grep -c 'source="VolumeSnapshot"' <<<"$m" || true)
 ((controller_provision > 0)) || fail "no provisioning counted with source VolumeSnapshot"
 
 step "cleanup: pods and claims go, every LV of theirs with them"
-for p in read-r1 read-r2 read-r3 dirpod; do pod_delete "$p"; done
+for p in read-r1 read-r2 read-r3 dirpod thickpod read-rdir; do pod_delete "$p"; done
 k delete volumesnapshot --all --timeout=120s >/dev/null || prov_fail "deleting the VolumeSnapshots"
 k delete pvc --all --wait=true --timeout=120s >/dev/null || fail "deleting the claims"
 for _ in $(seq 120); do [[ -z $(k get pv -o name) ]] && break; sleep 0.5; done
 [[ -z $(k get pv -o name) ]] || prov_fail "PVs left: $(k get pv -o name)"
 node_sh "l=\$(lvm lvs --noheadings -o lv_name nv) && ! grep -q 'nv-pvc-\|nvs-' <<<\"\$l\"" ||
   fail "LVs left: $(node_sh lvs_nv)"
+left=$(node_sh "ls -A /var/lib/nvk8s/pool /var/lib/nvk8s/pool/.snapshots 2>/dev/null | grep -v -e '^/' -e '^\.snapshots\$' -e '^\$' || true")
+[[ -z $left ]] || fail "left in the dir pool: $left"
 forbidden=$(grep -i forbidden "$K8S_WORK/logs/provisioner.log" | head -5 || true)
 [[ -z $forbidden ]] || fail "deploy/base's RBAC refused the provisioner: $forbidden"
 step "ok"

@@ -158,6 +158,44 @@ size=$(bytes_of "$t3")
 used=$(vm_json_get "$(vm_ctl -o json stats --target "$t3")" used_bytes)
 ((used < MiB)) || vm_fail "the fresh v3 already uses $used bytes (shares another volume's project?)"
 
+# Snapshots of a dir pool are copies (docs/snapshots.md); with quotas each
+# copy is charged to a project of its own from its first byte, so neither
+# a snapshot nor a restore escapes the accounting, and a restore is
+# limited to the size asked for.
+vm_step "snapshot s2 of v2 (5 MiB written): a copy in a project of its own"
+vm_run vm_ctl snapshot create s2 --volume v2
+spid=$(vm_json_get "$(vm_ctl -o json snapshot get s2)" project_id)
+[[ -n $spid && $spid != "$pid2" && $spid != "$pid1" && $spid != "$pid3" ]] ||
+  vm_fail "snapshot s2 project id '$spid' (v1 $pid1, v2 $pid2, v3 $pid3)"
+cmp "$t2/data" /mnt/pool/a/.snapshots/s2/data || vm_fail "the snapshot's copy differs from v2's data"
+fill "$t2/data" 2 >/dev/null || vm_fail "cannot write 2 MiB more into v2"
+
+vm_step "restore r2 (12 MiB) from s2: the data as of the snapshot, charged and limited from the first byte"
+vm_run vm_ctl volume create r2 --pool quota --size 12Mi --from-snapshot s2
+rpid=$(vm_json_get "$(vm_ctl -o json volume get r2)" project_id)
+[[ -n $rpid && $rpid != "$spid" && $rpid != "$pid2" ]] || vm_fail "r2 project id '$rpid' (s2 $spid, v2 $pid2)"
+tr2=$(vm_target pod-4 r2)
+vm_run vm_ctl publish --volume r2 --target "$tr2"
+size=$(bytes_of "$tr2")
+((size == 12 * MiB)) || vm_fail "r2 statfs reports $size bytes, want $((12 * MiB))"
+rsize=$(stat -c %s "$tr2/data")
+((rsize == 5 * MiB)) || vm_fail "r2's data is $rsize bytes, want the snapshot's $((5 * MiB)) (v2 has 7 MiB now)"
+used=$(vm_json_get "$(vm_ctl -o json stats --target "$tr2")" used_bytes)
+((used >= 5 * MiB && used <= 6 * MiB)) || vm_fail "r2 used_bytes=$used: the copy is not charged to r2's project"
+err=$(fill "$tr2/data" 10) && vm_fail "wrote 10 MiB more into the 12 MiB restore holding 5"
+vm_log "r2: 10 MiB more stops at its limit: $err"
+
+vm_step "clone c2 of v2 (7 MiB now) at 10 MiB; a clone at 6 MiB is refused (smaller than v2)"
+vm_run vm_ctl volume create c2 --pool quota --size 10Mi --from-volume v2
+csize=$(stat -c %s /mnt/pool/a/c2/data)
+((csize == 7 * MiB)) || vm_fail "c2's data is $csize bytes, want v2's $((7 * MiB))"
+vm_ctl volume create c3 --pool quota --size 6Mi --from-volume v2 2>/dev/null && vm_fail "a 6 MiB clone of a 10 MiB volume was made"
+[[ ! -e /mnt/pool/a/c3 && ! -e /mnt/pool/a/.making-c3 ]] || vm_fail "the refused clone c3 left a directory"
+vm_run vm_ctl unpublish --target "$tr2"
+vm_run vm_ctl volume delete r2
+vm_run vm_ctl volume delete c2
+vm_run vm_ctl snapshot delete s2
+
 vm_step "unpublish and delete"
 vm_run vm_ctl unpublish --target "$t1"
 vm_run vm_ctl unpublish --target "$t2"
@@ -165,6 +203,7 @@ vm_run vm_ctl unpublish --target "$t3"
 vm_run vm_ctl volume delete v1
 vm_run vm_ctl volume delete v2
 vm_run vm_ctl volume delete v3
-[[ -z $(ls -A /mnt/pool/a /mnt/pool/b | grep -v ':$' || true) ]] || vm_fail "pools not empty after deletes: $(ls -A /mnt/pool/a /mnt/pool/b)"
+left=$(ls -A /mnt/pool/a /mnt/pool/b /mnt/pool/a/.snapshots | grep -v -e ':$' -e '^$' -e '^\.snapshots$' || true)
+[[ -z $left ]] || vm_fail "pools not empty after deletes: $left"
 vm_nodevold_stop
 vm_step "PASS ($fs)"

@@ -9,10 +9,8 @@
 #include <cerrno>
 
 #include "backend/dir/project_quota.h"
+#include "backend/dir/remove_tree.h"
 #include "backend/volume_root.h"
-#include "base/unique_fd.h"
-#include "fs/tree_walk.h"
-#include "mount/mount_table.h"
 #include "mount/target.h"
 
 namespace nodevol {
@@ -21,55 +19,9 @@ namespace {
 // Project ids nodevold hands out start here, clear of ids operators
 // usually pick by hand in /etc/projid.
 constexpr uint32_t kFirstProjectId = 1000000;
-constexpr char kDeletingPrefix[] = ".deleting-";
 // Project ids are per filesystem, and several pools may share one: id
 // allocation is serialized across all dir pools of the process.
 std::mutex project_id_mu;
-
-// FAILED_PRECONDITION when anything is mounted at or below one of `dirs`:
-// a delete must never reach into a mount. (A device check cannot tell: on
-// overlayfs files report their layer's device, not the directory's.)
-Status CheckNoMountsIn(const std::vector<std::string>& dirs) {
-  MountTable table;
-  NODEVOL_RETURN_IF_ERROR(table.Load());
-  for (const std::string& dir : dirs) {
-    std::vector<const MountEntry*> inside = table.Below(dir);
-    if (const MountEntry* self = table.FindTarget(dir)) inside.push_back(self);
-    if (!inside.empty())
-      return Status::FailedPrecondition("cannot delete " + dir + ": " + inside.front()->target +
-                                        " is a mount point; unmount it first");
-  }
-  return Status::Ok();
-}
-
-// Removes pool/name and everything below it, by descriptors only
-// (fs/tree_walk.h): never follows a symlink, never enters another mount,
-// and copes with trees deeper than PATH_MAX, which a pod can make.
-Status RemoveTree(const std::string& pool, const std::string& name) {
-  UniqueFd parent(::open(pool.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (parent.get() < 0) return Status::FromErrno("open " + pool, errno);
-  const std::string what = "remove " + pool + "/" + name;
-  UniqueFd root(::openat(parent.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (root.get() < 0) return errno == ENOENT ? Status::Ok() : Status::FromErrno(what, errno);
-  TreeWalkOps ops;
-  ops.rescan_after_removal = true;
-  ops.on_entry = [](int dir, const char* entry, const struct stat&) {
-    if (::unlinkat(dir, entry, 0) != 0 && errno != ENOENT)
-      return Status::FromErrno(std::string("unlink \"") + entry + "\"", errno);
-    return Status::Ok();
-  };
-  ops.on_child_done = [](int dir, const char* entry) {
-    if (::unlinkat(dir, entry, AT_REMOVEDIR) != 0 && errno != ENOENT)
-      return Status::FromErrno(std::string("rmdir \"") + entry + "\"", errno);
-    return Status::Ok();
-  };
-  ops.on_other_mount = [](int, const char* entry) {
-    return Status::FailedPrecondition(std::string("\"") + entry + "\" is a mount point; unmount it first");
-  };
-  NODEVOL_RETURN_IF_ERROR(WalkTree(root.get(), ops).WithContext(what));
-  if (::unlinkat(parent.get(), name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) return Status::FromErrno(what, errno);
-  return Status::Ok();
-}
 
 }  // namespace
 
@@ -120,12 +72,11 @@ Status DirBackend::Create(VolumeRecord* record) {
   if (!S_ISDIR(st.st_mode)) return Status::FailedPrecondition(dir + " exists and is not a directory");
   NODEVOL_RETURN_IF_ERROR(ApplyVolumeRoot(dir, root));
   record->attributes["path"] = dir;
-  if (quota_) NODEVOL_RETURN_IF_ERROR(ApplyQuota(record, record->spec.size_bytes));
+  if (quota_) NODEVOL_RETURN_IF_ERROR(ApplyQuota(dir, record->spec.size_bytes, &record->attributes));
   return Status::Ok();
 }
 
-Status DirBackend::ApplyQuota(VolumeRecord* record, uint64_t bytes) {
-  std::string dir = VolumeDir(record->spec.name);
+Status DirBackend::ApplyQuota(const std::string& dir, uint64_t bytes, Params* attributes) {
   std::lock_guard<std::mutex> lock(project_id_mu);
   uint32_t id = 0;
   NODEVOL_RETURN_IF_ERROR(GetProjectId(dir, &id));
@@ -151,23 +102,27 @@ Status DirBackend::ApplyQuota(VolumeRecord* record, uint64_t bytes) {
     NODEVOL_RETURN_IF_ERROR(SetProjectId(dir, id));
   }
   NODEVOL_RETURN_IF_ERROR(SetProjectLimit(dir, id, bytes));
-  record->attributes["project_id"] = std::to_string(id);
+  (*attributes)["project_id"] = std::to_string(id);
   return Status::Ok();
 }
 
 Status DirBackend::Delete(const VolumeRecord& record) {
+  // A directory CreateFrom found and refused is someone's data.
+  if (record.attributes.count(kFoundNotMade)) return Status::Ok();
   // Rename first: a crash mid-removal leaves a ".deleting-" tree that the
   // next Delete finishes, never a half-emptied volume under its own name.
   std::string dir = VolumeDir(record.spec.name);
   std::string doomed = path_ + "/" + kDeletingPrefix + record.spec.name;
   NODEVOL_RETURN_IF_ERROR(CheckNoMountsIn({dir, doomed}));
+  // A copy CreateFrom had not finished.
+  NODEVOL_RETURN_IF_ERROR(RemoveTree(path_, kMakingPrefix + record.spec.name));
   if (::rename(dir.c_str(), doomed.c_str()) != 0 && errno != ENOENT)
     return Status::FromErrno("rename " + dir, errno);
   return RemoveTree(path_, kDeletingPrefix + record.spec.name);
 }
 
 Status DirBackend::Expand(VolumeRecord* record, uint64_t new_size) {
-  if (quota_) return ApplyQuota(record, new_size);
+  if (quota_) return ApplyQuota(VolumeDir(record->spec.name), new_size, &record->attributes);
   return Status::Ok();
 }
 

@@ -1,5 +1,10 @@
 // DirBackend: each volume is a directory <pool path>/<volume name>.
 //
+// Snapshots are copies (dir_snapshot.cc): <pool path>/.snapshots/<name>,
+// made under a ".making-" name and renamed when complete; a volume made
+// from a snapshot or a volume is a copy made the same way. Names start
+// with a letter or digit, so the dot-names never meet a volume's.
+//
 // Pool options: path=<dir> (must exist), quota=auto|off|required (project
 // quotas, see project_quota.h). Volume parameters: mode (octal, default
 // 0777 so pods of any uid can write, like hostPath provisioners), uid, gid.
@@ -35,10 +40,31 @@ class DirBackend : public Backend {
   Status Check(const VolumeRecord& record) override;
   Status GetCapacity(Capacity* out) override;
 
+  bool snapshot_capable() const override { return true; }
+  Status CreateSnapshot(const VolumeRecord& source, SnapshotRecord* snapshot, bool resumed) override;
+  Status DeleteSnapshot(const SnapshotRecord& snapshot) override;
+  Status CreateFrom(VolumeRecord* record, const SnapshotRecord* snapshot, const VolumeRecord* volume,
+                    bool resumed) override;
+  Status CheckSnapshot(const SnapshotRecord& snapshot) override;
+
  private:
+  static constexpr char kMakingPrefix[] = ".making-";
+  static constexpr char kDeletingPrefix[] = ".deleting-";
+  // Set in a record whose directory a create found and did not make:
+  // undoing that create must leave the directory alone.
+  static constexpr char kFoundNotMade[] = "dir_found_not_made";
+
   DirBackend(std::string pool, std::string path, bool quota);
   std::string VolumeDir(const std::string& name) const { return path_ + "/" + name; }
-  Status ApplyQuota(VolumeRecord* record, uint64_t bytes);
+  std::string SnapshotsDir() const { return path_ + "/.snapshots"; }
+  // Gives dir a project id of its own (kept if it has one) limited to
+  // bytes; records the id in attributes["project_id"].
+  Status ApplyQuota(const std::string& dir, uint64_t bytes, Params* attributes);
+  // Copies the tree at src into parent/<name>: into parent/.making-<name>
+  // first (a leftover of an earlier try is removed), with a project quota
+  // of limit bytes when the pool has quotas, synced, then renamed.
+  Status CopyInto(const std::string& src, const std::string& parent, const std::string& name, uint64_t limit,
+                  Params* attributes);
 
   std::string pool_;
   std::string path_;  // resolved

@@ -121,4 +121,15 @@ Status ProjectIdInUse(const std::string& dir, uint32_t id, bool* in_use) {
   return Status::Ok();
 }
 
+Status GetProjectUsage(const std::string& dir, uint32_t id, uint64_t* bytes) {
+  struct dqblk q = {};
+  *bytes = 0;
+  if (QuotaCtl(dir, Q_GETQUOTA, id, &q) != 0) {
+    if (errno == ENOENT || errno == ESRCH) return Status::Ok();
+    return Status::FromErrno("get project quota " + std::to_string(id) + " on " + dir, errno);
+  }
+  *bytes = q.dqb_curspace;
+  return Status::Ok();
+}
+
 }  // namespace nodevol

@@ -23,5 +23,7 @@ Status SetProjectLimit(const std::string& dir, uint32_t id, uint64_t bytes);
 // Whether anything on dir's filesystem is charged to project id (blocks or
 // inodes). Project ids are per filesystem, not per directory.
 Status ProjectIdInUse(const std::string& dir, uint32_t id, bool* in_use);
+// Bytes charged to project id on dir's filesystem (0 for an id not used).
+Status GetProjectUsage(const std::string& dir, uint32_t id, uint64_t* bytes);
 
 }  // namespace nodevol

@@ -161,14 +161,7 @@ class BadInputTest : public DaemonFixture {
     return st;
   }
 
-  grpc::Status Delete(const std::string& name) {
-    grpc::ClientContext ctx;
-    SetDeadline(&ctx);
-    v1::DeleteVolumeRequest req;
-    req.set_name(name);
-    v1::DeleteVolumeResponse resp;
-    return stub()->DeleteVolume(&ctx, req, &resp);
-  }
+  grpc::Status Delete(const std::string& name) { return DeleteVolume(name); }
 
   grpc::Status Expand(const std::string& name, uint64_t size) {
     grpc::ClientContext ctx;

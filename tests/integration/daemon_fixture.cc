@@ -276,6 +276,15 @@ grpc::Status DaemonFixture::Publish(const std::string& volume, const std::string
   return stub_->Publish(&ctx, req, &resp);
 }
 
+grpc::Status DaemonFixture::DeleteVolume(const std::string& name) {
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx);
+  v1::DeleteVolumeRequest req;
+  req.set_name(name);
+  v1::DeleteVolumeResponse resp;
+  return stub_->DeleteVolume(&ctx, req, &resp);
+}
+
 v1::Volume DaemonFixture::GetVolume(const std::string& name, grpc::Status* status) {
   grpc::ClientContext ctx;
   SetDeadline(&ctx);

@@ -57,6 +57,7 @@ class DaemonFixture : public ::testing::Test {
   grpc::Status CreateVolume(const std::string& name, uint64_t size, const std::string& pool = "default");
   grpc::Status Publish(const std::string& volume, const std::string& target, bool read_only = false);
   grpc::Status Unpublish(const std::string& target);
+  grpc::Status DeleteVolume(const std::string& name);
   // The volume as GetVolume reports it (empty on error; *status says why).
   v1::Volume GetVolume(const std::string& name, grpc::Status* status = nullptr);
   // Every volume (a failed call fails the test).

@@ -102,14 +102,6 @@ class DirSnapshotTest : public DaemonFixture {
     v1::CreateVolumeResponse resp;
     return stub()->CreateVolume(&ctx, req, &resp);
   }
-  grpc::Status DeleteVolume(const std::string& name) {
-    grpc::ClientContext ctx;
-    SetDeadline(&ctx);
-    v1::DeleteVolumeRequest req;
-    req.set_name(name);
-    v1::DeleteVolumeResponse resp;
-    return stub()->DeleteVolume(&ctx, req, &resp);
-  }
   std::vector<std::string> Drift() {
     grpc::ClientContext ctx;
     SetDeadline(&ctx);

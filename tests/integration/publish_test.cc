@@ -346,12 +346,7 @@ TEST_F(PublishTest, DeleteOfAPublishedVolumeFailsAndKeepsEverything) {
   std::string t = MakeTarget("pod-1", "data");
   ASSERT_TRUE(Publish("v1", t).ok());
 
-  grpc::ClientContext ctx;
-  SetDeadline(&ctx);
-  v1::DeleteVolumeRequest req;
-  req.set_name("v1");
-  v1::DeleteVolumeResponse resp;
-  grpc::Status st = stub()->DeleteVolume(&ctx, req, &resp);
+  grpc::Status st = DeleteVolume("v1");
   EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << st.error_message();
 
   grpc::Status get;

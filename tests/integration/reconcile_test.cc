@@ -244,12 +244,7 @@ TEST_F(ReconcileTest, TargetRemovedWhileStoppedIsForgotten) {
   bool mentioned = false;
   for (const std::string& d : Drift()) mentioned |= Contains(d, t);
   EXPECT_TRUE(mentioned) << DriftText();
-  grpc::ClientContext ctx;
-  SetDeadline(&ctx);
-  v1::DeleteVolumeRequest req;
-  req.set_name("v1");
-  v1::DeleteVolumeResponse resp;
-  grpc::Status st = stub()->DeleteVolume(&ctx, req, &resp);
+  grpc::Status st = DeleteVolume("v1");
   EXPECT_TRUE(st.ok()) << st.error_message();
 }
 
@@ -375,19 +370,12 @@ TEST_F(ReconcileTest, DeleteRefusesWhileTheVolumeIsBoundElsewhere) {
   std::string elsewhere = root_ + "/elsewhere";
   fs::create_directories(elsewhere);
   ASSERT_EQ(::mount((pool_dir_ + "/v1").c_str(), elsewhere.c_str(), nullptr, MS_BIND, nullptr), 0) << strerror(errno);
-  grpc::ClientContext ctx;
-  SetDeadline(&ctx);
-  v1::DeleteVolumeRequest req;
-  req.set_name("v1");
-  v1::DeleteVolumeResponse resp;
-  grpc::Status st = stub()->DeleteVolume(&ctx, req, &resp);
+  grpc::Status st = DeleteVolume("v1");
   EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << st.error_message();
   EXPECT_TRUE(Contains(st.error_message(), elsewhere)) << st.error_message();
   EXPECT_EQ(ReadAll(elsewhere + "/file"), "data") << "data deleted under a live bind";
   ASSERT_EQ(::umount2(elsewhere.c_str(), 0), 0);
-  grpc::ClientContext ctx2;
-  SetDeadline(&ctx2);
-  st = stub()->DeleteVolume(&ctx2, req, &resp);
+  st = DeleteVolume("v1");
   EXPECT_TRUE(st.ok()) << st.error_message();
 }
 
@@ -443,12 +431,7 @@ TEST_F(ReconcileTest, TeardownWorksOnAFullStateFilesystem) {
   grpc::Status st = Unpublish(t);
   EXPECT_TRUE(st.ok()) << st.error_message();
   EXPECT_FALSE(IsMountPoint(t));
-  grpc::ClientContext ctx;
-  SetDeadline(&ctx);
-  v1::DeleteVolumeRequest req;
-  req.set_name("v1");
-  v1::DeleteVolumeResponse resp;
-  st = stub()->DeleteVolume(&ctx, req, &resp);
+  st = DeleteVolume("v1");
   EXPECT_TRUE(st.ok()) << st.error_message();
   EXPECT_TRUE(fs::is_empty(pool_dir_));
 

@@ -48,15 +48,6 @@ class TreeWalkTest : public DaemonFixture {
     v1::PublishResponse resp;
     return stub()->Publish(&ctx, req, &resp);
   }
-
-  grpc::Status DeleteVolume(const std::string& name) {
-    grpc::ClientContext ctx;
-    SetDeadline(&ctx);
-    v1::DeleteVolumeRequest req;
-    req.set_name(name);
-    v1::DeleteVolumeResponse resp;
-    return stub()->DeleteVolume(&ctx, req, &resp);
-  }
 };
 
 // Owner, group and mode of a path (not following a symlink).

@@ -70,7 +70,7 @@ std::vector<PendingClaim> PendingPodClaims(ControllerContext& ctx, const std::st
     ClassParams params;
     bool wffc = false;
     if (!OurClass(ctx, c.class_name, &params, &wffc) || !wffc) continue;
-    PendingClaim pending{c.uid, c.name, params.pool, params.backend, c.request_bytes};
+    PendingClaim pending{c.uid, c.name, params.pool, params.backend, c.request_bytes, "", ""};
     // A restore or clone can only be made where its source is; a source
     // that cannot be resolved (yet) is the provisioner's to report.
     VolumeSource source;

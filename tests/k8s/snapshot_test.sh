@@ -12,7 +12,8 @@
 #  3. Bad input, nothing made: a restore smaller than the snapshot (a
 #     ProvisioningFailed event naming the size), a snapshot of a thick-LVM
 #     claim (the content's error says the pool takes none), a VolumeSnapshot
-#     of an unknown class (not ready, no content of ours). A dir-pool claim's
+#     of an unknown class (not ready, no content of ours). (Another driver's
+#     content is left alone: provisioner/snapshots/content_test.cc.) A dir-pool claim's
 #     snapshot is a copy in the pool's .snapshots, and restores what it held.
 #  4. The source claim and its LV deleted: snap1 still restores v1.
 #  5. Deletion policies: Delete removes the snapshot LV with the
@@ -250,7 +251,9 @@ controller_provision=$(grep -c 'source="VolumeSnapshot"' <<<"$m" || true)
 ((controller_provision > 0)) || fail "no provisioning counted with source VolumeSnapshot"
 
 step "cleanup: pods and claims go, every LV of theirs with them"
-for p in read-r1 read-r2 read-r3 dirpod thickpod read-rdir; do pod_delete "$p"; done
+# At once: each deletion waits for the emulated node's unmounts.
+k delete pod read-r1 read-r2 read-r3 dirpod thickpod read-rdir --wait=true --timeout=300s >/dev/null ||
+  fail "deleting the pods"
 k delete volumesnapshot --all --timeout=120s >/dev/null || prov_fail "deleting the VolumeSnapshots"
 k delete pvc --all --wait=true --timeout=120s >/dev/null || fail "deleting the claims"
 for _ in $(seq 120); do [[ -z $(k get pv -o name) ]] && break; sleep 0.5; done

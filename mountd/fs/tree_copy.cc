@@ -6,7 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <limits>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -35,41 +37,73 @@ Status ApplyMetadata(int fd, const struct stat& st, const std::string& what) {
   return Status::Ok();
 }
 
+// Copies [from, to) of in to the same offsets of out: copy_file_range,
+// else pread/pwrite. Stops early if the file shrank meanwhile.
+Status CopyRange(int in, int out, off_t from, off_t to, const std::string& what, TreeCopyStats* stats) {
+  bool range = true;
+  std::vector<char> buf;
+  for (off_t pos = from; pos < to;) {
+    size_t want = static_cast<size_t>(std::min<off_t>(to - pos, 1 << 30));
+    ssize_t n = -1;
+    if (range) {
+      off_t in_off = pos, out_off = pos;
+      n = ::copy_file_range(in, &in_off, out, &out_off, want, 0);
+      if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)) {
+        range = false;
+        continue;
+      }
+    } else {
+      if (buf.empty()) buf.resize(1 << 20);
+      n = ::pread(in, buf.data(), std::min(want, buf.size()), pos);
+      for (ssize_t done = 0; n > 0 && done < n;) {
+        ssize_t w = ::pwrite(out, buf.data() + done, static_cast<size_t>(n - done), pos + done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) return Errno("write " + what, errno);
+        done += w;
+      }
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Errno("copy " + what, errno);
+    if (n == 0) break;
+    pos += n;
+    stats->bytes += static_cast<uint64_t>(n);
+  }
+  return Status::Ok();
+}
+
+// A file with fewer blocks than its size has holes: only its data ranges
+// are copied (SEEK_DATA/SEEK_HOLE) and the holes stay holes, so a pod's
+// terabyte of sparse file is not a terabyte of zeros in the copy (which
+// would fill a pool without quotas).
+Status CopySparse(int in, int out, uint64_t size, const std::string& what, TreeCopyStats* stats) {
+  const off_t end = static_cast<off_t>(size);
+  for (off_t pos = 0; pos < end;) {
+    off_t data = ::lseek(in, pos, SEEK_DATA);
+    if (data < 0 && errno == ENXIO) break;  // only a hole is left
+    if (data < 0) return Errno("seek data in " + what, errno);
+    if (data >= end) break;
+    off_t hole = ::lseek(in, data, SEEK_HOLE);
+    if (hole < 0) return Errno("seek a hole in " + what, errno);
+    NODEVOL_RETURN_IF_ERROR(CopyRange(in, out, data, std::min(hole, end), what, stats));
+    pos = hole;
+  }
+  if (::ftruncate(out, end) != 0) return Errno("truncate " + what, errno);
+  return Status::Ok();
+}
+
 // Copies the bytes of in to out: a reflink when the filesystem can, else
-// copy_file_range (in-kernel), else read/write.
-Status CopyBytes(int in, int out, uint64_t size, const std::string& what, TreeCopyStats* stats) {
+// the data ranges of a sparse file, else copy_file_range (in-kernel), else
+// read/write.
+Status CopyBytes(int in, int out, const struct stat& st, const std::string& what, TreeCopyStats* stats) {
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
   if (::ioctl(out, FICLONE, in) == 0) {
     ++stats->reflinked;
     stats->bytes += size;
     return Status::Ok();
   }
-  bool range = true;
-  std::vector<char> buf;
-  for (;;) {
-    ssize_t n = -1;
-    if (range) {
-      n = ::copy_file_range(in, nullptr, out, nullptr, 1 << 30, 0);
-      if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)) {
-        range = false;  // another filesystem, or none of its support: plain copy
-        continue;
-      }
-    } else {
-      if (buf.empty()) buf.resize(1 << 20);
-      n = ::read(in, buf.data(), buf.size());
-      if (n > 0) {
-        for (ssize_t done = 0; done < n;) {
-          ssize_t w = ::write(out, buf.data() + done, static_cast<size_t>(n - done));
-          if (w < 0 && errno == EINTR) continue;
-          if (w < 0) return Errno("write " + what, errno);
-          done += w;
-        }
-      }
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Errno("copy " + what, errno);
-    if (n == 0) return Status::Ok();
-    stats->bytes += static_cast<uint64_t>(n);
-  }
+  if (static_cast<uint64_t>(st.st_blocks) * 512 < size) return CopySparse(in, out, size, what, stats);
+  // To the end of the file, however far it has grown since fstat.
+  return CopyRange(in, out, 0, std::numeric_limits<off_t>::max(), what, stats);
 }
 
 Status CopyFile(int dir, const char* name, int dst, TreeCopyStats* stats) {
@@ -85,7 +119,7 @@ Status CopyFile(int dir, const char* name, int dst, TreeCopyStats* stats) {
   if (!S_ISREG(st.st_mode)) return ++stats->left_out, Status::Ok();  // swapped since fstatat
   UniqueFd out(::openat(dst, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (out.get() < 0) return Errno("create " + what + " in the copy", errno);
-  NODEVOL_RETURN_IF_ERROR(CopyBytes(in.get(), out.get(), static_cast<uint64_t>(st.st_size), what, stats));
+  NODEVOL_RETURN_IF_ERROR(CopyBytes(in.get(), out.get(), st, what, stats));
   NODEVOL_RETURN_IF_ERROR(ApplyMetadata(out.get(), st, what));
   ++stats->files;
   return Status::Ok();

@@ -7,7 +7,8 @@
 //   Every file is opened O_NOFOLLOW|O_NONBLOCK and checked to be the
 //   regular file fstatat saw (a FIFO or device swapped in is not read).
 // - Regular files: FICLONE (a reflink, where the filesystem shares blocks),
-//   else copy_file_range, else read/write. Symlinks are copied as links
+//   else copy_file_range, else read/write; of a sparse file only its data
+//   ranges (SEEK_DATA/SEEK_HOLE): holes stay holes. Symlinks are copied as links
 //   (their target text, never resolved); directories and FIFOs are made
 //   anew; devices and sockets are left out (counted). Hard links become
 //   separate files. Extended attributes are not copied.

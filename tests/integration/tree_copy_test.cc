@@ -116,6 +116,36 @@ TEST_F(TreeCopyTest, CopiesContentOwnersModesTimesAndLinksAsLinks) {
   EXPECT_EQ(stats.bytes, 5u + (3u << 20) + 5u);
 }
 
+// A pod's sparse file (1 GiB, 8 KiB of data) stays sparse in the copy:
+// copied as zeros it would be 1 GiB of the pool (without quotas, a way to
+// fill the node's filesystem by asking for a snapshot).
+TEST_F(TreeCopyTest, ASparseFileStaysSparse) {
+  const std::string f = src_ + "/sparse";
+  {
+    UniqueFd fd(::open(f.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    ASSERT_GE(fd.get(), 0);
+    ASSERT_EQ(::pwrite(fd.get(), "head", 4, 0), 4);
+    ASSERT_EQ(::pwrite(fd.get(), "middle", 6, 512 << 20), 6);
+    ASSERT_EQ(::ftruncate(fd.get(), 1 << 30), 0);  // a hole at the end too
+  }
+  struct stat in = Lstat(f);
+  if (static_cast<uint64_t>(in.st_blocks) * 512 >= (1u << 20)) GTEST_SKIP() << "this filesystem makes no holes";
+  TreeCopyStats stats;
+  ASSERT_TRUE(Copy(src_, dst_, &stats).ok());
+  struct stat out = Lstat(dst_ + "/sparse");
+  EXPECT_EQ(out.st_size, 1 << 30);
+  EXPECT_LT(static_cast<uint64_t>(out.st_blocks) * 512, 1u << 20) << "the copy's holes were filled";
+  UniqueFd fd(::open((dst_ + "/sparse").c_str(), O_RDONLY | O_CLOEXEC));
+  char buf[6] = {};
+  ASSERT_EQ(::pread(fd.get(), buf, 4, 0), 4);
+  EXPECT_EQ(std::string(buf, 4), "head");
+  ASSERT_EQ(::pread(fd.get(), buf, 6, 512 << 20), 6);
+  EXPECT_EQ(std::string(buf, 6), "middle");
+  ASSERT_EQ(::pread(fd.get(), buf, 6, (512 << 20) + 4096), 6);
+  EXPECT_EQ(std::string(buf, 6), std::string(6, '\0'));
+  EXPECT_EQ(stats.files, 1u);
+}
+
 TEST_F(TreeCopyTest, AnotherMountInsideIsLeftOut) {
   fs::create_directories(src_ + "/mnt");
   ASSERT_EQ(::mount("tmpfs", (src_ + "/mnt").c_str(), "tmpfs", 0, "size=1m"), 0) << strerror(errno);

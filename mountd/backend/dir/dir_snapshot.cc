@@ -102,7 +102,7 @@ Status DirBackend::CreateSnapshot(const VolumeRecord& source, SnapshotRecord* sn
     if (quota_) NODEVOL_RETURN_IF_ERROR(ApplyQuota(path, source.spec.size_bytes, &attributes));
   } else {
     const std::string src = VolumeDir(source.spec.name);
-    NODEVOL_RETURN_IF_ERROR(IsDir(src, "volume " + source.spec.name));
+    NODEVOL_RETURN_IF_ERROR(Check(source));
     if (quota_) {
       // The volume's data must fit in what the pool has free: a copy that
       // fills the filesystem fails every other volume's writes meanwhile.
@@ -165,7 +165,7 @@ Status DirBackend::CreateFrom(VolumeRecord* record, const SnapshotRecord* snapsh
     if (quota_) NODEVOL_RETURN_IF_ERROR(ApplyQuota(path, record->spec.size_bytes, &attributes));
   } else {
     const std::string src = snapshot ? SnapshotsDir() + "/" + snapshot->name : VolumeDir(volume->spec.name);
-    NODEVOL_RETURN_IF_ERROR(IsDir(src, what));
+    NODEVOL_RETURN_IF_ERROR(snapshot ? CheckSnapshot(*snapshot) : Check(*volume));
     NODEVOL_RETURN_IF_ERROR(CopyInto(src, path_, name, record->spec.size_bytes, &attributes));
   }
   record->attributes = std::move(attributes);

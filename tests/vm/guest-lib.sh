@@ -70,6 +70,21 @@ vm_mkfs_mount() {
 # /run/nodevol-vm), like tests/integration's DaemonFixture, with the given
 # extra flags (at least one --pool), and waits until it answers.
 # Sets VM_SOCKET, VM_PODS, VM_STATE, VM_NODEVOLD_PID, VM_NODEVOLD_LOG.
+# vm_gtest FILTER: runs those tests of the unit_tests binary ($UNIT_TESTS,
+# vm-run --env UNIT_TESTS=...) that only run in the guest; none may fail or
+# be skipped, and at least one must run.
+vm_gtest() {
+  local out rc=0
+  : "${UNIT_TESTS:?UNIT_TESTS must name the unit_tests binary (vm-run --env UNIT_TESTS=...)}"
+  printf '    $ unit_tests --gtest_filter=%s\n' "$1"
+  out=$("$UNIT_TESTS" --gtest_filter="$1" 2>&1) || rc=$?
+  grep -v '^\[-\{10\}\]\|^\[=\{10\}\]\|^$\|^Running main\|^Note: Google Test filter\|Global test environment' <<<"$out" |
+    sed 's/^/    /'
+  ((rc == 0)) || vm_fail "unit_tests --gtest_filter=$1 exited $rc"
+  ! grep -q '^\[  SKIPPED \]' <<<"$out" || vm_fail "a test was skipped: $(grep -A1 Skipped <<<"$out")"
+  grep -q '^\[  PASSED  \]' <<<"$out" || vm_fail "no test ran for $1"
+}
+
 vm_nodevold_start() {
   : "${NODEVOLD:?NODEVOLD must name the nodevold binary (vm-run --env NODEVOLD=...)}"
   VM_SANDBOX=${VM_SANDBOX:-/run/nodevol-vm}

@@ -15,17 +15,6 @@ export DM_DISABLE_UDEV=1  # for the lvm commands this script runs itself
 export NODEVOL_REAL_DISKS=1 NODEVOL_REAL_VG=nvdisks
 MiB=$((1024 * 1024))
 
-# gtest FILTER: runs those RealDisks tests; none may fail or be skipped.
-gtest() {
-  local out rc=0
-  printf '    $ unit_tests --gtest_filter=%s\n' "$1"
-  out=$("$UNIT_TESTS" --gtest_filter="$1" 2>&1) || rc=$?
-  grep -v '^\[-\{10\}\]\|^\[=\{10\}\]\|^$\|^Running main\|^Note: Google Test filter\|Global test environment' <<<"$out" |
-    sed 's/^/    /'
-  ((rc == 0)) || vm_fail "unit_tests --gtest_filter=$1 exited $rc"
-  ! grep -q '^\[  SKIPPED \]' <<<"$out" || vm_fail "a RealDisks test was skipped: $(grep -A1 Skipped <<<"$out")"
-  grep -q '^\[  PASSED  \]' <<<"$out" || vm_fail "no test ran for $1"
-}
 pvs_of() { lvm pvs --noheadings -o pv_name,vg_name 2>/dev/null | awk -v vg="$1" '$2 == vg {print $1}' | sort | xargs; }
 
 pool1=$(vm_disk pool1) pool2=$(vm_disk pool2) ext4=$(vm_disk pool-ext4)
@@ -48,17 +37,17 @@ vm_log "$(blkid -p -o export "${part}1" | grep PART_ENTRY_TYPE) $(blkid -p -o ex
 part_sums=$(md5sum "${part}1" "${part}2" | awk '{print $1}' | xargs)
 
 vm_step "ListDisks finds the disks by serial with their sizes; ProbeSignature tells blank from ext4"
-gtest 'RealDisks.ListDisks*:RealDisks.ProbeSignature*'
+vm_gtest 'RealDisks.ListDisks*:RealDisks.ProbeSignature*'
 
 vm_step "partitions: taken only when named exactly, and only of a Linux type"
-gtest 'RealDisks.PartitionsOnlyWhenNamedAndOfALinuxType'
+vm_gtest 'RealDisks.PartitionsOnlyWhenNamedAndOfALinuxType'
 
 vm_step "a signature written after the probe: lvm is told to answer no, the ext4 stays"
-gtest 'RealDisks.SignatureWrittenAfterTheProbeIsNotWiped'
+vm_gtest 'RealDisks.SignatureWrittenAfterTheProbeIsNotWiped'
 [[ $(blkid -p -s UUID -o value "$ext4") == "$uuid" ]] || vm_fail "pool-ext4 changed: $(blkid -p "$ext4")"
 
 vm_step "EnsureVolumeGroup, match-serial=pool*: VG nvdisks from pool1 and pool2, pool-ext4 and pool-part refused"
-gtest 'RealDisks.EnsureVolumeGroupTakesBlankMatchesOnly'
+vm_gtest 'RealDisks.EnsureVolumeGroupTakesBlankMatchesOnly'
 vm_log "vgs: $(lvm vgs --noheadings -o vg_name,pv_count,vg_size nvdisks)"
 got=$(pvs_of nvdisks)
 want=$(printf '%s\n' "$pool1" "$pool2" | sort | xargs)
@@ -86,7 +75,7 @@ sed -n '/^seen\|Failure\|FAILED\|SKIPPED\|Expected\|Which is\|actual/p' /run/mon
 grep -q '^\[  PASSED  \] 1 test' /run/monitor-test.log || vm_fail "the monitor test did not run: $(cat /run/monitor-test.log)"
 
 vm_step "EnsureVolumeGroup again: vgextend with the new disk only"
-NODEVOL_HOTPLUG_SERIAL=pool-hot gtest 'RealDisks.EnsureVolumeGroupExtendsWithTheNewDiskOnly'
+NODEVOL_HOTPLUG_SERIAL=pool-hot vm_gtest 'RealDisks.EnsureVolumeGroupExtendsWithTheNewDiskOnly'
 got=$(pvs_of nvdisks)
 want=$(printf '%s\n' "$pool1" "$pool2" "$hot" | sort | xargs)
 [[ $got == "$want" ]] || vm_fail "PVs of nvdisks after the hot-plug: '$got', want '$want'"

@@ -2,7 +2,7 @@
 # Runs inside a vm-run guest (tests/vm/CMakeLists.txt): the whole life of
 # LVM volumes through the real nodevold and nodevolctl on real lvm.
 #   lvm_volume_test.sh thick|thin ext4|xfs     disks: "lvm1" (>= 512M)
-# Needs NODEVOLD and NODEVOLCTL in the environment.
+# Needs NODEVOLD and NODEVOLCTL in the environment, and for thin UNIT_TESTS.
 source "$VM_LIB"
 
 type=${1:?usage: lvm_volume_test.sh thick|thin ext4|xfs}
@@ -31,6 +31,11 @@ vm_log "capacity: total=$total0 free=$free0"
 if [[ $type == thin ]]; then
   tp_bytes=$(lvm lvs --noheadings -o lv_size --units b --nosuffix nv/tp | tr -d ' ')
   ((total0 == 2 * tp_bytes)) || vm_fail "thin total $total0 is not 2 x the thin pool's $tp_bytes bytes"
+fi
+
+if [[ $type == thin ]]; then
+  vm_step "nodevold's in-process LVM reads agree with lvm: metadata stamp, device-mapper targets, thin usage"
+  NODEVOL_REAL_LVM_VG=nv NODEVOL_REAL_LVM_THINPOOL=tp vm_gtest 'RealLvmProbe.*'
 fi
 
 vm_step "create v1, $ask MiB: an LV rounded up to whole extents, tagged, with $fs"

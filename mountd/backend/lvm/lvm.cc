@@ -1,13 +1,35 @@
 #include "backend/lvm/lvm.h"
 
+#include <algorithm>
+#include <ctime>
+
 namespace nodevol {
 namespace {
 
 std::string Bytes(uint64_t bytes) { return std::to_string(bytes) + "b"; }
 
+// The tags of an lvcreate's arguments, when tags are all they add (else
+// false: e.g. --type raid1 takes more than the size from the VG, which the
+// cache cannot tell).
+bool OnlyTags(const std::vector<std::string>& extra_args, std::vector<std::string>* tags) {
+  for (size_t i = 0; i < extra_args.size(); i += 2) {
+    if (extra_args[i] != "--addtag" || i + 1 >= extra_args.size()) return false;
+    tags->push_back(extra_args[i + 1]);
+  }
+  return true;
+}
+
 }  // namespace
 
-Lvm::Lvm(std::string binary, bool udev, Runner runner) : binary_(std::move(binary)), runner_(std::move(runner)) {
+struct Lvm::Flight {
+  uint64_t changes = 0;  // changes_ when it began
+  bool done = false;
+  Status status;
+  LvmReport report;
+};
+
+Lvm::Lvm(std::string binary, bool udev, Runner runner, std::shared_ptr<LvmProbe> probe)
+    : binary_(std::move(binary)), runner_(std::move(runner)), probe_(std::move(probe)) {
   if (!runner_) runner_ = RunChecked;
   options_.timeout = std::chrono::minutes(2);
   if (!udev) options_.env.push_back("DM_DISABLE_UDEV=1");
@@ -18,7 +40,20 @@ uint64_t Lvm::commands_run() const {
   return commands_;
 }
 
-Status Lvm::Command(std::vector<std::string> args, RunResult* result) {
+std::string Lvm::StampOf(const LvmReport& report) {
+  std::vector<std::string> pvs;
+  for (const LvmPv& pv : report.pvs) pvs.push_back(pv.name);
+  std::string stamp;
+  if (!probe_ || pvs.empty() || !probe_->MetadataStamp(pvs, &stamp).ok()) return "";
+  return stamp;
+}
+
+void Lvm::DropCache() {
+  cache_.reset();
+  cache_stamp_.clear();
+}
+
+Status Lvm::Command(std::vector<std::string> args, RunResult* result, Edit edit) {
   args.insert(args.begin(), binary_);
   RunResult local;
   bool changes = args[1] != "fullreport";  // anything else may change state
@@ -26,47 +61,149 @@ Status Lvm::Command(std::vector<std::string> args, RunResult* result) {
     std::lock_guard<std::mutex> l(mu_);
     ++commands_;
     if (changes) {
-      cache_.reset();
+      // Someone else changed the VG since the report: the cache cannot
+      // follow this command on top of that. (Without a stamp, only age
+      // limits what the cache may have missed, edited or not.)
+      if (changing_ == 0 && cache_ && !cache_stamp_.empty() && StampOf(*cache_) != cache_stamp_) DropCache();
+      ++changing_;
       ++changes_;
     }
   }
   Status st = runner_(args, options_, result ? result : &local);
   if (changes) {
-    // Again: a report taken while the command ran may predate its change.
     std::lock_guard<std::mutex> l(mu_);
-    cache_.reset();
+    --changing_;
     ++changes_;
+    if (!st.ok() || !edit || !cache_ || !edit(&*cache_)) DropCache();
+    // The metadata now on disk is this command's (and any other of ours
+    // that ran alongside, whose edits are in too).
+    else if (changing_ == 0) cache_stamp_ = StampOf(*cache_);
   }
   return st.WithContext(args[1]);
+}
+
+bool Lvm::CacheServes(std::chrono::milliseconds max_age) {
+  if (!cache_) return false;
+  // (max() is special: in nanoseconds it would overflow.)
+  if (max_age == std::chrono::milliseconds::max()) return true;
+  const bool young = std::chrono::steady_clock::now() - cache_time_ < max_age;
+  // A command of ours is changing the VG: its edit comes when it ends.
+  if (changing_ > 0 || cache_stamp_.empty()) return young;
+  if (std::chrono::steady_clock::now() - cache_time_ >= kStampedReportAge) return false;
+  std::string now = StampOf(*cache_);
+  return now.empty() ? young : now == cache_stamp_;
+}
+
+void Lvm::OverlayThinUsage(LvmReport* report) {
+  if (!probe_) return;
+  for (LvmLv& lv : report->lvs) {
+    if (!lv.thin_pool() || !lv.active()) continue;
+    const LvmVg* vg = report->FindVg(lv.vg);
+    double data = 0, meta = 0;
+    if (vg && probe_->ThinPoolUsage(vg->uuid, lv.uuid, &data, &meta).ok()) {
+      lv.data_percent = data;
+      lv.metadata_percent = meta;
+    }
+  }
 }
 
 Status Lvm::Report(LvmReport* out, bool fresh) {
   return Report(out, fresh ? std::chrono::milliseconds(0) : std::chrono::milliseconds::max());
 }
 
-Status Lvm::Report(LvmReport* out, std::chrono::milliseconds max_age) {
-  uint64_t changes_before = 0;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    // (max() is special: in nanoseconds it would overflow.)
-    if (cache_ && (max_age == std::chrono::milliseconds::max() ||
-                   std::chrono::steady_clock::now() - cache_time_ < max_age)) {
-      *out = *cache_;
-      return Status::Ok();
-    }
-    changes_before = changes_;
+Status Lvm::Report(LvmReport* out, std::chrono::milliseconds max_age) { return TakeReport(out, max_age, false); }
+
+Status Lvm::NewReport(LvmReport* out) { return TakeReport(out, std::chrono::milliseconds(0), true); }
+
+bool Lvm::PlainMapping(const LvmLv& lv) {
+  std::vector<std::string> types;
+  if (!probe_ || !lv.active() || lv.kernel_major < 0 ||
+      !probe_->TargetTypes(lv.kernel_major, lv.kernel_minor, &types).ok() || types.empty())
+    return false;
+  for (const std::string& t : types)
+    if (t != "linear" && t != "striped") return false;
+  return true;
+}
+
+Status Lvm::TakeReport(LvmReport* out, std::chrono::milliseconds max_age, bool force) {
+  std::unique_lock<std::mutex> l(mu_);
+  if (!force && CacheServes(max_age)) {
+    *out = *cache_;
+    l.unlock();
+    OverlayThinUsage(out);
+    return Status::Ok();
   }
+  // One report at a time: one that began after the last change of ours is
+  // as good as a new one.
+  if (!force && flight_ && flight_->changes == changes_) {
+    std::shared_ptr<Flight> f = flight_;
+    flight_done_.wait(l, [&] { return f->done; });
+    if (!f->status.ok()) return f->status;
+    *out = f->report;
+    return Status::Ok();
+  }
+  auto f = std::make_shared<Flight>();
+  f->changes = changes_;
+  flight_ = f;
+  std::vector<std::string> pvs = known_pvs_;
+  l.unlock();
+  // The stamp before the report: a change between the two shows as a
+  // stamp that no longer matches (one report too many), never as a change
+  // the cache missed.
+  std::string stamp;
+  if (probe_ && !pvs.empty() && !probe_->MetadataStamp(pvs, &stamp).ok()) stamp.clear();
   RunResult r;
-  NODEVOL_RETURN_IF_ERROR(Command(FullReportArgs(), &r));
   LvmReport report;
-  NODEVOL_RETURN_IF_ERROR(ParseFullReport(r.out, &report));
-  std::lock_guard<std::mutex> l(mu_);
-  if (changes_ == changes_before) {  // else it may predate a change: do not cache
+  Status st = Command(FullReportArgs(), &r);
+  if (st.ok()) st = ParseFullReport(r.out, &report);
+  l.lock();
+  std::vector<std::string> now_pvs;
+  for (const LvmPv& pv : report.pvs) now_pvs.push_back(pv.name);
+  if (st.ok()) known_pvs_ = now_pvs;
+  if (st.ok() && changes_ == f->changes) {  // else it may predate a change: do not cache
     cache_ = report;
     cache_time_ = std::chrono::steady_clock::now();
+    // A new PV is not in the stamp: the next fresh caller reads again.
+    cache_stamp_ = now_pvs == pvs ? stamp : "";
   }
+  f->done = true;
+  f->status = st;
+  f->report = report;
+  if (flight_ == f) flight_.reset();
+  flight_done_.notify_all();
+  if (!st.ok()) return st;
   *out = std::move(report);
   return Status::Ok();
+}
+
+Lvm::Edit Lvm::AddLv(const std::string& vg, const std::string& lv, uint64_t bytes, const std::string& attr,
+                     std::vector<std::string> tags, std::string pool_lv, std::string origin, bool takes_vg_space) {
+  return [=](LvmReport* report) {
+    LvmVg* g = nullptr;
+    for (LvmVg& v : report->vgs)
+      if (v.name == vg) g = &v;
+    if (!g || report->FindLv(vg, lv) || !probe_) return false;
+    LvmLv made;
+    std::string vg_uuid;
+    made.path = "/dev/" + vg + "/" + lv;
+    if (!probe_->ActiveLv(made.path, &vg_uuid, &made.uuid, &made.kernel_major, &made.kernel_minor).ok() ||
+        vg_uuid != g->uuid)
+      return false;
+    made.name = lv;
+    made.vg = vg;
+    made.size = bytes;
+    made.attr = attr;
+    made.tags = tags;
+    made.pool_lv = pool_lv;
+    made.origin = origin;
+    made.created_unix = static_cast<int64_t>(::time(nullptr));
+    if (takes_vg_space) {
+      if (g->free < bytes) return false;
+      g->free -= bytes;
+    }
+    report->lvs.push_back(std::move(made));
+    return true;
+  };
 }
 
 Status Lvm::CreateThick(const std::string& vg, const std::string& lv, const std::string& volume, uint64_t bytes,
@@ -78,7 +215,9 @@ Status Lvm::CreateThick(const std::string& vg, const std::string& lv, const std:
                                    "--addtag", kVolumeTagPrefix + volume};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   args.push_back(vg);
-  return Command(std::move(args));
+  std::vector<std::string> tags = {kManagedTag, kVolumeTagPrefix + volume};
+  if (!OnlyTags(extra_args, &tags)) return Command(std::move(args));
+  return Command(std::move(args), nullptr, AddLv(vg, lv, bytes, "-wi-a-----", tags, "", "", /*takes_vg_space=*/true));
 }
 
 Status Lvm::CreateThin(const std::string& vg, const std::string& pool, const std::string& lv,
@@ -88,7 +227,9 @@ Status Lvm::CreateThin(const std::string& vg, const std::string& pool, const std
                                    Bytes(bytes), "--thinpool", vg + "/" + pool, "--addtag", kManagedTag,
                                    "--addtag", kVolumeTagPrefix + volume};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
-  return Command(std::move(args));
+  std::vector<std::string> tags = {kManagedTag, kVolumeTagPrefix + volume};
+  if (!OnlyTags(extra_args, &tags)) return Command(std::move(args));
+  return Command(std::move(args), nullptr, AddLv(vg, lv, bytes, "Vwi-a-tz--", tags, pool, "", false));
 }
 
 Status MapLvmNoSpace(Status st) {
@@ -104,7 +245,20 @@ Status Lvm::CreateSnapshot(const std::string& vg, const std::string& origin, con
                                    "--addtag", kManagedTag};
   for (const std::string& t : tags) args.insert(args.end(), {"--addtag", t});
   args.push_back(vg + "/" + origin);
-  return Command(std::move(args));
+  // A snapshot that skips activation has no device to learn its UUID
+  // from: the cache goes, and the next fresh caller reads a report.
+  if (!activatable) return Command(std::move(args));
+  std::vector<std::string> all = {kManagedTag};
+  all.insert(all.end(), tags.begin(), tags.end());
+  uint64_t bytes = 0;
+  std::string pool;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    const LvmLv* o = cache_ ? cache_->FindLv(vg, origin) : nullptr;
+    if (o) bytes = o->size, pool = o->pool_lv;
+  }
+  if (pool.empty()) return Command(std::move(args));
+  return Command(std::move(args), nullptr, AddLv(vg, lv, bytes, "Vwi-a-tz--", all, pool, origin, false));
 }
 
 Status Lvm::CheckOwned(const std::string& vg, const std::string& lv) {
@@ -120,14 +274,33 @@ Status Lvm::CheckOwned(const std::string& vg, const std::string& lv) {
 
 Status Lvm::Extend(const std::string& vg, const std::string& lv, uint64_t bytes) {
   NODEVOL_RETURN_IF_ERROR(CheckOwned(vg, lv));
-  return Command({"lvextend", "-L", Bytes(bytes), vg + "/" + lv});
+  // A volume's LV grows by what lvextend was asked; a thin pool (its
+  // metadata may grow too) or anything else drops the cache.
+  auto edit = [vg, lv, bytes](LvmReport* report) {
+    LvmLv* found = nullptr;
+    LvmVg* g = nullptr;
+    for (LvmLv& x : report->lvs)
+      if (x.vg == vg && x.name == lv) found = &x;
+    for (LvmVg& v : report->vgs)
+      if (v.name == vg) g = &v;
+    if (!found || !g || found->thin_pool() || !found->pool_lv.empty() && !found->thin_volume() ||
+        found->size > bytes)
+      return false;
+    if (!found->thin_volume()) {
+      if (g->free < bytes - found->size) return false;
+      g->free -= bytes - found->size;
+    }
+    found->size = bytes;
+    return true;
+  };
+  return Command({"lvextend", "-L", Bytes(bytes), vg + "/" + lv}, nullptr, edit);
 }
 
 Status Lvm::Remove(const std::string& vg, const std::string& lv, const std::string& uuid) {
   LvmReport report;
-  // Any lvm command of ours drops the cache, so this is either a report
-  // taken within the last seconds with nothing changed by us since, or a
-  // new one. (A second fullreport right after the delete's own made every
+  // The cached report while the VG metadata is unchanged since (our own
+  // commands keep it up to date), else one at most kRemoveReportAge old, or
+  // a new one. (A second fullreport right after the delete's own made every
   // delete pay two: lvm_bench, +650 ms per delete under TCG.)
   NODEVOL_RETURN_IF_ERROR(Report(&report, std::chrono::milliseconds(kRemoveReportAge)));
   const LvmLv* found = report.FindLv(vg, lv);
@@ -147,7 +320,20 @@ Status Lvm::Remove(const std::string& vg, const std::string& lv, const std::stri
                                       "lvconvert --splitcache), nodevold will not");
   }
   // By UUID: the name alone could meanwhile be another LV.
-  return Command({"lvremove", "-y", "--select", "lv_uuid=" + uuid, vg});
+  auto edit = [uuid](LvmReport* report) {
+    auto it = std::find_if(report->lvs.begin(), report->lvs.end(), [&](const LvmLv& x) { return x.uuid == uuid; });
+    if (it == report->lvs.end()) return false;
+    const LvmLv gone = *it;
+    report->lvs.erase(it);
+    // Its extents go back to the VG, unless it lived in a thin pool.
+    if (!gone.thin_volume())
+      for (LvmVg& v : report->vgs)
+        if (v.name == gone.vg) v.free += gone.size;
+    for (LvmLv& x : report->lvs)
+      if (x.vg == gone.vg && x.origin == gone.name) x.origin.clear();
+    return true;
+  };
+  return Command({"lvremove", "-y", "--select", "lv_uuid=" + uuid, vg}, nullptr, edit);
 }
 
 Status Lvm::Activate(const std::string& vg, const std::string& lv) {

@@ -1,19 +1,32 @@
 // Lvm: the lvm command-line tools as nodevold uses them.
 //
 // Every command runs through Run (argv only, LC_ALL=C, a timeout); state is
-// read with one `lvm fullreport` and cached until the next change rather
-// than asked one command per question. Each LV nodevold creates carries the
-// tag kManagedTag and "nodevol.io/volume=<volume name>"; Extend and Remove
-// refuse an LV without them, so nodevold never changes an LV it did not make.
+// read with one `lvm fullreport` and cached rather than asked one command
+// per question. The cache follows nodevold's own commands (a create adds
+// the LV it made, a remove takes it out) instead of being dropped, and it
+// counts as fresh while the VG metadata on disk is what it was when the
+// report was taken (LvmProbe::MetadataStamp): so a volume's create runs
+// lvcreate and mkfs, its delete lvremove, and the capacity monitor no lvm
+// process at all while nothing changes (docs/benchmarks.md, lvm_bench).
+// Only one report runs at a time: a caller arriving while one that began
+// after the last change runs waits for it. Thin pool usage, which changes
+// without lvm, is read from device-mapper on every Report.
+//
+// Each LV nodevold creates carries the tag kManagedTag and
+// "nodevol.io/volume=<volume name>"; Extend and Remove refuse an LV without
+// them, so nodevold never changes an LV it did not make.
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "backend/lvm/lvm_probe.h"
 #include "backend/lvm/report.h"
 #include "base/status.h"
 #include "process/run.h"
@@ -30,15 +43,28 @@ class Lvm {
   using Runner = std::function<Status(const std::vector<std::string>& argv, const RunOptions&, RunResult*)>;
 
   // `binary` is the lvm multi-call tool. Without a running udevd
-  // (udev = false) lvm must not wait for udev: DM_DISABLE_UDEV=1.
-  Lvm(std::string binary, bool udev, Runner runner = {});
+  // (udev = false) lvm must not wait for udev: DM_DISABLE_UDEV=1. Tests
+  // replace the runner and the probe.
+  Lvm(std::string binary, bool udev, Runner runner = {}, std::shared_ptr<LvmProbe> probe = MakeLvmProbe());
 
-  // The cached report; refreshed first when a change happened since (or
-  // when `fresh`).
+  // The cached report, whatever its age (`fresh`: one as good as a new
+  // one, below).
   Status Report(LvmReport* out, bool fresh = false);
-  // The cached report if it is younger than max_age (what lvm does not
-  // change itself, like thin pool usage, drifts while cached).
+  // A report that reflects every change since it was taken: the cached
+  // one when the VG metadata on disk is unchanged since (or, where that
+  // cannot be read, when it is younger than max_age), else a new one.
   Status Report(LvmReport* out, std::chrono::milliseconds max_age);
+  // A new report, whatever the cache says.
+  Status NewReport(LvmReport* out);
+  // The stamp misses a change someone else makes while a command of ours
+  // runs (it is taken again when ours ends): a cached report this old is
+  // read again anyway.
+  static constexpr std::chrono::minutes kStampedReportAge{10};
+
+  // Whether `lv`'s device-mapper table is a plain mapping (linear or
+  // striped): no snapshot origin, cache or anything else stacked on it
+  // since the report. False when inactive or unknown.
+  bool PlainMapping(const LvmLv& lv);
 
   // LVs of volume `volume`, sized in bytes (a multiple of the extent size).
   Status CreateThick(const std::string& vg, const std::string& lv, const std::string& volume, uint64_t bytes,
@@ -55,8 +81,8 @@ class Lvm {
   // (kManagedTag) and nothing depending on it (snapshots, an attached
   // cache), else FAILED_PRECONDITION naming what is in the way. lvremove
   // selects by UUID, so an LV made meanwhile under that name is not hit.
-  // "Fresh" is a report at most kRemoveReportAge old with no lvm command
-  // of ours since: the one a delete took just before zeroing serves.
+  // "Fresh" as Report's: the cached one while the metadata is unchanged,
+  // else at most kRemoveReportAge old with no lvm command of ours since.
   Status Remove(const std::string& vg, const std::string& lv, const std::string& uuid);
   static constexpr std::chrono::seconds kRemoveReportAge{2};
   // Activates an LV of ours (after a reboot with activation skipped).
@@ -81,15 +107,39 @@ class Lvm {
   uint64_t commands_run() const;
 
  private:
-  Status Command(std::vector<std::string> args, RunResult* result = nullptr);
+  // How the cache follows a command of ours that succeeded; false when it
+  // cannot (the cache is dropped then, as after any other command).
+  using Edit = std::function<bool(LvmReport*)>;
+  struct Flight;  // a report being taken
+
+  Status TakeReport(LvmReport* out, std::chrono::milliseconds max_age, bool force);
+
+  Status Command(std::vector<std::string> args, RunResult* result = nullptr, Edit edit = {});
   Status CheckOwned(const std::string& vg, const std::string& lv);
+  // With mu_ held: whether the cache may answer a caller asking for max_age.
+  bool CacheServes(std::chrono::milliseconds max_age);
+  // The metadata stamp of the report's PVs; "" when it cannot be read.
+  std::string StampOf(const LvmReport& report);
+  void DropCache();
+  void OverlayThinUsage(LvmReport* report);
+  // Adds the active LV just made at /dev/vg/lv (its UUID and device from
+  // device-mapper) to the cache: the rest of what lvm would report is
+  // what the lvcreate asked for.
+  Edit AddLv(const std::string& vg, const std::string& lv, uint64_t bytes, const std::string& attr,
+             std::vector<std::string> tags, std::string pool_lv, std::string origin, bool takes_vg_space);
 
   std::string binary_;
   RunOptions options_;
   Runner runner_;
-  mutable std::mutex mu_;  // guards the cache and the counter
+  std::shared_ptr<LvmProbe> probe_;
+  mutable std::mutex mu_;  // guards everything below
+  std::condition_variable flight_done_;
   std::optional<LvmReport> cache_;
   std::chrono::steady_clock::time_point cache_time_;
+  std::string cache_stamp_;  // "" when unknown: then only age makes it fresh
+  std::vector<std::string> known_pvs_;  // of the last report, to stamp the next
+  std::shared_ptr<Flight> flight_;
+  int changing_ = 0;      // changing commands running now
   uint64_t changes_ = 0;  // changing commands started or finished
   uint64_t commands_ = 0;
 };

@@ -387,6 +387,15 @@ Status LvmBackend::Delete(const VolumeRecord& record) {
     return Status::Ok();
   }
   NODEVOL_RETURN_IF_ERROR(Unmount(dir).WithContext("unmount staging " + dir));
+  // The report is the cached one when the VG metadata is unchanged since,
+  // which misses a change someone made while a command of ours ran
+  // (lvm.h). Whatever is stacked on an active thick LV shows in its
+  // device-mapper table: anything but a plain mapping is decided on a new
+  // report before a byte is zeroed.
+  if (lv && !lv->thin_volume() && lv->active() && !lvm_->PlainMapping(*lv)) {
+    NODEVOL_RETURN_IF_ERROR(lvm_->NewReport(&report));
+    if (!FindLv(name, &report, &lv).ok()) lv = nullptr;
+  }
   if (lv) {
     // Checked before the first MiB is zeroed: Remove checks it again.
     if (auto deps = report.DependentsOf(*lv); !deps.empty()) {
@@ -506,12 +515,14 @@ Status LvmBackend::Check(const VolumeRecord& record) {
 }
 
 Status LvmBackend::GetCapacity(Capacity* out) {
-  // Our own lvm commands refresh the report. Thin pools also fill up as
-  // pods write, and an operator may change the VG by hand: a report at
-  // most 5 s (thin) or 30 s (thick) old follows that without an lvm
-  // process at every capacity poll.
+  // The cached report follows our own lvm commands, and serves while the
+  // VG metadata on disk is unchanged (an operator's lvcreate shows there);
+  // a thin pool's usage, which grows as pods write, is read from
+  // device-mapper with it (lvm.h). So a poll starts no lvm process while
+  // nothing changes; where the metadata cannot be read, a report at most
+  // 30 s old serves.
   LvmReport report;
-  NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report, std::chrono::seconds(options_.thin ? 5 : 30)));
+  NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report, std::chrono::seconds(30)));
   if (Status st = ComputeLvmCapacity(options_, report, out); !st.ok()) {
     // A pool without its VG yet (no disk matched so far) has no room.
     *out = Capacity{};

@@ -187,7 +187,13 @@ Status LvmBackend::CreateFrom(VolumeRecord* record, const SnapshotRecord* snapsh
                         {"fs", fs},          {"path", dir},      {"lv_bytes", std::to_string(lv->size)}};
   bool mounted_now = false;
   NODEVOL_RETURN_IF_ERROR(EnsureMounted(*record, *lv, &mounted_now));
-  NODEVOL_RETURN_IF_ERROR(GrowFs(fs, device, dir).WithContext("grow the filesystem of " + name + " to its LV"));
+  // The source's filesystem fills the source's LV (a create makes it so,
+  // an expand grows it before it counts): at the same size there is
+  // nothing to grow, and resize2fs would cost a process for nothing.
+  const auto& source_attrs = snapshot ? snapshot->attributes : volume->attributes;
+  auto source_bytes = source_attrs.find("lv_bytes");
+  if (source_bytes == source_attrs.end() || source_bytes->second != std::to_string(lv->size))
+    NODEVOL_RETURN_IF_ERROR(GrowFs(fs, device, dir).WithContext("grow the filesystem of " + name + " to its LV"));
   spdlog::info("pool {}: volume {} is thin LV {}/{} ({} bytes, {}) made from {}", pool_, name, options_.vg, lv->name,
                lv->size, fs, what);
   return Status::Ok();

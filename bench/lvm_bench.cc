@@ -530,9 +530,16 @@ void Resume(Daemon* d) {
 
 // After a pause the capacity monitor's poll is overdue and fires at once
 // (an lvm fullreport when its cached report is stale): let it finish, as
-// it would have on a daemon left idle, before timing calls.
+// it would have on a daemon left idle, before timing calls. The hand
+// script changed the VG meanwhile, which nodevold sees in the metadata on
+// the PVs and reads a new report for, at its next poll: an untimed
+// GetCapacity is that poll, so that a daemon left idle after an operator's
+// lvm commands is what the timed calls meet.
 void Settle(Daemon* d) {
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  grpc::ClientContext ctx;
+  v1::GetCapacityResponse resp;
+  d->stub->GetCapacity(&ctx, v1::GetCapacityRequest(), &resp);
   auto until = Clock::now() + std::chrono::seconds(20);
   int quiet = 0;
   while (quiet < 3 && Clock::now() < until) {

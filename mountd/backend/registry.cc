@@ -25,6 +25,7 @@ Status MakeOfKind(const std::string& pool, const std::string& kind, const Params
       // Without udevd (containers, minimal guests) lvm must not wait for it.
       bool udev = ::access("/run/udev/control", F_OK) == 0;
       env->lvm = std::make_shared<Lvm>(binary, udev);
+      env->lvm->RememberPvsIn(env->state_dir + "/lvm");
     }
     return LvmBackend::Make(pool, options, env->state_dir, env->lvm, out);
   }

@@ -10,6 +10,10 @@
 #include <mutex>
 #include <thread>
 
+#include <stdlib.h>
+#include <unistd.h>
+#include <fstream>
+
 #include "backend/lvm/lvm.h"
 
 namespace nodevol {
@@ -196,6 +200,41 @@ TEST(LvmCache, ThinPoolUsageComesFromDeviceMapper) {
   EXPECT_EQ(f.Reports(), 1u);
   EXPECT_DOUBLE_EQ(r.FindLv("vg0", "tp")->data_percent, 87.5);
   EXPECT_DOUBLE_EQ(r.FindLv("vg0", "tp")->metadata_percent, 12.25);
+}
+
+// A restart knows the PVs from the last run: its first report is stamped,
+// so every pool's start-up check after it is served from the cache.
+TEST(LvmCache, TheFirstReportAfterARestartIsStamped) {
+  char tmpl[] = "/tmp/lvm-cache-test.XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = std::string(tmpl) + "/lvm";
+  {
+    Fixture before;
+    before.lvm.RememberPvsIn(dir);
+    LvmReport r;
+    ASSERT_TRUE(before.lvm.Report(&r, true).ok());
+    ASSERT_TRUE(before.lvm.Report(&r, true).ok());
+    EXPECT_EQ(before.Reports(), 2u) << "no list yet: the first report is not stamped";
+  }
+  Fixture after;
+  after.lvm.RememberPvsIn(dir);
+  LvmReport r;
+  for (int pool = 0; pool < 3; ++pool) ASSERT_TRUE(after.lvm.Report(&r, true).ok());
+  EXPECT_EQ(after.Reports(), 1u);
+  // A list that names something else is harmless: that stamp is not kept.
+  { std::ofstream(dir + "/pvs") << "/dev/other\n../../etc/passwd\n"; }
+  Fixture moved;
+  moved.lvm.RememberPvsIn(dir);
+  ASSERT_TRUE(moved.lvm.Report(&r, true).ok());
+  ASSERT_TRUE(moved.lvm.Report(&r, true).ok());
+  EXPECT_EQ(moved.Reports(), 2u);
+  std::string text;
+  std::ifstream in(dir + "/pvs");
+  std::getline(in, text);
+  EXPECT_EQ(text, "/dev/vdb") << "the list follows the report";
+  ::unlink((dir + "/pvs").c_str());
+  ::rmdir(dir.c_str());
+  ::rmdir(tmpl);
 }
 
 TEST(LvmCache, OneReportAtATime) {

@@ -1,7 +1,12 @@
 #include "backend/lvm/lvm.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <ctime>
+#include <sstream>
+
+#include "state/atomic_file.h"
 
 namespace nodevol {
 namespace {
@@ -33,6 +38,21 @@ Lvm::Lvm(std::string binary, bool udev, Runner runner, std::shared_ptr<LvmProbe>
   if (!runner_) runner_ = RunChecked;
   options_.timeout = std::chrono::minutes(2);
   if (!udev) options_.env.push_back("DM_DISABLE_UDEV=1");
+}
+
+void Lvm::RememberPvsIn(const std::string& dir) {
+  std::string text;
+  std::vector<std::string> pvs;
+  if (ReadWholeFile(dir + "/pvs", &text).ok()) {
+    std::istringstream in(text);
+    // Only absolute device paths: the file is ours, but a torn or edited
+    // one must not make the stamp read anything else.
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("/dev/", 0) == 0 && line.find("..") == std::string::npos) pvs.push_back(line);
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  pvs_dir_ = dir;
+  if (known_pvs_.empty()) known_pvs_ = pvs;
 }
 
 uint64_t Lvm::commands_run() const {
@@ -74,10 +94,13 @@ Status Lvm::Command(std::vector<std::string> args, RunResult* result, Edit edit)
     std::lock_guard<std::mutex> l(mu_);
     --changing_;
     ++changes_;
-    if (!st.ok() || !edit || !cache_ || !edit(&*cache_)) DropCache();
+    // Copy on write: readers may hold the kept report (Kept).
+    std::shared_ptr<LvmReport> edited = cache_ && st.ok() && edit ? std::make_shared<LvmReport>(*cache_) : nullptr;
+    if (!edited || !edit(edited.get())) DropCache();
+    else cache_ = std::move(edited);
     // The metadata now on disk is this command's (and any other of ours
     // that ran alongside, whose edits are in too).
-    else if (changing_ == 0) cache_stamp_ = StampOf(*cache_);
+    if (cache_ && changing_ == 0) cache_stamp_ = StampOf(*cache_);
   }
   return st.WithContext(args[1]);
 }
@@ -112,6 +135,20 @@ Status Lvm::Report(LvmReport* out, bool fresh) {
 }
 
 Status Lvm::Report(LvmReport* out, std::chrono::milliseconds max_age) { return TakeReport(out, max_age, false); }
+
+Status Lvm::Kept(std::shared_ptr<const LvmReport>* out) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (cache_) {
+      *out = cache_;
+      return Status::Ok();
+    }
+  }
+  auto report = std::make_shared<LvmReport>();
+  NODEVOL_RETURN_IF_ERROR(TakeReport(report.get(), std::chrono::milliseconds::max(), false));
+  *out = std::move(report);
+  return Status::Ok();
+}
 
 Status Lvm::NewReport(LvmReport* out) { return TakeReport(out, std::chrono::milliseconds(0), true); }
 
@@ -159,9 +196,18 @@ Status Lvm::TakeReport(LvmReport* out, std::chrono::milliseconds max_age, bool f
   l.lock();
   std::vector<std::string> now_pvs;
   for (const LvmPv& pv : report.pvs) now_pvs.push_back(pv.name);
-  if (st.ok()) known_pvs_ = now_pvs;
+  if (st.ok() && now_pvs != known_pvs_) {
+    known_pvs_ = now_pvs;
+    if (!pvs_dir_.empty()) {
+      std::string text;
+      for (const std::string& pv : now_pvs) text += pv + "\n";
+      Status w = EnsureDir(pvs_dir_, 0700);
+      if (w.ok()) w = WriteFileAtomic(pvs_dir_, "pvs", text);
+      if (!w.ok()) spdlog::warn("cannot keep the list of physical volumes in {}: {}", pvs_dir_, w.message());
+    }
+  }
   if (st.ok() && changes_ == f->changes) {  // else it may predate a change: do not cache
-    cache_ = report;
+    cache_ = std::make_shared<const LvmReport>(report);
     cache_time_ = std::chrono::steady_clock::now();
     // A new PV is not in the stamp: the next fresh caller reads again.
     cache_stamp_ = now_pvs == pvs ? stamp : "";

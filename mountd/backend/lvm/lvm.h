@@ -54,6 +54,10 @@ class Lvm {
   // one when the VG metadata on disk is unchanged since (or, where that
   // cannot be read, when it is younger than max_age), else a new one.
   Status Report(LvmReport* out, std::chrono::milliseconds max_age);
+  // The kept report itself, shared rather than copied (a new one only when
+  // none is kept): what exists, for the many lookups of a start with
+  // thousands of LVs. Thin pool usage in it may be old.
+  Status Kept(std::shared_ptr<const LvmReport>* out);
   // A new report, whatever the cache says.
   Status NewReport(LvmReport* out);
   // The stamp misses a change someone else makes while a command of ours
@@ -103,6 +107,12 @@ class Lvm {
                   const std::vector<std::string>& forced = {});
   Status CreateThinPool(const std::string& vg, const std::string& pool, uint64_t bytes);
 
+  // Keeps the PVs of the last report in <dir>/pvs (made if missing), and
+  // reads them now: the first report after a restart is stamped too, so a
+  // start with several pools reads one report, not one unstamped and one
+  // more to stamp.
+  void RememberPvsIn(const std::string& dir);
+
   // Number of lvm processes started so far (for the benchmark).
   uint64_t commands_run() const;
 
@@ -134,10 +144,11 @@ class Lvm {
   std::shared_ptr<LvmProbe> probe_;
   mutable std::mutex mu_;  // guards everything below
   std::condition_variable flight_done_;
-  std::optional<LvmReport> cache_;
+  std::shared_ptr<const LvmReport> cache_;  // replaced, never changed: Kept shares it
   std::chrono::steady_clock::time_point cache_time_;
   std::string cache_stamp_;  // "" when unknown: then only age makes it fresh
   std::vector<std::string> known_pvs_;  // of the last report, to stamp the next
+  std::string pvs_dir_;                 // where known_pvs_ are kept, or ""
   std::shared_ptr<Flight> flight_;
   int changing_ = 0;      // changing commands running now
   uint64_t changes_ = 0;  // changing commands started or finished

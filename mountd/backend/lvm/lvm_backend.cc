@@ -160,10 +160,10 @@ Status LvmBackend::Validate(const VolumeSpec& spec) const {
   return ParseVolumeRoot(kVolumeKind, spec.parameters, &root);
 }
 
-Status LvmBackend::FindLv(const std::string& volume, LvmReport* report, const LvmLv** lv) {
+Status LvmBackend::FindLv(const std::string& volume, const LvmReport& report, const LvmLv** lv) {
   *lv = nullptr;
   const std::string name = LvNameFor(volume);
-  const LvmLv* found = report->FindLv(options_.vg, name);
+  const LvmLv* found = report.FindLv(options_.vg, name);
   if (!found) return Status::Ok();
   if (!found->HasTag(kManagedTag) || !found->HasTag(kVolumeTagPrefix + volume))
     return Status::FailedPrecondition("logical volume " + options_.vg + "/" + name +
@@ -269,11 +269,11 @@ Status LvmBackend::CreateAttempt(VolumeRecord* record, bool resumed, bool may_re
   {
     std::lock_guard<std::mutex> l(allocate_mu_);
     NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report));
-    if (!FindLv(name, &report, &lv).ok() || lv) {
+    if (!FindLv(name, report, &lv).ok() || lv) {
       // Something is there: decide on a fresh report, not a cached one
       // that may predate someone else's lvcreate or lvchange.
       NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report, /*fresh=*/true));
-      NODEVOL_RETURN_IF_ERROR(FindLv(name, &report, &lv));
+      NODEVOL_RETURN_IF_ERROR(FindLv(name, report, &lv));
     }
     if (lv && (!resumed || record->state != VolumeState::kCreating || !BegunByRecord(*record, *lv))) {
       record->attributes[kFoundNotMade] = lv->uuid;
@@ -296,7 +296,7 @@ Status LvmBackend::CreateAttempt(VolumeRecord* record, bool resumed, bool may_re
         LvmReport now;
         const LvmLv* there = nullptr;
         if (lvm_->Report(&now, /*fresh=*/true).ok()) {
-          Status found = FindLv(name, &now, &there);
+          Status found = FindLv(name, now, &there);
           if (!found.ok()) return found;
           if (there) return NotMadeHere(name, *there);
         }
@@ -371,7 +371,7 @@ Status LvmBackend::Delete(const VolumeRecord& record) {
   LvmReport report;
   NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report, /*fresh=*/true));
   const LvmLv* lv = nullptr;
-  if (Status st = FindLv(name, &report, &lv); !st.ok()) {
+  if (Status st = FindLv(name, report, &lv); !st.ok()) {
     // Someone else's LV under our name: the volume has no LV to delete.
     spdlog::warn("pool {}: deleting volume {}: {}", pool_, name, st.message());
     lv = nullptr;
@@ -394,7 +394,7 @@ Status LvmBackend::Delete(const VolumeRecord& record) {
   // report before a byte is zeroed.
   if (lv && !lv->thin_volume() && lv->active() && !lvm_->PlainMapping(*lv)) {
     NODEVOL_RETURN_IF_ERROR(lvm_->NewReport(&report));
-    if (!FindLv(name, &report, &lv).ok()) lv = nullptr;
+    if (!FindLv(name, report, &lv).ok()) lv = nullptr;
   }
   if (lv) {
     // Checked before the first MiB is zeroed: Remove checks it again.
@@ -424,7 +424,7 @@ Status LvmBackend::Expand(VolumeRecord* record, uint64_t new_size) {
   {
     std::lock_guard<std::mutex> l(allocate_mu_);
     NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report));
-    NODEVOL_RETURN_IF_ERROR(FindLv(name, &report, &lv));
+    NODEVOL_RETURN_IF_ERROR(FindLv(name, report, &lv));
     if (!lv) return Status::NotFound("logical volume of volume " + name + " is missing");
     const LvmVg* vg = report.FindVg(options_.vg);
     uint64_t bytes = RoundToExtents(new_size, vg ? vg->extent_size : 0);
@@ -432,7 +432,7 @@ Status LvmBackend::Expand(VolumeRecord* record, uint64_t new_size) {
       NODEVOL_RETURN_IF_ERROR(CheckFits(report, bytes - lv->size));
       NODEVOL_RETURN_IF_ERROR(MapLvmNoSpace(lvm_->Extend(options_.vg, lv->name, bytes)));
       NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report));
-      NODEVOL_RETURN_IF_ERROR(FindLv(name, &report, &lv));
+      NODEVOL_RETURN_IF_ERROR(FindLv(name, report, &lv));
       if (!lv) return Status::Internal("logical volume of volume " + name + " vanished while extending it");
     }
   }
@@ -477,7 +477,7 @@ Status LvmBackend::Stage(const VolumeRecord& record, std::string* path) {
   LvmReport report;
   NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report));
   const LvmLv* lv = nullptr;
-  NODEVOL_RETURN_IF_ERROR(FindLv(record.spec.name, &report, &lv));
+  NODEVOL_RETURN_IF_ERROR(FindLv(record.spec.name, report, &lv));
   if (!lv)
     return Status::NotFound("logical volume " + options_.vg + "/" + LvNameFor(record.spec.name) + " of volume " +
                             record.spec.name + " is missing");
@@ -505,10 +505,12 @@ Status LvmBackend::Unstage(const VolumeRecord& record) {
 }
 
 Status LvmBackend::Check(const VolumeRecord& record) {
-  LvmReport report;
-  NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report));
+  // Shared, not copied: a start checks every volume (1000 copies of a
+  // report of 1000 LVs took 4.9 s under TCG: lvm_start_bench).
+  std::shared_ptr<const LvmReport> report;
+  NODEVOL_RETURN_IF_ERROR(lvm_->Kept(&report));
   const LvmLv* lv = nullptr;
-  NODEVOL_RETURN_IF_ERROR(FindLv(record.spec.name, &report, &lv));
+  NODEVOL_RETURN_IF_ERROR(FindLv(record.spec.name, *report, &lv));
   if (!lv)
     return Status::NotFound("logical volume " + options_.vg + "/" + LvNameFor(record.spec.name) + " is missing");
   return Status::Ok();

@@ -86,7 +86,7 @@ class LvmBackend : public Backend {
   // Our LV of `volume` in *lv (nullptr when there is none); FAILED_PRECONDITION
   // when an LV of that name exists but is not this volume's.
   // Also FAILED_PRECONDITION when it is another pool's (tag nodevol.io/pool=).
-  Status FindLv(const std::string& volume, LvmReport* report, const LvmLv** lv);
+  Status FindLv(const std::string& volume, const LvmReport& report, const LvmLv** lv);
   // Whether `lv` can be the work of `record`'s create: made after the
   // record was written. Only then may a create format it, or its undo
   // remove it.

@@ -52,7 +52,7 @@ Status LvmBackend::CreateSnapshot(const VolumeRecord& source, SnapshotRecord* sn
   LvmReport report;
   NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report, /*fresh=*/true));
   const LvmLv* origin = nullptr;
-  NODEVOL_RETURN_IF_ERROR(FindLv(source.spec.name, &report, &origin));
+  NODEVOL_RETURN_IF_ERROR(FindLv(source.spec.name, report, &origin));
   if (!origin)
     return Status::FailedPrecondition("volume " + source.spec.name + " has no logical volume " + options_.vg + "/" +
                                       LvNameFor(source.spec.name) + " (removed by hand?); nothing to snapshot");
@@ -141,8 +141,8 @@ Status LvmBackend::CreateFrom(VolumeRecord* record, const SnapshotRecord* snapsh
     NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report, /*fresh=*/true));
     const LvmLv* origin = nullptr;
     if (snapshot) NODEVOL_RETURN_IF_ERROR(FindSnapshotLv(snapshot->name, &report, &origin));
-    else NODEVOL_RETURN_IF_ERROR(FindLv(volume->spec.name, &report, &origin));
-    NODEVOL_RETURN_IF_ERROR(FindLv(name, &report, &lv));
+    else NODEVOL_RETURN_IF_ERROR(FindLv(volume->spec.name, report, &origin));
+    NODEVOL_RETURN_IF_ERROR(FindLv(name, report, &lv));
     if (lv && (!resumed || record->state != VolumeState::kCreating || !BegunByRecord(*record, *lv))) {
       record->attributes[kFoundNotMade] = lv->uuid;
       return NotMadeHere(name, *lv);
@@ -161,13 +161,13 @@ Status LvmBackend::CreateFrom(VolumeRecord* record, const SnapshotRecord* snapsh
         return MapLvmNoSpace(st);
       }
       NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report, /*fresh=*/true));
-      NODEVOL_RETURN_IF_ERROR(FindLv(name, &report, &lv));
+      NODEVOL_RETURN_IF_ERROR(FindLv(name, report, &lv));
       if (!lv) return Status::Internal("lvcreate made no LV " + options_.vg + "/" + lv_name);
     }
     if (lv->size < bytes) {
       NODEVOL_RETURN_IF_ERROR(MapLvmNoSpace(lvm_->Extend(options_.vg, lv->name, bytes)));
       NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report, /*fresh=*/true));
-      NODEVOL_RETURN_IF_ERROR(FindLv(name, &report, &lv));
+      NODEVOL_RETURN_IF_ERROR(FindLv(name, report, &lv));
       if (!lv) return Status::Internal("LV " + options_.vg + "/" + lv_name + " vanished while growing");
     }
   }

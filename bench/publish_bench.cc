@@ -51,6 +51,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -452,6 +453,7 @@ struct LevelResult {
   std::vector<double> pair_us, pub_us, unpub_us;  // sorted
   std::string error;
   long peak_rss_kb = 0;  // daemon only: max sampled VmRSS during the level
+  long threads_before = 0, peak_threads = 0, threads_made = 0;  // daemon only
   long hwm_kb = 0;       // daemon only: VmHWM right after the level
   double cpu_s = 0;      // CPU time used by the daemon (nodevold) or this process (baselines) during the level
   std::vector<double> handler_pub_us, handler_unpub_us;  // from the daemon log (info level)
@@ -708,11 +710,26 @@ LevelResult RunLevel(Ctx& c, Mode m, int clients, int iterations, bool timed = t
     if (ec) log_offset = 0;
     pid_t pid = c.sb->pid;
     sampler = std::thread([&, pid] {
+      const std::string task = "/proc/" + std::to_string(pid) + "/task";
+      std::set<std::string> before, seen;
+      std::error_code dec;
+      for (const auto& e : fs::directory_iterator(task, dec)) before.insert(e.path().filename().string());
       while (sampling) {
         long rss = ReadMem(pid).rss_kb;
         if (rss > peak) peak = rss;
+        // Threads of the daemon: at most how many at once, and how many
+        // came and went (a thread living less than 5 ms may be missed).
+        size_t now = 0;
+        for (const auto& e : fs::directory_iterator(task, dec)) {
+          ++now;
+          std::string tid = e.path().filename().string();
+          if (!before.count(tid)) seen.insert(tid);
+        }
+        r.peak_threads = std::max<long>(r.peak_threads, static_cast<long>(now));
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
       }
+      r.threads_before = static_cast<long>(before.size());
+      r.threads_made = static_cast<long>(seen.size());
     });
   }
 
@@ -865,6 +882,15 @@ void PrintReport(const Options& o, const Report& rep) {
   }
   out << "| idle after the load | ";
   row(rep.idle_after);
+
+  out << "\n## nodevold threads\n\nSampled every 5 ms during each level: threads before it, most at once, and "
+         "threads that appeared during it (made and, all but a few, ended again).\n\n"
+         "| mode | clients | before | most at once | made during the level |\n|---|---:|---:|---:|---:|\n";
+  for (const LevelResult& l : rep.results) {
+    if (l.peak_threads == 0) continue;
+    out << "| " << (l.mode == Mode::kCsi ? "nodevold CSI" : "nodevold") << " | " << l.clients << " | "
+        << l.threads_before << " | " << l.peak_threads << " | " << l.threads_made << " |\n";
+  }
 
   out << "\n## Goals\n\n";
   const LevelResult* d1 = Find(rep, Mode::kDaemon, 1);

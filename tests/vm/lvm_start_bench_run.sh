@@ -20,6 +20,11 @@ repo=$(cd "$here/../.." && pwd)
 if [[ ${1:-} == --guest ]]; then
   lvs=$2 starts=$3
   source "$VM_LIB"
+  # From the guest's own memory, as a node runs them from its disk: read
+  # over 9p page by page as they run, the binaries' start-up would stall
+  # the one emulated CPU for everything else (the lvm command included).
+  cp "$NODEVOLD" /tmp/nodevold && cp "$NODEVOLCTL" /tmp/nodevolctl
+  NODEVOLD=/tmp/nodevold NODEVOLCTL=/tmp/nodevolctl
   export DM_DISABLE_UDEV=1 LC_ALL=C
   disk=$(vm_disk lvm1)
   vm_step "VG nv on $disk with $lvs LVs of one extent, by vgcfgrestore"

@@ -225,9 +225,7 @@ Status Lvm::TakeReport(LvmReport* out, std::chrono::milliseconds max_age, bool f
 Lvm::Edit Lvm::AddLv(const std::string& vg, const std::string& lv, uint64_t bytes, const std::string& attr,
                      std::vector<std::string> tags, std::string pool_lv, std::string origin, bool takes_vg_space) {
   return [=](LvmReport* report) {
-    LvmVg* g = nullptr;
-    for (LvmVg& v : report->vgs)
-      if (v.name == vg) g = &v;
+    LvmVg* g = report->FindVg(vg);
     if (!g || report->FindLv(vg, lv) || !probe_) return false;
     LvmLv made;
     std::string vg_uuid;
@@ -323,12 +321,8 @@ Status Lvm::Extend(const std::string& vg, const std::string& lv, uint64_t bytes)
   // A volume's LV grows by what lvextend was asked; a thin pool (its
   // metadata may grow too) or anything else drops the cache.
   auto edit = [vg, lv, bytes](LvmReport* report) {
-    LvmLv* found = nullptr;
-    LvmVg* g = nullptr;
-    for (LvmLv& x : report->lvs)
-      if (x.vg == vg && x.name == lv) found = &x;
-    for (LvmVg& v : report->vgs)
-      if (v.name == vg) g = &v;
+    LvmLv* found = report->FindLv(vg, lv);
+    LvmVg* g = report->FindVg(vg);
     if (!found || !g || found->thin_pool() || !found->pool_lv.empty() && !found->thin_volume() ||
         found->size > bytes)
       return false;
@@ -372,9 +366,8 @@ Status Lvm::Remove(const std::string& vg, const std::string& lv, const std::stri
     const LvmLv gone = *it;
     report->lvs.erase(it);
     // Its extents go back to the VG, unless it lived in a thin pool.
-    if (!gone.thin_volume())
-      for (LvmVg& v : report->vgs)
-        if (v.name == gone.vg) v.free += gone.size;
+    LvmVg* g = report->FindVg(gone.vg);
+    if (g && !gone.thin_volume()) g->free += gone.size;
     for (LvmLv& x : report->lvs)
       if (x.vg == gone.vg && x.origin == gone.name) x.origin.clear();
     return true;

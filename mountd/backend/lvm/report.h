@@ -66,6 +66,13 @@ struct LvmReport {
 
   const LvmVg* FindVg(std::string_view name) const;
   const LvmLv* FindLv(std::string_view vg, std::string_view name) const;
+  // The same, to change the report (Lvm follows its own commands so).
+  LvmVg* FindVg(std::string_view name) {
+    return const_cast<LvmVg*>(static_cast<const LvmReport*>(this)->FindVg(name));
+  }
+  LvmLv* FindLv(std::string_view vg, std::string_view name) {
+    return const_cast<LvmLv*>(static_cast<const LvmReport*>(this)->FindLv(vg, name));
+  }
   // What removing `lv` would take along or break: its snapshots (thin or
   // thick) and a cache or writecache attached to it. Empty when nothing.
   // Thin snapshots nodevold made (kManagedTag) are not counted: in a thin

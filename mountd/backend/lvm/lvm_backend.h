@@ -103,7 +103,7 @@ class LvmBackend : public Backend {
   bool StagedAlready(const VolumeRecord& record) const;
   Status CheckFits(const LvmReport& report, uint64_t more_bytes);
   // Our LV of snapshot `name` in *lv (nullptr when none), like FindLv.
-  Status FindSnapshotLv(const std::string& name, LvmReport* report, const LvmLv** lv);
+  Status FindSnapshotLv(const std::string& name, const LvmReport& report, const LvmLv** lv);
   // FAILED_PRECONDITION naming why this pool takes no snapshots, or OK.
   Status SnapshotsAllowed() const;
   Status SetUpVolumeGroup();

@@ -29,10 +29,10 @@ Status LvmBackend::SnapshotsAllowed() const {
                                     "make volumes from them" + SnapshotHelp());
 }
 
-Status LvmBackend::FindSnapshotLv(const std::string& name, LvmReport* report, const LvmLv** lv) {
+Status LvmBackend::FindSnapshotLv(const std::string& name, const LvmReport& report, const LvmLv** lv) {
   *lv = nullptr;
   const std::string lv_name = SnapshotLvNameFor(name);
-  const LvmLv* found = report->FindLv(options_.vg, lv_name);
+  const LvmLv* found = report.FindLv(options_.vg, lv_name);
   if (!found) return Status::Ok();
   if (!found->HasTag(kManagedTag) || !found->HasTag(kSnapshotTagPrefix + name) ||
       !found->HasTag(kPoolTagPrefix + pool_))
@@ -57,7 +57,7 @@ Status LvmBackend::CreateSnapshot(const VolumeRecord& source, SnapshotRecord* sn
     return Status::FailedPrecondition("volume " + source.spec.name + " has no logical volume " + options_.vg + "/" +
                                       LvNameFor(source.spec.name) + " (removed by hand?); nothing to snapshot");
   const LvmLv* lv = nullptr;
-  NODEVOL_RETURN_IF_ERROR(FindSnapshotLv(name, &report, &lv));
+  NODEVOL_RETURN_IF_ERROR(FindSnapshotLv(name, report, &lv));
   if (lv) {
     // Only a retried create may take an LV it finds, and only one made
     // after its record was written.
@@ -90,7 +90,7 @@ Status LvmBackend::DeleteSnapshot(const SnapshotRecord& snapshot) {
   LvmReport report;
   NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report, /*fresh=*/true));
   const LvmLv* lv = nullptr;
-  if (Status st = FindSnapshotLv(name, &report, &lv); !st.ok()) {
+  if (Status st = FindSnapshotLv(name, report, &lv); !st.ok()) {
     spdlog::warn("pool {}: deleting snapshot {}: {}", pool_, name, st.message());
     return Status::Ok();
   }
@@ -117,10 +117,11 @@ Status LvmBackend::DeleteSnapshot(const SnapshotRecord& snapshot) {
 }
 
 Status LvmBackend::CheckSnapshot(const SnapshotRecord& snapshot) {
-  LvmReport report;
-  NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report));
+  // Shared, not copied, as Check: a start checks every snapshot.
+  std::shared_ptr<const LvmReport> report;
+  NODEVOL_RETURN_IF_ERROR(lvm_->Kept(&report));
   const LvmLv* lv = nullptr;
-  NODEVOL_RETURN_IF_ERROR(FindSnapshotLv(snapshot.name, &report, &lv));
+  NODEVOL_RETURN_IF_ERROR(FindSnapshotLv(snapshot.name, *report, &lv));
   if (!lv)
     return Status::NotFound("logical volume " + options_.vg + "/" + SnapshotLvNameFor(snapshot.name) +
                             " is missing");
@@ -140,7 +141,7 @@ Status LvmBackend::CreateFrom(VolumeRecord* record, const SnapshotRecord* snapsh
     std::lock_guard<std::mutex> l(allocate_mu_);
     NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report, /*fresh=*/true));
     const LvmLv* origin = nullptr;
-    if (snapshot) NODEVOL_RETURN_IF_ERROR(FindSnapshotLv(snapshot->name, &report, &origin));
+    if (snapshot) NODEVOL_RETURN_IF_ERROR(FindSnapshotLv(snapshot->name, report, &origin));
     else NODEVOL_RETURN_IF_ERROR(FindLv(volume->spec.name, report, &origin));
     NODEVOL_RETURN_IF_ERROR(FindLv(name, report, &lv));
     if (lv && (!resumed || record->state != VolumeState::kCreating || !BegunByRecord(*record, *lv))) {

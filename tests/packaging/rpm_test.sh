@@ -52,11 +52,13 @@ rpm -qp --qf '[%{FILEMODES:perms} %{FILENAMES}\n]' "$rpm" | awk '$1 !~ /^d/ && $
   sort >"$t/rpm.files"
 # The documented differences (packaging/rpm/README.md): Debian's unit dir
 # is /lib/systemd/system, RHEL's /usr/lib/systemd/system; changelog.gz
-# (changelog.Debian.gz for a non-native version) and copyright are Debian
-# policy files (the rpm has %changelog in its header and no license file).
+# (changelog.Debian.gz for a non-native version) is a Debian policy file
+# (the rpm has %changelog in its header); the licence is Debian's
+# doc/copyright and RHEL's licenses/<package>/LICENSE.
 deb_to_rpm() {
   sed -E -e 's# /lib/systemd/system/# /usr/lib/systemd/system/#' \
-         -e '\# /usr/share/doc/nodevol-node/(changelog(\.Debian)?\.gz|copyright)$#d'
+         -e '\# /usr/share/doc/nodevol-node/changelog(\.Debian)?\.gz$#d' \
+         -e 's# /usr/share/doc/nodevol-node/copyright$# /usr/share/licenses/nodevol-node/LICENSE#'
 }
 deb_to_rpm <"$t/deb.files" | sort >"$t/deb.mapped"
 if ! diff -u "$t/deb.mapped" "$t/rpm.files" >"$t/files.diff"; then
@@ -69,8 +71,8 @@ echo "ok: same $(wc -l <"$t/rpm.files") files and modes as the deb, unit dir and
 # Directories the rpm owns must be the package's own, and in the deb.
 rpm -qp --qf '[%{FILEMODES:perms} %{FILENAMES}\n]' "$rpm" | awk '$1 ~ /^d/ && $2 !~ "^/usr/lib/[.]build-id" { print $2 }' |
   sort >"$t/rpm.dirs"
-[[ $(cat "$t/rpm.dirs") == $'/etc/nodevol\n/usr/lib/nodevol\n/usr/share/doc/nodevol-node' ]] ||
-  fail "the rpm owns directories $(tr '\n' ' ' <"$t/rpm.dirs"), want /etc/nodevol /usr/lib/nodevol /usr/share/doc/nodevol-node"
+[[ $(cat "$t/rpm.dirs") == $'/etc/nodevol\n/usr/lib/nodevol\n/usr/share/doc/nodevol-node\n/usr/share/licenses/nodevol-node' ]] ||
+  fail "the rpm owns directories $(tr '\n' ' ' <"$t/rpm.dirs"), want /etc/nodevol /usr/lib/nodevol /usr/share/doc/nodevol-node /usr/share/licenses/nodevol-node"
 dpkg-deb --ctrl-tarfile "$deb" | tar -xOf - ./conffiles | sort >"$t/deb.conf"
 rpm -qcp "$rpm" | sort >"$t/rpm.conf"
 diff -u "$t/deb.conf" "$t/rpm.conf" || fail "config files differ (- deb conffiles, + rpm %config)"

@@ -2,6 +2,7 @@
 # Needs KUBECTL, K8S_WORK, K8S_NODE, K8S_PODS_ROOT, NODEVOL_K8S_FLEX_SOCKET
 # (from cluster-up) and NODEVOLD, NODEVOLCTL (from ctest).
 # K8S_NODEVOLD_LOG_LEVEL: nodevold_start's --log-level (default debug).
+# K8S_NODEVOLD_METRICS: nodevold_start's --metrics-address (default off).
 set -euo pipefail
 : "${KUBECTL:?run under tests/k8s/cluster-up}" "${NODEVOLD:?}" "${NODEVOLCTL:?}"
 source "$(dirname "${BASH_SOURCE[0]}")/versions.env"
@@ -45,7 +46,7 @@ nodevold_start() {
   nsenter --net="/run/netns/$K8S_NETNS" "$NODEVOLD" --config="$nv/nodevold.conf" \
     --socket="$NODEVOL_K8S_FLEX_SOCKET" --state-dir="$nv/state" --pods-root="$K8S_PODS_ROOT" \
     --node-name="$K8S_NODE" --pool="name=default,backend=dir,path=$nv/pool${K8S_POOL_EXTRA:-}" \
-    --metrics-address=off --log-target=stderr --log-level="${K8S_NODEVOLD_LOG_LEVEL:-debug}" "$@" >"$K8S_WORK/logs/nodevold.log" 2>&1 &
+    --metrics-address="${K8S_NODEVOLD_METRICS:-off}" --log-target=stderr --log-level="${K8S_NODEVOLD_LOG_LEVEL:-debug}" "$@" >"$K8S_WORK/logs/nodevold.log" 2>&1 &
   NODEVOLD_PID=$!
   CLEANUP_PIDS+=("$NODEVOLD_PID")
   for _ in $(seq 100); do ctl volume list >/dev/null 2>&1 && return 0; sleep 0.1; done

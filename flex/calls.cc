@@ -15,7 +15,7 @@ using Args = std::vector<std::string>;
 
 // Connects to nodevold; on failure fills *reply and returns null. The
 // client is never destroyed: the process ends with _exit right after its
-// answer, and tearing gRPC down first would add milliseconds to every call.
+// answer.
 Client* Connect(Reply* reply) {
   Config config;
   std::string error;
@@ -23,7 +23,7 @@ Client* Connect(Reply* reply) {
     *reply = Reply::Failure(error);
     return nullptr;
   }
-  // However gRPC behaves, the call ends soon after its deadline.
+  // However the daemon behaves, the call ends soon after its deadline.
   ArmWatchdog(config.timeout + std::chrono::seconds(1),
               "nodevol-flex gave up waiting for nodevold at " + config.socket +
                   "; check `systemctl status nodevold`");
@@ -41,7 +41,8 @@ Reply Mount(const Args& a) {
   std::string error;
   if (!ParseMountOptions(a[2], &o, &error)) return Reply::Failure(error);
 
-  v1::PublishRequest req;
+  v1::DoorRequest door;
+  v1::PublishRequest& req = *door.mutable_publish();
   if (o.inline_spec) {
     auto* in = req.mutable_inline_();
     in->set_pool(o.inline_spec->pool);
@@ -65,22 +66,23 @@ Reply Mount(const Args& a) {
   Reply reply;
   Client* client = Connect(&reply);
   if (!client) return reply;
-  v1::PublishResponse resp;
-  grpc::Status st = client->Call(&v1::Node::Stub::Publish, req, &resp);
-  if (!st.ok()) return Reply::Failure(client->Describe("publish", st));
-  return Reply::Success("volume " + resp.volume() + " published" + (o.read_only ? " read-only" : ""));
+  v1::DoorResponse resp;
+  if (!client->Call(door, &resp, &error)) return Reply::Failure("publish: " + error);
+  if (resp.code() != 0) return Reply::Failure(client->Describe("publish", resp));
+  return Reply::Success("volume " + resp.publish().volume() + " published" + (o.read_only ? " read-only" : ""));
 }
 
 Reply Unmount(const Args& a) {
   Reply reply;
   Client* client = Connect(&reply);
   if (!client) return reply;
-  v1::UnpublishRequest req;
-  req.set_target(a[1]);
-  v1::UnpublishResponse resp;
-  grpc::Status st = client->Call(&v1::Node::Stub::Unpublish, req, &resp);
-  if (!st.ok()) return Reply::Failure(client->Describe("unpublish", st));
-  return Reply::Success(resp.was_published() ? "unpublished" : "nothing was published there");
+  v1::DoorRequest req;
+  req.mutable_unpublish()->set_target(a[1]);
+  v1::DoorResponse resp;
+  std::string error;
+  if (!client->Call(req, &resp, &error)) return Reply::Failure("unpublish: " + error);
+  if (resp.code() != 0) return Reply::Failure(client->Describe("unpublish", resp));
+  return Reply::Success(resp.unpublish().was_published() ? "unpublished" : "nothing was published there");
 }
 
 // expandfs <json> <devicePath> <deviceMountPath> <newBytes> <oldBytes>:
@@ -98,21 +100,20 @@ Reply ExpandFs(const Args& a) {
   Client* client = Connect(&reply);
   if (!client) return reply;
   {
-    v1::GetVolumeRequest req;
-    req.set_name(volume);
-    v1::GetVolumeResponse resp;
-    grpc::Status st = client->Call(&v1::Node::Stub::GetVolume, req, &resp);
-    if (!st.ok()) return Reply::Failure(client->Describe("expand", st));
-    if (resp.volume().size_bytes() >= new_bytes)
-      return Reply::Success("volume " + volume + " already has " + std::to_string(resp.volume().size_bytes()) +
-                            " bytes");
+    v1::DoorRequest req;
+    req.mutable_get_volume()->set_name(volume);
+    v1::DoorResponse resp;
+    if (!client->Call(req, &resp, &error)) return Reply::Failure("expand: " + error);
+    if (resp.code() != 0) return Reply::Failure(client->Describe("expand", resp));
+    uint64_t has = resp.get_volume().volume().size_bytes();
+    if (has >= new_bytes) return Reply::Success("volume " + volume + " already has " + std::to_string(has) + " bytes");
   }
-  v1::ExpandVolumeRequest req;
-  req.set_name(volume);
-  req.set_size_bytes(new_bytes);
-  v1::ExpandVolumeResponse resp;
-  grpc::Status st = client->Call(&v1::Node::Stub::ExpandVolume, req, &resp);
-  if (!st.ok()) return Reply::Failure(client->Describe("expand", st));
+  v1::DoorRequest req;
+  req.mutable_expand_volume()->set_name(volume);
+  req.mutable_expand_volume()->set_size_bytes(new_bytes);
+  v1::DoorResponse resp;
+  if (!client->Call(req, &resp, &error)) return Reply::Failure("expand: " + error);
+  if (resp.code() != 0) return Reply::Failure(client->Describe("expand", resp));
   return Reply::Success("volume " + volume + " expanded to " + std::to_string(new_bytes) + " bytes");
 }
 

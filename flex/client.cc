@@ -1,80 +1,131 @@
 #include "client.h"
 
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <thread>
+
+#include "base/frame.h"
 
 namespace nodevol::flex {
 namespace {
+
+using Clock = std::chrono::steady_clock;
 
 std::string Seconds(std::chrono::milliseconds d) {
   if (d.count() % 1000 == 0) return std::to_string(d.count() / 1000) + "s";
   return std::to_string(d.count()) + "ms";
 }
 
-const char* CodeName(grpc::StatusCode code) {
+const char* CodeName(int code) {
   switch (code) {
-    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
-    case grpc::StatusCode::NOT_FOUND: return "NOT_FOUND";
-    case grpc::StatusCode::ALREADY_EXISTS: return "ALREADY_EXISTS";
-    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
-    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
-    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
-    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
-    case grpc::StatusCode::INTERNAL: return "INTERNAL";
-    case grpc::StatusCode::UNIMPLEMENTED: return "UNIMPLEMENTED";
-    case grpc::StatusCode::PERMISSION_DENIED: return "PERMISSION_DENIED";
+    case 1: return "CANCELLED";
+    case 3: return "INVALID_ARGUMENT";
+    case 4: return "DEADLINE_EXCEEDED";
+    case 5: return "NOT_FOUND";
+    case 6: return "ALREADY_EXISTS";
+    case 7: return "PERMISSION_DENIED";
+    case 8: return "RESOURCE_EXHAUSTED";
+    case 9: return "FAILED_PRECONDITION";
+    case 10: return "ABORTED";
+    case 12: return "UNIMPLEMENTED";
+    case 13: return "INTERNAL";
+    case 14: return "UNAVAILABLE";
     default: return "UNKNOWN";
   }
+}
+
+std::chrono::milliseconds Left(Clock::time_point deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  return std::max(left, std::chrono::milliseconds(1));
 }
 
 }  // namespace
 
 Client::Client(const Config& config)
-    : config_(config), deadline_(std::chrono::system_clock::now() + config.timeout) {
-  grpc::ChannelArguments args;
-  // Retry the socket quickly while nodevold restarts, not after seconds.
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
-  channel_ = grpc::CreateCustomChannel("unix:" + config_.socket, grpc::InsecureChannelCredentials(), args);
-  stub_ = v1::Node::NewStub(channel_);
-}
+    : config_(config), door_(config.socket + ".flex"), deadline_(Clock::now() + config.timeout) {}
 
 bool Client::Connect(std::string* error) {
-  auto connect_deadline = std::min(deadline_, std::chrono::system_clock::now() + config_.connect_timeout);
-  if (channel_->WaitForConnected(connect_deadline)) return true;
-  *error = Unreachable();
+  struct sockaddr_un addr = {};
+  addr.sun_family = AF_UNIX;
+  if (door_.size() >= sizeof addr.sun_path) {
+    *error = "socket path " + door_ + " is too long for a unix socket";
+    return false;
+  }
+  std::memcpy(addr.sun_path, door_.c_str(), door_.size() + 1);
+  auto give_up = std::min(deadline_, Clock::now() + config_.connect_timeout);
+  int err = 0;
+  for (;;) {
+    fd_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (fd_.get() < 0) {
+      *error = std::string("cannot make a socket: ") + std::strerror(errno);
+      return false;
+    }
+    if (::connect(fd_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) return true;
+    err = errno;
+    // Missing or refused: nodevold may be restarting; try again shortly.
+    if ((err != ENOENT && err != ECONNREFUSED && err != EAGAIN) || Clock::now() + std::chrono::milliseconds(100) > give_up)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  fd_.reset();
+  *error = Unreachable(err);
   return false;
 }
 
+bool Client::Call(v1::DoorRequest request, v1::DoorResponse* response, std::string* error) {
+  auto left = Left(deadline_);
+  request.set_timeout_ms(static_cast<uint32_t>(left.count()));
+  struct timeval tv = {static_cast<time_t>(left.count() / 1000), static_cast<suseconds_t>(left.count() % 1000 * 1000)};
+  ::setsockopt(fd_.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd_.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  std::string bytes;
+  request.SerializeToString(&bytes);
+  FrameResult r = WriteFrame(fd_.get(), bytes);
+  if (r == FrameResult::kOk) r = ReadFrame(fd_.get(), kMaxFrame, &bytes);
+  if (r == FrameResult::kTimeout || (r != FrameResult::kOk && Clock::now() >= deadline_)) {
+    *error = "nodevold at " + config_.socket + " did not answer within " + Seconds(config_.timeout) +
+             "; check `systemctl status nodevold` and its journal";
+    return false;
+  }
+  if (r != FrameResult::kOk) {
+    *error = "nodevold at " + door_ + " closed the connection without an answer" +
+             (r == FrameResult::kTooLarge ? std::string(" (answer too large)") : "") +
+             "; if it is down, check `systemctl status nodevold`";
+    return false;
+  }
+  if (!response->ParseFromString(bytes)) {
+    *error = "nodevold at " + door_ + " answered something that is not a DoorResponse; is it older than the driver?";
+    return false;
+  }
+  return true;
+}
+
 // Says why the socket does not accept, as far as the driver can see.
-std::string Client::Unreachable() const {
+std::string Client::Unreachable(int err) const {
   std::string why;
   struct stat st;
-  if (::stat(config_.socket.c_str(), &st) != 0) {
+  if (::stat(door_.c_str(), &st) != 0) {
     why = errno == ENOENT ? "the socket does not exist" : std::string("cannot stat the socket: ") + std::strerror(errno);
   } else if (!S_ISSOCK(st.st_mode)) {
     why = "it is not a socket";
-  } else if (::access(config_.socket.c_str(), R_OK | W_OK) != 0) {
+  } else if (err == EACCES || ::access(door_.c_str(), R_OK | W_OK) != 0) {
     why = "permission denied (the driver must run as root)";
   } else {
     why = "nobody accepts connections on it";
   }
-  return "nodevold is not reachable at " + config_.socket + " (" + why + ", waited " +
-         Seconds(config_.connect_timeout) + "); check `systemctl status nodevold`";
+  return "nodevold is not reachable at " + door_ + " (" + why + ", waited " + Seconds(config_.connect_timeout) +
+         "); check `systemctl status nodevold`";
 }
 
-std::string Client::Describe(std::string_view what, const grpc::Status& status) const {
-  std::string text = std::string(what) + ": ";
-  if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && std::chrono::system_clock::now() >= deadline_)
-    return text + "nodevold at " + config_.socket + " did not answer within " + Seconds(config_.timeout) +
-           "; check `systemctl status nodevold` and its journal";
-  text += status.error_message() + " (" + CodeName(status.error_code()) + ")";
+std::string Client::Describe(std::string_view what, const v1::DoorResponse& response) const {
+  std::string text = std::string(what) + ": " + response.message() + " (" + CodeName(response.code()) + ")";
   // Either the daemon went away mid-call or a backend it needs is down.
-  if (status.error_code() == grpc::StatusCode::UNAVAILABLE)
+  if (response.code() == 14)
     text += "; if nodevold at " + config_.socket + " is down, check `systemctl status nodevold`";
   return text;
 }

@@ -1,4 +1,7 @@
-// Client: nodevold's Node API for the duration of one driver call.
+// Client: nodevold's flex door (proto/nodevol/v1/flex_door.proto) for the
+// duration of one driver call: the Node API's messages over
+// "<socket>.flex", without gRPC, whose start-up was most of the driver's
+// time.
 //
 // Every request shares one deadline (Config::timeout from construction), so
 // a call never outlives it however the daemon behaves. A daemon that does
@@ -6,15 +9,13 @@
 // the socket and what to check.
 #pragma once
 
-#include <grpcpp/grpcpp.h>
-
 #include <chrono>
-#include <memory>
 #include <string>
 #include <string_view>
 
+#include "base/unique_fd.h"
 #include "config.h"
-#include "nodevol/v1/node.grpc.pb.h"
+#include "nodevol/v1/flex_door.pb.h"
 
 namespace nodevol::flex {
 
@@ -22,28 +23,25 @@ class Client {
  public:
   explicit Client(const Config& config);
 
-  // Waits until the socket accepts; false with a message otherwise.
+  // Connects, retrying while nodevold (re)starts, up to connect_timeout;
+  // false with a message otherwise.
   bool Connect(std::string* error);
 
-  // One RPC under the call's deadline, e.g. Call(&v1::Node::Stub::Publish, req, &resp).
-  template <typename Request, typename Response>
-  grpc::Status Call(grpc::Status (v1::Node::Stub::*rpc)(grpc::ClientContext*, const Request&, Response*),
-                    const Request& request, Response* response) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(deadline_);
-    return (stub_.get()->*rpc)(&ctx, request, response);
-  }
-  // "<what>: <the daemon's message> (<CODE>)", or for transport failures a
-  // message naming the socket and the deadline.
-  std::string Describe(std::string_view what, const grpc::Status& status) const;
+  // One request under the call's deadline. False with *error (naming the
+  // socket) when no answer came; true otherwise, the daemon's status in
+  // response->code().
+  bool Call(v1::DoorRequest request, v1::DoorResponse* response, std::string* error);
+
+  // "<what>: <the daemon's message> (<CODE>)".
+  std::string Describe(std::string_view what, const v1::DoorResponse& response) const;
 
  private:
-  std::string Unreachable() const;
+  std::string Unreachable(int err) const;
 
   Config config_;
-  std::chrono::system_clock::time_point deadline_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::Node::Stub> stub_;
+  std::string door_;
+  std::chrono::steady_clock::time_point deadline_;
+  UniqueFd fd_;
 };
 
 }  // namespace nodevol::flex

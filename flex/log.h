@@ -9,7 +9,7 @@
 
 namespace nodevol::flex {
 
-// Opens the log (ident "nodevol-flex") and routes gRPC's own logging to it.
+// Opens the log (ident "nodevol-flex").
 void OpenLog();
 void LogInfo(const std::string& message);
 void LogError(const std::string& message);

@@ -28,6 +28,7 @@
 #include "mount/target.h"
 #include "node/capacity_monitor.h"
 #include "node/node.h"
+#include "server/flex_door.h"
 #include "server/node_service.h"
 #include "server/tcp_relay.h"
 #include "server/tls_credentials.h"
@@ -166,6 +167,15 @@ int Run(const Config& c) {
   if (!server) return Fail(Status::Unavailable("cannot listen on unix socket " + c.socket));
   if (::chmod(c.socket.c_str(), 0600) != 0) return Fail(Status::FromErrno("chmod " + c.socket, errno));
 
+  // The FlexVolume driver's door (server/flex_door.h): the same calls
+  // without gRPC, next to the Node API socket.
+  NodeService flex_service(&node, &capacity, &registry, c.node_name, c.heartbeat_seconds,
+                           NodeService::Listener::kFlex);
+  FlexDoor door(&flex_service);
+  const std::string door_socket = c.socket + ".flex";
+  if (st = PrepareSocket(door_socket); !st.ok()) return Fail(st);
+  if (st = door.Start({door_socket}); !st.ok()) return Fail(st);
+
   // The TCP listener for the provisioner is a server of its own: gRPC binds
   // a service to a server, not to a port, and this one's NodeService
   // refuses the local-only methods.
@@ -272,11 +282,13 @@ int Run(const Config& c) {
   remote_service.Shutdown();
   capacity.Stop();
   auto grace = std::chrono::steady_clock::now() + std::chrono::seconds(c.shutdown_grace_seconds);
-  if (!service.WaitIdle(grace) || !remote_service.WaitIdle(grace) || !csi_calls.WaitIdle(grace))
+  if (!service.WaitIdle(grace) || !remote_service.WaitIdle(grace) || !flex_service.WaitIdle(grace) ||
+      !csi_calls.WaitIdle(grace))
     spdlog::warn("operations still running after {} s; stopping anyway", c.shutdown_grace_seconds);
   // Nothing is running now: cancel whatever arrives meanwhile instead of
   // waiting for idle client connections to close.
   relay.Stop();
+  door.Stop(std::chrono::steady_clock::now() + std::chrono::seconds(1));
   if (remote_server) remote_server->Shutdown(std::chrono::system_clock::now());
   server->Shutdown(std::chrono::system_clock::now());
   if (csi_server) csi_server->Shutdown(std::chrono::system_clock::now());

@@ -76,10 +76,10 @@ NodeService::NodeService(Node* node, CapacityMonitor* capacity, metrics::Registr
                          unsigned default_heartbeat_seconds, Listener listener)
     : node_(node), capacity_(capacity), metrics_(metrics), node_name_(std::move(node_name)),
       heartbeat_seconds_(default_heartbeat_seconds), listener_(listener),
-      calls_(metrics, listener == Listener::kRemote ? "tcp" : "") {}
+      calls_(metrics, listener == Listener::kRemote ? "tcp" : listener == Listener::kFlex ? "flex" : "") {}
 
 Status NodeService::LocalOnly(const char* method) const {
-  if (listener_ == Listener::kLocal) return Status::Ok();
+  if (listener_ != Listener::kRemote) return Status::Ok();
   return Status::PermissionDenied(std::string(method) +
                                   " is only served on nodevold's local unix socket, not over TCP: what is mounted "
                                   "under kubelet's pods directory is decided on the node");
@@ -252,6 +252,12 @@ grpc::Status NodeService::ListSnapshots(grpc::ServerContext*, const v1::ListSnap
 }
 
 grpc::Status NodeService::Publish(grpc::ServerContext* ctx, const v1::PublishRequest* req, v1::PublishResponse* resp) {
+  return Publish(*req, ctx->deadline(), resp);
+}
+
+grpc::Status NodeService::Publish(const v1::PublishRequest& request, std::chrono::system_clock::time_point deadline,
+                                  v1::PublishResponse* resp) {
+  const v1::PublishRequest* req = &request;
   std::string label = req->has_inline_() ? "(inline)" : req->volume();
   return Run("Publish", label, req->target(), [&] {
     NODEVOL_RETURN_IF_ERROR(LocalOnly("Publish"));
@@ -268,7 +274,7 @@ grpc::Status NodeService::Publish(grpc::ServerContext* ctx, const v1::PublishReq
     a.pod = {req->pod().uid(), req->pod().name(), req->pod().namespace_(), req->pod().service_account()};
     a.pool = req->pool();
     a.block = req->block();
-    a.deadline = ctx->deadline();
+    a.deadline = deadline;
     std::string volume, target;
     NODEVOL_RETURN_IF_ERROR(node_->Publish(a, &volume, &target));
     if (a.inline_spec) capacity_->Poke();

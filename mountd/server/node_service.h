@@ -7,6 +7,10 @@
 // TCP (mutual TLS) listener only the provisioner's, and answers Publish,
 // Unpublish and GetVolumeStats with PERMISSION_DENIED, because what gets
 // mounted under kubelet's pods directory is decided on the node itself.
+// The flex door (server/flex_door.h) has one of its own (kFlex: every
+// method, logged via=flex) and calls it without a ServerContext: Publish
+// through the overload that takes the driver's deadline, Unpublish,
+// GetVolume and ExpandVolume with a null context, which they never read.
 #pragma once
 
 #include <atomic>
@@ -26,7 +30,7 @@ inline constexpr char kProbeMetadata[] = "nodevol-probe";
 
 class NodeService final : public v1::Node::Service {
  public:
-  enum class Listener { kLocal, kRemote };
+  enum class Listener { kLocal, kRemote, kFlex };
 
   NodeService(Node* node, CapacityMonitor* capacity, metrics::Registry* metrics, std::string node_name,
               unsigned default_heartbeat_seconds, Listener listener = Listener::kLocal);
@@ -48,6 +52,8 @@ class NodeService final : public v1::Node::Service {
   grpc::Status ListSnapshots(grpc::ServerContext*, const v1::ListSnapshotsRequest*,
                              v1::ListSnapshotsResponse*) override;
   grpc::Status Publish(grpc::ServerContext*, const v1::PublishRequest*, v1::PublishResponse*) override;
+  grpc::Status Publish(const v1::PublishRequest& req, std::chrono::system_clock::time_point deadline,
+                       v1::PublishResponse* resp);
   grpc::Status Unpublish(grpc::ServerContext*, const v1::UnpublishRequest*, v1::UnpublishResponse*) override;
   grpc::Status GetVolumeStats(grpc::ServerContext*, const v1::GetVolumeStatsRequest*,
                               v1::GetVolumeStatsResponse*) override;

@@ -135,8 +135,11 @@ TEST_F(FlexDaemonDownTest, StoppedDaemonFailsFastNamingTheSocket) {
 }
 
 // A listening socket whose connections are queued by the kernel but never
-// accepted: connect succeeds, no answer ever comes. Returns its fd.
-int SilentSocket(const std::string& path) {
+// accepted: connect succeeds, no answer ever comes. It is made where the
+// driver dials for a daemon socket of `path`: the flex door, "<path>.flex".
+// Returns its fd.
+int SilentSocket(std::string path) {
+  path += ".flex";
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;

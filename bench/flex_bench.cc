@@ -14,7 +14,11 @@
 // and a floor: fork+exec of /bin/true through the same path. Prints a
 // Markdown table with p50/p99 and the reference/nodevol ratio.
 //
-//   sudo build/bench/flex_bench [--iterations=N] [--keep-sandbox]
+//   sudo build/bench/flex_bench [--iterations=N] [--keep-sandbox] [--also=PATH]
+//
+// --also=PATH: another nodevol-flex binary (e.g. a previous build), run in
+// the same rounds against the same daemon and reported in extra rows: a
+// before/after in one run, under the same background load.
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -107,11 +111,13 @@ void ExpectSuccess(const std::string& what, const std::string& out) {
 int main(int argc, char** argv) {
   int iterations = 300;
   bool keep = false;
+  std::string also;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a.starts_with("--iterations=")) iterations = std::atoi(a.c_str() + 13);
     else if (a == "--keep-sandbox") keep = true;
-    else Die("usage: flex_bench [--iterations=N] [--keep-sandbox]");
+    else if (a.starts_with("--also=")) also = a.substr(7);
+    else Die("usage: flex_bench [--iterations=N] [--keep-sandbox] [--also=PATH]");
   }
   if (iterations < 10) Die("--iterations must be at least 10");
   if (::geteuid() != 0) Die("must run as root (real mounts)");
@@ -167,6 +173,7 @@ int main(int argc, char** argv) {
       {"nodevol-flex", NODEVOL_FLEX_PATH, "{" + kubelet_keys + R"(,"volume":"bench"})", {}, {}},
       {"reference (bash+jq)", REFERENCE_FLEX_PATH, "{" + kubelet_keys + R"(,"source":")" + source + "\"}", {}, {}},
   };
+  if (!also.empty()) drivers.push_back({also, also, drivers[0].json, {}, {}});
   std::vector<std::string> env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "NODEVOL_FLEX_SOCKET=" + socket,
                                    "NODEVOL_FLEX_CONFIG=/nonexistent"};
   Series floor;
@@ -194,6 +201,10 @@ int main(int argc, char** argv) {
   };
   row("init", drivers[0].init, drivers[1].init);
   row("mount+unmount", drivers[0].pair, drivers[1].pair);
+  if (drivers.size() > 2) {
+    row(("init, " + also).c_str(), drivers[2].init, drivers[1].init);
+    row(("mount+unmount, " + also).c_str(), drivers[2].pair, drivers[1].pair);
+  }
   std::printf("| floor: fork+exec of /bin/true | %s | %s | | | |\n", Ms(floor.Pct(0.5)).c_str(),
               Ms(floor.Pct(0.99)).c_str());
 

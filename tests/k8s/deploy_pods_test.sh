@@ -41,15 +41,10 @@ image=registry.local/nodevol/provisioner
 tls=$K8S_WORK/tls
 make_tls "$tls" "$K8S_NODE"
 node_ip=$(k get node "$K8S_NODE" -o jsonpath='{.status.addresses[?(@.type=="InternalIP")].address}')
-ctr_() { ctr --address "$K8S_WORK/containerd/containerd.sock" --namespace k8s.io "$@"; }
 kn() { k -n "$NS" "$@"; }
 
 step "image: build-oci, imported into the node's containerd"
-"$repo/packaging/image/build-oci" --binary "$NODEVOL_PROVISIONER" --version "$tag" \
-  --out "$K8S_WORK/provisioner.oci.tar" >"$K8S_WORK/logs/build-oci.log" 2>&1 \
-  || { cat "$K8S_WORK/logs/build-oci.log" >&2; fail "build-oci"; }
-ctr_ images import "$K8S_WORK/provisioner.oci.tar" >>"$K8S_WORK/logs/ctr.log" 2>&1 || fail "ctr images import"
-ctr_ images ls -q | grep -x "$image:$tag" >/dev/null || fail "$image:$tag not in containerd after the import"
+provisioner_image "$tag"
 
 step "nodevold: dir pool \"default\", TLS on $node_ip:9809"
 nodevold_start --tls-listen="$node_ip:9809" --tls-ca="$tls/ca.crt" --tls-cert="$tls/node.crt" --tls-key="$tls/node.key"

@@ -25,11 +25,9 @@ chart=$repo/deploy/helm/nodevol
 helm_bin=$("$(dirname "$0")/build-helm" --check) || { echo "helm not built: run tests/k8s/build-helm"; exit 77; }
 NS=nodevol-system
 tag=test
-image=registry.local/nodevol/provisioner
 tls=$K8S_WORK/tls
 make_tls "$tls" "$K8S_NODE"
 node_ip=$(k get node "$K8S_NODE" -o jsonpath='{.status.addresses[?(@.type=="InternalIP")].address}')
-ctr_() { ctr --address "$K8S_WORK/containerd/containerd.sock" --namespace k8s.io "$@"; }
 kn() { k -n "$NS" "$@"; }
 export HELM_CACHE_HOME=$K8S_WORK/helm/cache HELM_CONFIG_HOME=$K8S_WORK/helm/config HELM_DATA_HOME=$K8S_WORK/helm/data
 helm() { nsenter --net="/run/netns/$K8S_NETNS" "$helm_bin" --kubeconfig "$K8S_WORK/admin.kubeconfig" "$@"; }
@@ -42,10 +40,7 @@ pfail() {
 }
 
 step "image: build-oci, imported into the node's containerd"
-"$repo/packaging/image/build-oci" --binary "$NODEVOL_PROVISIONER" --version "$tag" \
-  --out "$K8S_WORK/provisioner.oci.tar" >"$K8S_WORK/logs/build-oci.log" 2>&1 \
-  || { cat "$K8S_WORK/logs/build-oci.log" >&2; fail "build-oci"; }
-ctr_ images import "$K8S_WORK/provisioner.oci.tar" >>"$K8S_WORK/logs/ctr.log" 2>&1 || fail "ctr images import"
+provisioner_image "$tag"
 
 step "nodevold: dir pool \"default\", TLS on $node_ip:9809; the node labelled"
 nodevold_start --tls-listen="$node_ip:9809" --tls-ca="$tls/ca.crt" --tls-cert="$tls/node.crt" --tls-key="$tls/node.key"

@@ -194,3 +194,18 @@ YAML
 
 # bound NAME [SECONDS]: waits until claim NAME is Bound (default 60 s).
 bound() { k wait --for=jsonpath='{.status.phase}'=Bound "pvc/$1" --timeout="${2:-60}s" >/dev/null; }
+
+# ctr_ ARGS: ctr on the node's containerd, in kubelet's namespace.
+ctr_() { ctr --address "$K8S_WORK/containerd/containerd.sock" --namespace k8s.io "$@"; }
+
+# provisioner_image TAG: packaging/image/build-oci of NODEVOL_PROVISIONER as
+# registry.local/nodevol/provisioner:TAG, imported into the node's
+# containerd (pods use it with imagePullPolicy Never).
+provisioner_image() {
+  local ref=registry.local/nodevol/provisioner:$1
+  "$(dirname "${BASH_SOURCE[0]}")/../../packaging/image/build-oci" --binary "$NODEVOL_PROVISIONER" --version "$1" \
+    --out "$K8S_WORK/provisioner.oci.tar" >"$K8S_WORK/logs/build-oci.log" 2>&1 \
+    || { cat "$K8S_WORK/logs/build-oci.log" >&2; fail "build-oci"; }
+  ctr_ images import "$K8S_WORK/provisioner.oci.tar" >>"$K8S_WORK/logs/ctr.log" 2>&1 || fail "ctr images import"
+  ctr_ images ls -q | grep -x "$ref" >/dev/null || fail "$ref not in containerd after the import"
+}

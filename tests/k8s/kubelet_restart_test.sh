@@ -37,10 +37,16 @@ k wait --for=condition=Ready pod/b --timeout=120s >/dev/null || fail "b not Read
 [[ $(k exec b -- cat /data/f) == from-b ]] || fail "b cannot read its file"
 
 # Look only once kubelet's own figures say it has acted on pod a: the
-# restarted kubelet reconstructed a's volumes from the disk (its nodevol
-# volume and its token: 2) and holds both pods' nodevol volumes as desired
-# and as mounted. A kubelet that meant to tear a's volume down would have
-# started by then; looking earlier would prove nothing.
+# restarted kubelet holds both pods' nodevol volumes as desired and as
+# mounted. A kubelet that meant to tear a's volume down would have started
+# by then; looking earlier would prove nothing. Usually it gets a's
+# volume into its actual state by reconstruction from the pods directory
+# (reconstruct_volume_operations_total: a's nodevol volume and its token);
+# one clean-clone CI run showed reconstructed 0 with both volumes desired
+# and mounted and no second Publish, i.e. a SetUp that found the mount
+# point and called no driver (FlexVolume's SetUpAt returns early there).
+# Either way a's
+# mount must be the same one and nothing unpublished, checked below.
 kubelet_metric() {  # NAME{LABELS}: its value on the restarted kubelet
   k get --raw "/api/v1/nodes/$K8S_NODE/proxy/metrics" 2>/dev/null | awk -v m="$1" 'index($0, m " ") == 1 {print $2}'
 }
@@ -49,13 +55,13 @@ for _ in $(seq 120); do
   rec=$(kubelet_metric reconstruct_volume_operations_total)
   dsw=$(kubelet_metric "${vm_total}\"desired_state_of_world\"}")
   asw=$(kubelet_metric "${vm_total}\"actual_state_of_world\"}")
-  ((${rec:-0} >= 2 && ${dsw:-0} == 2 && ${asw:-0} == 2)) && break
+  ((${dsw:-0} == 2 && ${asw:-0} == 2)) && break
   sleep 0.5
 done
-((${rec:-0} >= 2 && ${dsw:-0} == 2 && ${asw:-0} == 2)) ||
-  fail "kubelet never showed a's volumes reconstructed and both pods' nodevol volumes desired and mounted (reconstructed ${rec:-?}, desired ${dsw:-?}, actual ${asw:-?})"
+((${dsw:-0} == 2 && ${asw:-0} == 2)) ||
+  fail "kubelet never showed both pods' nodevol volumes desired and mounted (reconstructed ${rec:-?}, desired ${dsw:-?}, actual ${asw:-?})"
 [[ $(kubelet_metric reconstruct_volume_operations_errors_total) == 0 ]] || fail "kubelet failed to reconstruct a volume after its restart"
-step "kubelet reconstructed $rec volumes; desired and actual state hold both nodevol volumes"
+step "kubelet reconstructed ${rec:-0} volumes; desired and actual state hold both nodevol volumes"
 step "pod a's volume untouched"
 [[ $(mount_id "$target_a") == "$id_before" ]] || fail "a's mount changed or vanished across the kubelet restart ($id_before -> $(mount_id "$target_a"))"
 [[ $(k get pod a -o jsonpath='{.status.phase}') == Running ]] || fail "a no longer Running"

@@ -45,8 +45,8 @@ k wait --for=condition=Ready pod/b --timeout=120s >/dev/null || fail "b not Read
 # one clean-clone CI run showed reconstructed 0 with both volumes desired
 # and mounted and no second Publish, i.e. a SetUp that found the mount
 # point and called no driver (FlexVolume's SetUpAt returns early there).
-# Either way a's
-# mount must be the same one and nothing unpublished, checked below.
+# Either way a's mount must be the same one and nothing unpublished,
+# checked below.
 kubelet_metric() {  # NAME{LABELS}: its value on the restarted kubelet
   k get --raw "/api/v1/nodes/$K8S_NODE/proxy/metrics" 2>/dev/null | awk -v m="$1" 'index($0, m " ") == 1 {print $2}'
 }

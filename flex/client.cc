@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "base/frame.h"
+#include "base/status.h"
 
 namespace nodevol::flex {
 namespace {
@@ -19,24 +20,6 @@ using Clock = std::chrono::steady_clock;
 std::string Seconds(std::chrono::milliseconds d) {
   if (d.count() % 1000 == 0) return std::to_string(d.count() / 1000) + "s";
   return std::to_string(d.count()) + "ms";
-}
-
-const char* CodeName(int code) {
-  switch (code) {
-    case 1: return "CANCELLED";
-    case 3: return "INVALID_ARGUMENT";
-    case 4: return "DEADLINE_EXCEEDED";
-    case 5: return "NOT_FOUND";
-    case 6: return "ALREADY_EXISTS";
-    case 7: return "PERMISSION_DENIED";
-    case 8: return "RESOURCE_EXHAUSTED";
-    case 9: return "FAILED_PRECONDITION";
-    case 10: return "ABORTED";
-    case 12: return "UNIMPLEMENTED";
-    case 13: return "INTERNAL";
-    case 14: return "UNAVAILABLE";
-    default: return "UNKNOWN";
-  }
 }
 
 std::chrono::milliseconds Left(Clock::time_point deadline) {
@@ -123,9 +106,11 @@ std::string Client::Unreachable(int err) const {
 }
 
 std::string Client::Describe(std::string_view what, const v1::DoorResponse& response) const {
-  std::string text = std::string(what) + ": " + response.message() + " (" + CodeName(response.code()) + ")";
+  // Status's codes are gRPC's, number for number.
+  Status status(static_cast<Status::Code>(response.code()), response.message());
+  std::string text = std::string(what) + ": " + status.message() + " (" + std::string(status.code_name()) + ")";
   // Either the daemon went away mid-call or a backend it needs is down.
-  if (response.code() == 14)
+  if (status.code() == Status::Code::kUnavailable)
     text += "; if nodevold at " + config_.socket + " is down, check `systemctl status nodevold`";
   return text;
 }

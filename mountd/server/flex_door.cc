@@ -37,6 +37,22 @@ void Answer(int fd, const v1::DoorResponse& resp) {
   WriteFrame(fd, bytes);
 }
 
+// Answers, then waits (at most a second, reading at most 1 MiB) for the
+// peer to close: closing at once would drop a request still on its way
+// and reset the connection, so the peer could fail to send before it
+// reads the answer (seen under load).
+void AnswerAndClose(int fd, const v1::DoorResponse& resp) {
+  Answer(fd, resp);
+  ::shutdown(fd, SHUT_WR);
+  SetTimeouts(fd, std::chrono::seconds(1));
+  char buf[4096];
+  for (size_t read = 0; read < kMaxFrame;) {
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    read += static_cast<size_t>(n);
+  }
+}
+
 v1::DoorResponse Refusal(Status::Code code, std::string message) {
   v1::DoorResponse r;
   r.set_code(static_cast<int>(code));
@@ -137,7 +153,7 @@ struct FlexDoor::Impl {
     socklen_t len = sizeof cred;
     if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.uid != 0) {
       spdlog::warn("flex door: refused a connection from uid {} pid {}: only root may call", cred.uid, cred.pid);
-      Answer(fd, Refusal(Status::Code::kPermissionDenied, "only root may call nodevold's flex door"));
+      AnswerAndClose(fd, Refusal(Status::Code::kPermissionDenied, "only root may call nodevold's flex door"));
       return;
     }
     for (;;) {
@@ -145,7 +161,7 @@ struct FlexDoor::Impl {
       switch (ReadFrame(fd, kMaxFrame, &bytes)) {
         case FrameResult::kOk: break;
         case FrameResult::kTooLarge:
-          Answer(fd, Refusal(Status::Code::kInvalidArgument, "request larger than 1 MiB"));
+          AnswerAndClose(fd, Refusal(Status::Code::kInvalidArgument, "request larger than 1 MiB"));
           return;
         default: return;  // closed, idle past the timeout, or broken
       }

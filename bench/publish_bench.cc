@@ -8,10 +8,13 @@
 // one gRPC channel per client. Baselines, same levels and target layout:
 //   raw          mount(2) MS_BIND (+ MS_REMOUNT|MS_RDONLY with --read-only)
 //                and umount2(2), nothing else;
-//   raw+state    the same syscalls plus the durable state writes nodevold
-//                makes for a pair (three publication records written with
-//                fsync + rename + directory fsync, one removed), through the
-//                daemon's own Store class.
+//   raw+state    the same syscalls plus the records a straightforward
+//                record keeper writes for a pair, as nodevold did until
+//                2026-11-28: the whole publication record written three
+//                times (publishing, published, unpublishing; each a temp
+//                file renamed over it, no fsync, as nodevold writes
+//                publication records) and removed. nodevold now writes it
+//                once and renames it twice (state/store.h).
 // The same pairs also go through nodevold's CSI socket (NodePublishVolume
 // and NodeUnpublishVolume at kubelet's CSI path, .../kubernetes.io~csi/
 // <pv>/mount, which the driver makes and removes), when the daemon serves it.
@@ -33,6 +36,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "bench_util.h"
 #include "spawn_daemon.h"
 
 #include <algorithm>
@@ -59,12 +63,15 @@
 #include "node/volume.h"
 #include "csi/v1/csi.grpc.pb.h"
 #include "nodevol/v1/node.grpc.pb.h"
+#include "state/atomic_file.h"
+#include "state/records_json.h"
 #include "state/store.h"
 
 extern char** environ;
 
 namespace {
 
+using namespace bench;
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 namespace v1 = nodevol::v1;
@@ -186,134 +193,6 @@ bool ParseOptions(int argc, char** argv, Options* o) {
 }
 
 // ------------------------------------------------------------------ helpers
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-std::string Trim(std::string s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
-  size_t i = 0;
-  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
-  return s.substr(i);
-}
-
-// VmRSS and VmHWM of pid, in kB (0 when unreadable).
-struct Mem {
-  long rss_kb = 0;
-  long hwm_kb = 0;
-  long anon_kb = 0;  // RssAnon: heap, stacks
-  long file_kb = 0;  // RssFile: mapped binary and shared libraries
-  long pss_kb = 0;   // Pss (smaps_rollup): RSS with shared pages split among their users
-};
-
-Mem ReadMem(pid_t pid) {
-  Mem m;
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) m.rss_kb = std::atol(line.c_str() + 6);
-    if (line.rfind("VmHWM:", 0) == 0) m.hwm_kb = std::atol(line.c_str() + 6);
-    if (line.rfind("RssAnon:", 0) == 0) m.anon_kb = std::atol(line.c_str() + 8);
-    if (line.rfind("RssFile:", 0) == 0) m.file_kb = std::atol(line.c_str() + 8);
-  }
-  return m;
-}
-
-Mem ReadMemDetailed(pid_t pid) {
-  Mem m = ReadMem(pid);
-  std::ifstream in("/proc/" + std::to_string(pid) + "/smaps_rollup");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("Pss:", 0) == 0) m.pss_kb = std::atol(line.c_str() + 4);
-  return m;
-}
-
-// utime + stime of pid in seconds.
-double CpuSeconds(pid_t pid) {
-  std::string s = ReadFile("/proc/" + std::to_string(pid) + "/stat");
-  size_t rp = s.rfind(')');
-  if (rp == std::string::npos) return 0;
-  std::stringstream ss(s.substr(rp + 2));
-  std::string f;
-  double ticks = 0;
-  for (int i = 3; ss >> f && i <= 15; ++i)
-    if (i == 14 || i == 15) ticks += std::atof(f.c_str());
-  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
-std::string Mb(long kb) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f MiB", kb / 1024.0);
-  return buf;
-}
-
-std::string Ms(double us) {
-  char buf[32];
-  if (us < 10000)
-    std::snprintf(buf, sizeof buf, "%.3f", us / 1000.0);
-  else
-    std::snprintf(buf, sizeof buf, "%.1f", us / 1000.0);
-  return buf;
-}
-
-std::string Fixed(double v, int digits) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-
-// Nearest-rank percentile of an already sorted vector.
-double Pct(const std::vector<double>& sorted, double p) {
-  if (sorted.empty()) return NAN;
-  size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * sorted.size()));
-  if (rank == 0) rank = 1;
-  return sorted[std::min(rank, sorted.size()) - 1];
-}
-
-std::string FsType(const std::string& path) {
-  struct statfs s;
-  if (::statfs(path.c_str(), &s) != 0) return "?";
-  switch (static_cast<unsigned long>(s.f_type)) {
-    case 0xEF53: return "ext4";
-    case 0x58465342: return "xfs";
-    case 0x9123683E: return "btrfs";
-    case 0x01021994: return "tmpfs";
-    case 0x794C7630: return "overlayfs";
-    case 0x2FC12FC1: return "zfs";
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%lx", static_cast<unsigned long>(s.f_type));
-  return buf;
-}
-
-std::string CpuModel() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) {
-      size_t c = line.find(':');
-      return Trim(c == std::string::npos ? line : line.substr(c + 1));
-    }
-  return "?";
-}
-
-std::string MemTotal() {
-  std::ifstream in("/proc/meminfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("MemTotal:", 0) == 0) return Mb(std::atol(line.c_str() + 9));
-  return "?";
-}
-
-std::string LoadAvg() {
-  std::string s = ReadFile("/proc/loadavg");
-  std::stringstream ss(s);
-  std::string a, b, c;
-  ss >> a >> b >> c;
-  return a + " " + b + " " + c;
-}
 
 std::unique_ptr<v1::Node::Stub> NewStub(const std::string& socket) {
   grpc::ChannelArguments args;
@@ -568,27 +447,30 @@ std::string OnePair(Ctx& c, Mode m, v1::Node::Stub* stub, ::csi::v1::Node::Stub*
       rec.volume = vol.name;
       rec.source = vol.source;
       rec.read_only = ro;
+      const std::string dir = c.raw_store->dir() + "/publications";
+      const std::string file = std::to_string(std::hash<std::string>()(target)) + ".json";
+      auto put = [&](nodevol::PublicationState s) {
+        rec.state = s;
+        return nodevol::WriteFileAtomic(dir, file, nodevol::PublicationToJson(rec), /*durable=*/false);
+      };
       if (state) {
-        rec.state = nodevol::PublicationState::kPublishing;
-        if (auto st = c.raw_store->PutPublication(rec); !st.ok()) return st.message();
+        if (auto st = put(nodevol::PublicationState::kPublishing); !st.ok()) return st.message();
       }
       if (::mount(vol.source.c_str(), target.c_str(), nullptr, MS_BIND, nullptr) != 0)
         return "mount " + target + ": " + std::strerror(errno);
       if (ro && ::mount(nullptr, target.c_str(), nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY, nullptr) != 0)
         return "remount ro " + target + ": " + std::strerror(errno);
       if (state) {
-        rec.state = nodevol::PublicationState::kPublished;
-        if (auto st = c.raw_store->PutPublication(rec); !st.ok()) return st.message();
+        if (auto st = put(nodevol::PublicationState::kPublished); !st.ok()) return st.message();
       }
       if (bad = check(true); !bad.empty()) return bad;
       t1 = Clock::now();
       if (state) {
-        rec.state = nodevol::PublicationState::kUnpublishing;
-        if (auto st = c.raw_store->PutPublication(rec); !st.ok()) return st.message();
+        if (auto st = put(nodevol::PublicationState::kUnpublishing); !st.ok()) return st.message();
       }
       if (::umount2(target.c_str(), UMOUNT_NOFOLLOW) != 0) return "umount " + target + ": " + std::strerror(errno);
       if (state) {
-        if (auto st = c.raw_store->RemovePublication(target); !st.ok()) return st.message();
+        if (auto st = nodevol::RemoveFile(dir, file, /*durable=*/false); !st.ok()) return st.message();
       }
       if (bad = check(false); !bad.empty()) return bad;
       break;

@@ -7,6 +7,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -111,6 +112,34 @@ Status InspectMount(const std::string& source, const std::string& target, MountS
     *read_only = e->options == "ro" || e->options.rfind("ro,", 0) == 0;
   }
   return Status::Ok();
+}
+
+unsigned long InheritedBindFlags(const std::string& source, bool remote) {
+  if (!remote) {
+    struct statvfs vfs;
+    if (::statvfs(source.c_str(), &vfs) != 0) return 0;
+    return (vfs.f_flag & ST_NOSUID ? MS_NOSUID : 0) | (vfs.f_flag & ST_NODEV ? MS_NODEV : 0) |
+           (vfs.f_flag & ST_NOEXEC ? MS_NOEXEC : 0);
+  }
+  MountTable table;
+  if (!table.Load().ok()) return 0;
+  const MountEntry* on = nullptr;  // the top-most mount holding source
+  for (const MountEntry& e : table.entries()) {
+    const std::string& t = e.target;
+    bool holds = t == "/" || source == t ||
+                 (source.size() > t.size() && source.compare(0, t.size(), t) == 0 && source[t.size()] == '/');
+    if (holds && (!on || t.size() >= on->target.size())) on = &e;
+  }
+  unsigned long flags = 0;
+  for (size_t at = 0; on && at <= on->options.size();) {
+    size_t end = std::min(on->options.find(',', at), on->options.size());
+    std::string o = on->options.substr(at, end - at);
+    if (o == "nosuid") flags |= MS_NOSUID;
+    if (o == "nodev") flags |= MS_NODEV;
+    if (o == "noexec") flags |= MS_NOEXEC;
+    at = end + 1;
+  }
+  return flags;
 }
 
 Status ParseBindOptions(const std::vector<std::string>& options, unsigned long* flags) {

@@ -39,6 +39,14 @@ Status InspectMount(const std::string& source, const std::string& target, MountS
 // relatime, strictatime) into MS_* flags; INVALID_ARGUMENT names any other.
 Status ParseBindOptions(const std::vector<std::string>& options, unsigned long* flags);
 
+// The per-mount flags (MS_NOSUID, MS_NODEV, MS_NOEXEC) of the mount
+// `source` lies on, which a bind of it starts with (the lvm backend stages
+// volumes nosuid,nodev). A bind remount replaces every per-mount flag, so
+// they are passed along explicitly. statvfs(2) tells them in one call, but
+// on NFS it asks the server: with `remote` the mount table is read instead
+// (which costs a parse of every mount on the node).
+unsigned long InheritedBindFlags(const std::string& source, bool remote);
+
 // Bind-mounts source onto target, then applies MS_RDONLY and flags.
 // On failure nothing stays mounted, unless the error says the cleanup
 // unmount failed too (the caller must then unmount, see Publish's undo).

@@ -24,34 +24,6 @@
 
 namespace nodevol {
 
-// The per-mount flags a bind of `source` starts with: nosuid, nodev and
-// noexec of the mount `source` lies on (the lvm backend stages volumes
-// nosuid,nodev). A bind remount (read-only, mount options, reconcile)
-// replaces every per-mount flag, so they are passed along explicitly.
-// Read from the mount table: statvfs(2) of an NFS path asks the server.
-// Also used by reconcile.cc.
-unsigned long InheritedBindFlags(const std::string& source) {
-  MountTable table;
-  if (!table.Load().ok()) return 0;
-  const MountEntry* on = nullptr;  // the top-most mount holding source
-  for (const MountEntry& e : table.entries()) {
-    const std::string& t = e.target;
-    bool holds = t == "/" || source == t ||
-                 (source.size() > t.size() && source.compare(0, t.size(), t) == 0 && source[t.size()] == '/');
-    if (holds && (!on || t.size() >= on->target.size())) on = &e;
-  }
-  unsigned long flags = 0;
-  for (size_t at = 0; on && at <= on->options.size();) {
-    size_t end = std::min(on->options.find(',', at), on->options.size());
-    std::string o = on->options.substr(at, end - at);
-    if (o == "nosuid") flags |= MS_NOSUID;
-    if (o == "nodev") flags |= MS_NODEV;
-    if (o == "noexec") flags |= MS_NOEXEC;
-    at = end + 1;
-  }
-  return flags;
-}
-
 bool Node::LookupPublication(const std::string& target, PublicationRecord* out) const {
   std::lock_guard<std::mutex> l(mu_);
   auto it = publications_.find(target);
@@ -249,11 +221,12 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
     // Set before the call: a BindMount whose remount and cleanup both
     // failed leaves a bind, which undo must find and remove.
     mounted = true;
-    st = BindMount(source, target.path, read_only, (flags & ~MS_RDONLY) | InheritedBindFlags(source));
+    st = BindMount(source, target.path, read_only,
+                   (flags & ~MS_RDONLY) | InheritedBindFlags(source, b->StageMayWait()));
     if (!st.ok()) return undo(st);
   }
   pub.state = PublicationState::kPublished;
-  st = store_->PutPublication(pub);
+  st = store_->MovePublication(pub, PublicationState::kPublishing);
   if (!st.ok()) return undo(st);
   std::lock_guard<std::mutex> l(mu_);
   publications_[target.path] = pub;
@@ -335,7 +308,7 @@ Status Node::UnpublishLocked(const PublicationRecord& p) {
   PublicationRecord pub = p;
   if (pub.state != PublicationState::kUnpublishing) {
     pub.state = PublicationState::kUnpublishing;
-    NODEVOL_RETURN_IF_ERROR(store_->PutPublication(pub));
+    NODEVOL_RETURN_IF_ERROR(store_->MovePublication(pub, p.state));
     std::lock_guard<std::mutex> l(mu_);
     publications_[pub.target] = pub;
   }

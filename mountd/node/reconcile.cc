@@ -43,8 +43,6 @@
 
 namespace nodevol {
 
-unsigned long InheritedBindFlags(const std::string& source);  // publish.cc
-
 Status Node::Start() {
   std::vector<VolumeRecord> vols;
   std::vector<PublicationRecord> pubs;
@@ -278,7 +276,9 @@ void Node::ReconcilePublication(PublicationRecord pub) {
              (s.ok() ? ": bind mount was missing; re-created" : ": bind mount is missing and " + s.message() + "; record kept"));
     if (!s.ok()) return;
   } else if (!pub.adopted) {
-    flags |= InheritedBindFlags(pub.source);
+    VolumeRecord rec;
+    Backend* b = LookupVolume(pub.volume, &rec) ? FindPool(rec.spec.pool) : nullptr;
+    flags |= InheritedBindFlags(pub.source, /*remote=*/!b || b->StageMayWait());
     // Flags lost while nodevold was away (a remount by hand): apply the
     // recorded read-only state and flags again (idempotent).
     // Flags from the mount table: statvfs(2) of an NFS bind asks the server.
@@ -302,7 +302,7 @@ void Node::ReconcilePublication(PublicationRecord pub) {
   }
   if (pub.state == PublicationState::kPublishing) {
     pub.state = PublicationState::kPublished;
-    if (store_->PutPublication(pub).ok()) {
+    if (store_->MovePublication(pub, PublicationState::kPublishing).ok()) {
       std::lock_guard<std::mutex> l(mu_);
       publications_[pub.target] = pub;
     }
@@ -328,7 +328,7 @@ Status Node::Rebind(PublicationRecord* pub, unsigned long flags) {
   if (!s.ok()) return Status(s.code(), "staging the volume failed: " + s.message());
   // Only now: after a reboot Stage has just mounted what the bind
   // inherits nosuid,nodev from.
-  s = BindMount(pub->source, pub->target, pub->read_only, flags | InheritedBindFlags(pub->source));
+  s = BindMount(pub->source, pub->target, pub->read_only, flags | InheritedBindFlags(pub->source, b->StageMayWait()));
   if (!s.ok()) return Status(s.code(), "re-creating failed: " + s.message());
   return Status::Ok();
 }

@@ -11,7 +11,6 @@
 #include <filesystem>
 
 namespace nodevol {
-namespace {
 
 Status FsyncDir(const std::string& dir) {
   UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -19,8 +18,6 @@ Status FsyncDir(const std::string& dir) {
   if (::fsync(fd.get()) != 0) return Status::FromErrno("fsync " + dir, errno);
   return Status::Ok();
 }
-
-}  // namespace
 
 Status WriteFileAtomic(const std::string& dir, const std::string& name, std::string_view contents,
                        bool durable, mode_t mode) {

@@ -25,6 +25,8 @@ Status WriteFileAtomic(const std::string& dir, const std::string& name, std::str
                        bool durable = true, mode_t mode = 0600);
 // Unlinks dir/name (and fsyncs dir when durable); a missing file is success.
 Status RemoveFile(const std::string& dir, const std::string& name, bool durable = true);
+// fsyncs a directory, making the renames and unlinks in it durable.
+Status FsyncDir(const std::string& dir);
 // Reads a whole file.
 Status ReadWholeFile(const std::string& path, std::string* out);
 // Creates dir (and parents) when missing and checks it is a directory. With

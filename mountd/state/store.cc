@@ -43,6 +43,19 @@ bool EndsWith(const std::string& s, std::string_view suffix) {
 // state filesystem has no room for a new file (store.h).
 constexpr std::string_view kDeletingSuffix = ".deleting";
 constexpr std::string_view kUnpublishingSuffix = ".unpublishing";
+// A publication record written before mounting (store.h).
+constexpr std::string_view kPublishingSuffix = ".publishing";
+
+// The file name of a publication record in a state, and the names in the
+// order a crash may leave them, the later state last (it wins at Load).
+std::string PublicationFile(const std::string& target, PublicationState s) {
+  std::string name = TargetFileName(target);
+  if (s == PublicationState::kPublishing) return name + std::string(kPublishingSuffix);
+  if (s == PublicationState::kUnpublishing) return name + std::string(kUnpublishingSuffix);
+  return name;
+}
+constexpr PublicationState kPublicationOrder[] = {PublicationState::kPublishing, PublicationState::kPublished,
+                                                  PublicationState::kUnpublishing};
 
 // Lists the record files of a directory (*.json and their tombstones), sorted.
 Status ListRecords(const std::string& dir, std::vector<std::string>* names) {
@@ -51,7 +64,8 @@ Status ListRecords(const std::string& dir, std::vector<std::string>* names) {
   while (struct dirent* e = ::readdir(d)) {
     std::string n = e->d_name;
     if (n[0] != '.' && (EndsWith(n, ".json") || EndsWith(n, std::string(".json") + std::string(kDeletingSuffix)) ||
-                        EndsWith(n, std::string(".json") + std::string(kUnpublishingSuffix))))
+                        EndsWith(n, std::string(".json") + std::string(kUnpublishingSuffix)) ||
+                        EndsWith(n, std::string(".json") + std::string(kPublishingSuffix))))
       names->push_back(n);
   }
   ::closedir(d);
@@ -63,12 +77,19 @@ Status ListRecords(const std::string& dir, std::vector<std::string>* names) {
 // were read: a file that cannot be read (EIO, EMFILE) or was written in a
 // newer format fails the load and is left where it is; only a file that
 // fails to parse in a format this nodevold writes is moved aside.
+// Where a crash left a record under two names, the one of higher rank wins:
+// a tombstone over the plain file over a ".publishing" file (store.h).
+int SuffixRank(std::string_view suffix) {
+  if (suffix.empty()) return 1;
+  return suffix == kPublishingSuffix ? 0 : 2;
+}
+
 template <typename Record, typename Parse, typename Mark>
 Status LoadDir(const std::string& dir, Parse parse, Mark mark, std::vector<Record>* out,
                std::vector<std::string>* problems) {
   std::vector<std::string> names;
   NODEVOL_RETURN_IF_ERROR(ListRecords(dir, &names));
-  std::map<std::string, Record> by_file;  // tombstones replace the plain file
+  std::map<std::string, std::pair<int, Record>> by_file;  // by base name: rank, record
   std::vector<std::pair<std::string, std::string>> corrupt;  // path, why
   for (const std::string& n : names) {
     std::string path = dir + "/" + n;
@@ -87,11 +108,13 @@ Status LoadDir(const std::string& dir, Parse parse, Mark mark, std::vector<Recor
       continue;
     }
     std::string base = n.substr(0, n.rfind(".json") + 5);
-    bool tombstone = base != n;
-    if (tombstone) mark(n.substr(base.size()), &r);
-    if (tombstone || !by_file.count(base)) by_file[base] = std::move(r);
+    std::string_view suffix = std::string_view(n).substr(base.size());
+    if (!suffix.empty()) mark(suffix, &r);
+    int rank = SuffixRank(suffix);
+    auto it = by_file.find(base);
+    if (it == by_file.end() || it->second.first < rank) by_file[base] = {rank, std::move(r)};
   }
-  for (auto& [_, r] : by_file) out->push_back(std::move(r));
+  for (auto& [_, r] : by_file) out->push_back(std::move(r.second));
   for (const auto& [path, why] : corrupt) {
     std::string aside = path + ".corrupt";
     std::rename(path.c_str(), aside.c_str());
@@ -109,14 +132,7 @@ Status PutRecord(const std::string& dir, const std::string& name, const std::str
   if (st.ok() || suffix.empty()) return st;
   std::string from = dir + "/" + name, to = from + std::string(suffix);
   if (::rename(from.c_str(), to.c_str()) != 0) return st;
-  if (durable) {
-    int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0 || ::fsync(fd) != 0) {
-      if (fd >= 0) ::close(fd);
-      return st;
-    }
-    ::close(fd);
-  }
+  if (durable && !FsyncDir(dir).ok()) return st;
   return Status::Ok();
 }
 
@@ -154,7 +170,9 @@ Status Store::Load(std::vector<VolumeRecord>* volumes, std::vector<PublicationRe
   std::vector<PublicationRecord> pubs;
   std::vector<std::string> vol_problems, pub_problems;
   auto mark_volume = [](std::string_view, VolumeRecord* v) { v->state = VolumeState::kDeleting; };
-  auto mark_publication = [](std::string_view, PublicationRecord* p) { p->state = PublicationState::kUnpublishing; };
+  auto mark_publication = [](std::string_view suffix, PublicationRecord* p) {
+    p->state = suffix == kPublishingSuffix ? PublicationState::kPublishing : PublicationState::kUnpublishing;
+  };
   NODEVOL_RETURN_IF_ERROR(LoadDir<VolumeRecord>(dir_ + "/" + kVolumes, VolumeFromJson, mark_volume, &vols,
                                                 &vol_problems));
   NODEVOL_RETURN_IF_ERROR(LoadDir<PublicationRecord>(dir_ + "/" + kPublications, PublicationFromJson,
@@ -196,14 +214,42 @@ Status Store::RemoveVolume(const std::string& name) {
 }
 
 Status Store::PutPublication(const PublicationRecord& p, bool durable) {
-  return PutRecord(dir_ + "/" + kPublications, TargetFileName(p.target), PublicationToJson(p), durable,
-                   p.state == PublicationState::kUnpublishing ? kUnpublishingSuffix : "");
+  std::string dir = dir_ + "/" + kPublications;
+  PublicationRecord as_published = p;
+  as_published.state = PublicationState::kPublished;  // the name says the state
+  std::string json = PublicationToJson(as_published);
+  std::string name = PublicationFile(p.target, p.state);
+  Status st = WriteFileAtomic(dir, name, json, durable);
+  if (!st.ok() && p.state == PublicationState::kUnpublishing) {
+    // No room for a new file: a rename says it as well.
+    for (PublicationState from : {PublicationState::kPublished, PublicationState::kPublishing}) {
+      std::string a = dir + "/" + PublicationFile(p.target, from);
+      if (::rename(a.c_str(), (dir + "/" + name).c_str()) == 0) return durable ? FsyncDir(dir) : Status::Ok();
+    }
+  }
+  NODEVOL_RETURN_IF_ERROR(st);
+  for (PublicationState other : kPublicationOrder)
+    if (other != p.state) NODEVOL_RETURN_IF_ERROR(RemoveFile(dir, PublicationFile(p.target, other), durable));
+  return Status::Ok();
+}
+
+Status Store::MovePublication(const PublicationRecord& p, PublicationState from, bool durable) {
+  if (from == p.state) return Status::Ok();
+  std::string dir = dir_ + "/" + kPublications;
+  std::string a = dir + "/" + PublicationFile(p.target, from), b = dir + "/" + PublicationFile(p.target, p.state);
+  if (::rename(a.c_str(), b.c_str()) != 0) {
+    if (errno == ENOENT) return PutPublication(p, durable);
+    return Status::FromErrno("rename " + a + " to " + b, errno);
+  }
+  return durable ? FsyncDir(dir) : Status::Ok();
 }
 
 Status Store::RemovePublication(const std::string& target) {
-  std::string dir = dir_ + "/" + kPublications, name = TargetFileName(target);
-  NODEVOL_RETURN_IF_ERROR(RemoveFile(dir, name, /*durable=*/false));
-  return RemoveFile(dir, name + std::string(kUnpublishingSuffix), /*durable=*/false);
+  std::string dir = dir_ + "/" + kPublications;
+  // The earlier states first: a crash in between leaves the latest.
+  for (PublicationState s : kPublicationOrder)
+    NODEVOL_RETURN_IF_ERROR(RemoveFile(dir, PublicationFile(target, s), /*durable=*/false));
+  return Status::Ok();
 }
 
 }  // namespace nodevol

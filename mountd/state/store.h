@@ -2,7 +2,8 @@
 //
 //   <state>/lock                       flock'ed by the running nodevold
 //   <state>/volumes/<name>.json        one VolumeRecord each
-//   <state>/publications/<sha256(target)>.json   one PublicationRecord each
+//   <state>/publications/<sha256(target)>.json[.publishing|.unpublishing]
+//                                      one PublicationRecord each
 //   <state>/snapshots/<name>.json      one SnapshotRecord each
 //
 // Every Put/Remove is atomic and complete when it returns (see
@@ -20,6 +21,15 @@
 // off every pod start and stop. After a power loss a publication record may
 // be stale or missing; reconcile never reads an absent record as leave to
 // delete anything (node/reconcile.cc).
+//
+// Publication records say their state with their file name, so each step
+// of a publication after the first is one rename (MovePublication): the
+// record is written once as "<d>.json.publishing" before mounting, renamed
+// to "<d>.json" once mounted and to "<d>.json.unpublishing" before
+// unmounting, and unlinked after. Its content is the record as published.
+// Where a crash left two names, the later state wins (unpublishing, then
+// published, then publishing); a plain "<d>.json" of an older nodevold
+// keeps the state written inside it.
 //
 // Teardown intent without free space: writing "deleting" or "unpublishing"
 // needs a new file; when that fails (a full state filesystem) the record is
@@ -64,7 +74,13 @@ class Store {
 
   Status PutVolume(const VolumeRecord& v);
   Status RemoveVolume(const std::string& name);
+  // Writes p in p.state (the first record of a publication, or a
+  // rewrite), then drops the record's files of other states.
   Status PutPublication(const PublicationRecord& p, bool durable = false);
+  // Records p, on disk in state `from`, as now in p.state: one rename, no
+  // new file (so it works on a full disk too). Where the record is not on
+  // disk as `from` (written by an older nodevold), PutPublication(p).
+  Status MovePublication(const PublicationRecord& p, PublicationState from, bool durable = false);
   Status RemovePublication(const std::string& target);
   Status PutSnapshot(const SnapshotRecord& s);
   Status RemoveSnapshot(const std::string& name);

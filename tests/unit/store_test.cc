@@ -250,7 +250,7 @@ TEST_F(StoreTest, TeardownIntentIsRecordedWhenANewFileCannotBeWritten) {
   Store s(dir_);
   ASSERT_TRUE(s.Open().ok());
   fs::create_directory(dir_ + "/volumes/.tmp-v1.json");
-  fs::create_directory(dir_ + "/publications/.tmp-" + pub_name);
+  fs::create_directory(dir_ + "/publications/.tmp-" + pub_name + ".unpublishing");
   VolumeRecord v = Volume("v1");
   v.state = VolumeState::kDeleting;
   ASSERT_TRUE(s.PutVolume(v).ok());
@@ -278,6 +278,125 @@ TEST_F(StoreTest, TeardownIntentIsRecordedWhenANewFileCannotBeWritten) {
   ASSERT_TRUE(s.Load(&vols, &pubs, &problems).ok());
   EXPECT_TRUE(vols.empty());
   EXPECT_TRUE(pubs.empty());
+}
+
+// A publication's record is written once, before mounting; each later step
+// is a rename, so what a kill -9 leaves is one whole record under the name
+// of the last step that finished.
+TEST_F(StoreTest, APublicationMovesThroughItsStatesByRenames) {
+  Store s(dir_);
+  ASSERT_TRUE(s.Open().ok());
+  PublicationRecord p;
+  p.target = "/pods/u/volumes/nodevol.io~volume/data";
+  p.volume = "v1";
+  p.source = "/srv/v1";
+  p.mount_options = {"nosuid", "nodev"};
+  auto files = [&] {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir_ + "/publications")) names.push_back(e.path().filename().string());
+    return names;
+  };
+  auto loaded = [&](PublicationState want) {
+    std::vector<VolumeRecord> vols;
+    std::vector<PublicationRecord> pubs;
+    std::vector<std::string> problems;
+    ASSERT_TRUE(s.Load(&vols, &pubs, &problems).ok());
+    ASSERT_EQ(pubs.size(), 1u) << "one record, whatever its files";
+    EXPECT_EQ(pubs[0].state, want);
+    EXPECT_EQ(pubs[0].mount_options, p.mount_options);
+    EXPECT_TRUE(problems.empty());
+  };
+  p.state = PublicationState::kPublishing;
+  ASSERT_TRUE(s.PutPublication(p).ok());
+  ASSERT_EQ(files().size(), 1u);
+  std::string base = files()[0].substr(0, files()[0].rfind(".json") + 5);
+  EXPECT_EQ(files()[0], base + ".publishing");
+  loaded(PublicationState::kPublishing);
+  auto ino = [&](const std::string& n) {
+    struct stat st;
+    return ::stat((dir_ + "/publications/" + n).c_str(), &st) == 0 ? st.st_ino : 0;
+  };
+  ino_t first = ino(base + ".publishing");
+
+  p.state = PublicationState::kPublished;
+  ASSERT_TRUE(s.MovePublication(p, PublicationState::kPublishing).ok());
+  EXPECT_EQ(files(), std::vector<std::string>{base});
+  EXPECT_EQ(ino(base), first) << "renamed, not written again";
+  loaded(PublicationState::kPublished);
+
+  p.state = PublicationState::kUnpublishing;
+  ASSERT_TRUE(s.MovePublication(p, PublicationState::kPublished).ok());
+  EXPECT_EQ(files(), std::vector<std::string>{base + ".unpublishing"});
+  EXPECT_EQ(ino(base + ".unpublishing"), first);
+  loaded(PublicationState::kUnpublishing);
+
+  ASSERT_TRUE(s.RemovePublication(p.target).ok());
+  EXPECT_TRUE(files().empty());
+}
+
+// Two names for one record (a crash inside PutPublication, which writes the
+// new name before dropping the old): the later state is the one on disk.
+TEST_F(StoreTest, TheLaterStateWinsWhereACrashLeftTwoNames) {
+  PublicationRecord p;
+  p.target = "/pods/u/volumes/nodevol.io~volume/data";
+  p.volume = "v1";
+  p.source = "/srv/v1";
+  Store s(dir_);
+  ASSERT_TRUE(s.Open().ok());
+  p.state = PublicationState::kPublishing;
+  ASSERT_TRUE(s.PutPublication(p).ok());
+  std::string dir = dir_ + "/publications", pub;
+  for (const auto& e : fs::directory_iterator(dir)) pub = e.path().filename().string();
+  std::string base = pub.substr(0, pub.rfind(".json") + 5);
+  auto state_with = [&](const std::vector<std::string>& extra) {
+    for (const std::string& suffix : extra) fs::copy_file(dir + "/" + pub, dir + "/" + base + suffix);
+    std::vector<VolumeRecord> vols;
+    std::vector<PublicationRecord> pubs;
+    std::vector<std::string> problems;
+    EXPECT_TRUE(s.Load(&vols, &pubs, &problems).ok());
+    for (const std::string& suffix : extra) fs::remove(dir + "/" + base + suffix);
+    EXPECT_EQ(pubs.size(), 1u);
+    return pubs.empty() ? PublicationState::kPublishing : pubs[0].state;
+  };
+  EXPECT_EQ(state_with({""}), PublicationState::kPublished);
+  EXPECT_EQ(state_with({".unpublishing"}), PublicationState::kUnpublishing);
+  EXPECT_EQ(state_with({"", ".unpublishing"}), PublicationState::kUnpublishing);
+}
+
+// A record of an older nodevold says its state inside a plain file: read as
+// written, and moved on by a write where there is nothing to rename.
+TEST_F(StoreTest, AnOlderPlainRecordKeepsItsStateAndMovesOn) {
+  PublicationRecord p;
+  p.target = "/pods/u/volumes/nodevol.io~volume/data";
+  p.volume = "v1";
+  p.source = "/srv/v1";
+  p.state = PublicationState::kPublished;
+  Store s(dir_);
+  ASSERT_TRUE(s.Open().ok());
+  ASSERT_TRUE(s.PutPublication(p).ok());
+  std::string dir = dir_ + "/publications", pub;
+  for (const auto& e : fs::directory_iterator(dir)) pub = e.path().filename().string();
+  std::string text;
+  ASSERT_TRUE(ReadWholeFile(dir + "/" + pub, &text).ok());
+  size_t at = text.find("\"published\"");
+  ASSERT_NE(at, std::string::npos) << text;
+  text.replace(at, 11, "\"publishing\"");
+  ASSERT_TRUE(WriteFileAtomic(dir, pub, text).ok());
+
+  std::vector<VolumeRecord> vols;
+  std::vector<PublicationRecord> pubs;
+  std::vector<std::string> problems;
+  ASSERT_TRUE(s.Load(&vols, &pubs, &problems).ok());
+  ASSERT_EQ(pubs.size(), 1u);
+  EXPECT_EQ(pubs[0].state, PublicationState::kPublishing);
+
+  p.state = PublicationState::kPublished;
+  ASSERT_TRUE(s.MovePublication(p, PublicationState::kPublishing).ok());
+  pubs.clear();
+  ASSERT_TRUE(s.Load(&vols, &pubs, &problems).ok());
+  ASSERT_EQ(pubs.size(), 1u);
+  EXPECT_EQ(pubs[0].state, PublicationState::kPublished);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);
 }
 
 TEST_F(StoreTest, TempFilesFromACrashAreDroppedOnOpen) {

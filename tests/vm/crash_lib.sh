@@ -41,12 +41,15 @@ daemon_children() {
 pending_calls() { ss -xlnH 2>/dev/null | awk -v s="$VM_SOCKET" '$5 == s {print $3; f=1} END {if (!f) print 0}'; }
 
 # pub_record_in_call OP TARGET: the publication record of TARGET exists
-# (publish) or says "unpublishing" (unpublish*): the call has begun.
+# (publish) or says "unpublishing" (unpublish*): the call has begun. The
+# state is in the file name (<d>.json.publishing, <d>.json,
+# <d>.json.unpublishing; state/store.h), or inside a plain <d>.json of an
+# older nodevold.
 pub_record_in_call() {
   local f
-  for f in "$VM_STATE"/publications/*.json; do
-    [[ -e $f ]] && grep -qF "\"$2\"" "$f" || continue
-    [[ $1 == publish ]] && return 0
+  for f in "$VM_STATE"/publications/*.json*; do
+    [[ -e $f && $f != *.corrupt ]] && grep -qF "\"$2\"" "$f" || continue
+    [[ $1 == publish || $f == *.json.unpublishing ]] && return 0
     grep -q '"state": *"unpublishing"' "$f" && return 0
   done
   return 1

@@ -29,11 +29,14 @@
 #include "backend/backend.h"
 #include "mount/target.h"
 #include "node/lock_table.h"
+#include "node/publications.h"
 #include "node/snapshot.h"
 #include "node/volume.h"
 #include "state/store.h"
 
 namespace nodevol {
+
+class MountTable;
 
 struct VolumeView {
   VolumeRecord record;
@@ -192,7 +195,9 @@ class Node {
   void SaveVolumeInMemory(const VolumeRecord& v);
   void AddDrift(std::string line);
   void Reconcile();
-  void ReconcilePublication(PublicationRecord pub);
+  // `table`: the mount table read once before the first publication
+  // (each changes only its own target's mount), or nullptr.
+  void ReconcilePublication(PublicationRecord pub, const MountTable* table);
   Status Rebind(PublicationRecord* pub, unsigned long flags);
   void RestageLoop();
   void RollBack(const PublicationRecord& pub, const std::string& why);
@@ -211,7 +216,7 @@ class Node {
 
   mutable std::mutex mu_;  // guards the maps and drift_; never held across I/O
   std::map<std::string, VolumeRecord> volumes_;
-  std::map<std::string, PublicationRecord> publications_;  // by resolved target
+  Publications publications_;
   std::map<std::string, SnapshotRecord> snapshots_;
   std::vector<std::string> drift_;
 

@@ -26,10 +26,9 @@ namespace nodevol {
 
 bool Node::LookupPublication(const std::string& target, PublicationRecord* out) const {
   std::lock_guard<std::mutex> l(mu_);
-  auto it = publications_.find(target);
-  if (it == publications_.end()) return false;
-  *out = it->second;
-  return true;
+  const PublicationRecord* p = publications_.Find(target);
+  if (p) *out = *p;
+  return p != nullptr;
 }
 
 void Node::SetKubeletRoot(const std::string& kubelet_root) {
@@ -200,13 +199,13 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
   NODEVOL_RETURN_IF_ERROR(store_->PutPublication(pub, /*durable=*/args.inline_spec.has_value()));
   {
     std::lock_guard<std::mutex> l(mu_);
-    publications_[target.path] = pub;
+    publications_.Put(pub);
   }
   bool mounted = false;
   auto undo = [&](Status st) {
     if ((!mounted || Unmount(target.path).ok()) && store_->RemovePublication(target.path).ok()) {
       std::lock_guard<std::mutex> l(mu_);
-      publications_.erase(target.path);
+      publications_.Erase(target.path);
     }
     return st;
   };
@@ -229,7 +228,7 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
   st = store_->MovePublication(pub, PublicationState::kPublishing);
   if (!st.ok()) return undo(st);
   std::lock_guard<std::mutex> l(mu_);
-  publications_[target.path] = pub;
+  publications_.Put(pub);
   succeeded = true;
   return Status::Ok();
 }
@@ -310,7 +309,7 @@ Status Node::UnpublishLocked(const PublicationRecord& p) {
     pub.state = PublicationState::kUnpublishing;
     NODEVOL_RETURN_IF_ERROR(store_->MovePublication(pub, p.state));
     std::lock_guard<std::mutex> l(mu_);
-    publications_[pub.target] = pub;
+    publications_.Put(pub);
   }
   // Only cached attributes: on a dead NFS server a full stat of either
   // path would hang this call for as long as the server is away.
@@ -343,7 +342,7 @@ Status Node::UnpublishLocked(const PublicationRecord& p) {
   NODEVOL_RETURN_IF_ERROR(store_->RemovePublication(pub.target));
   {
     std::lock_guard<std::mutex> l(mu_);
-    publications_.erase(pub.target);
+    publications_.Erase(pub.target);
   }
   VolumeRecord rec;
   if (!LookupVolume(pub.volume, &rec) || !PublishedAt(pub.volume).empty()) return Status::Ok();

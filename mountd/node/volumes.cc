@@ -69,10 +69,7 @@ bool Node::LookupVolume(const std::string& name, VolumeRecord* out) const {
 
 std::vector<std::string> Node::PublishedAt(const std::string& volume) const {
   std::lock_guard<std::mutex> l(mu_);
-  std::vector<std::string> out;
-  for (const auto& [target, p] : publications_)
-    if (p.volume == volume) out.push_back(target);
-  return out;
+  return publications_.TargetsOf(volume);
 }
 
 void Node::SaveVolumeInMemory(const VolumeRecord& v) {
@@ -320,10 +317,7 @@ Status Node::ListVolumes(const std::string& pool, std::vector<VolumeView>* out) 
   std::lock_guard<std::mutex> l(mu_);
   for (const auto& [name, rec] : volumes_) {
     if (!pool.empty() && rec.spec.pool != pool) continue;
-    VolumeView v{rec, {}};
-    for (const auto& [target, p] : publications_)
-      if (p.volume == name) v.published_at.push_back(target);
-    out->push_back(std::move(v));
+    out->push_back({rec, publications_.TargetsOf(name)});
   }
   return Status::Ok();
 }

@@ -91,7 +91,7 @@ Status StatCached(const std::string& path, bool follow, struct statx* out) {
 }
 
 Status InspectMount(const std::string& source, const std::string& target, MountState* state,
-                    bool* read_only) {
+                    bool* read_only, const MountTable* snapshot) {
   struct statx tx;
   bool root = false;
   NODEVOL_RETURN_IF_ERROR(IsMountRoot(target, &root, &tx));
@@ -106,15 +106,15 @@ Status InspectMount(const std::string& source, const std::string& target, MountS
   if (read_only) {
     // The mount table, not statvfs(2): statfs of an NFS mount asks the server.
     MountTable table;
-    NODEVOL_RETURN_IF_ERROR(table.Load());
-    const MountEntry* e = table.FindTarget(target);
+    if (!snapshot) NODEVOL_RETURN_IF_ERROR(table.Load());
+    const MountEntry* e = (snapshot ? snapshot : &table)->FindTarget(target);
     if (!e) return Status::Internal(target + " is a mount root but not in the mount table");
     *read_only = e->options == "ro" || e->options.rfind("ro,", 0) == 0;
   }
   return Status::Ok();
 }
 
-unsigned long InheritedBindFlags(const std::string& source, bool remote) {
+unsigned long InheritedBindFlags(const std::string& source, bool remote, const MountTable* snapshot) {
   if (!remote) {
     struct statvfs vfs;
     if (::statvfs(source.c_str(), &vfs) != 0) return 0;
@@ -122,9 +122,9 @@ unsigned long InheritedBindFlags(const std::string& source, bool remote) {
            (vfs.f_flag & ST_NOEXEC ? MS_NOEXEC : 0);
   }
   MountTable table;
-  if (!table.Load().ok()) return 0;
+  if (!snapshot && !table.Load().ok()) return 0;
   const MountEntry* on = nullptr;  // the top-most mount holding source
-  for (const MountEntry& e : table.entries()) {
+  for (const MountEntry& e : (snapshot ? snapshot : &table)->entries()) {
     const std::string& t = e.target;
     bool holds = t == "/" || source == t ||
                  (source.size() > t.size() && source.compare(0, t.size(), t) == 0 && source[t.size()] == '/');

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "mount/mount_table.h"
 
 namespace nodevol {
 
@@ -31,9 +32,11 @@ Status StatCached(const std::string& path, bool follow, struct statx* out);
 
 // Checks `target` against `source` (by device and inode) without asking
 // the filesystem for fresh attributes (StatCached); *read_only tells
-// whether the target mount is read-only (from the mount table).
+// whether the target mount is read-only, from `table` when given (a
+// snapshot the caller knows to be current for target), else from a fresh
+// read of the mount table.
 Status InspectMount(const std::string& source, const std::string& target, MountState* state,
-                    bool* read_only = nullptr);
+                    bool* read_only = nullptr, const MountTable* table = nullptr);
 
 // Parses bind mount options (nosuid, nodev, noexec, noatime, nodiratime,
 // relatime, strictatime) into MS_* flags; INVALID_ARGUMENT names any other.
@@ -44,8 +47,9 @@ Status ParseBindOptions(const std::vector<std::string>& options, unsigned long* 
 // volumes nosuid,nodev). A bind remount replaces every per-mount flag, so
 // they are passed along explicitly. statvfs(2) tells them in one call, but
 // on NFS it asks the server: with `remote` the mount table is read instead
-// (which costs a parse of every mount on the node).
-unsigned long InheritedBindFlags(const std::string& source, bool remote);
+// (which costs a parse of every mount on the node; `table`, when given,
+// is a current snapshot of it).
+unsigned long InheritedBindFlags(const std::string& source, bool remote, const MountTable* table = nullptr);
 
 // Bind-mounts source onto target, then applies MS_RDONLY and flags.
 // On failure nothing stays mounted, unless the error says the cleanup

@@ -34,6 +34,7 @@
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 
+#include <algorithm>
 #include <ctime>
 #include <set>
 
@@ -42,6 +43,28 @@
 #include "node/node.h"
 
 namespace nodevol {
+namespace {
+
+// Whether a mount's options (the mount table's, e.g. "rw,nosuid,nodev,
+// relatime,...") already show read_only and the flags a remount sets:
+// the read-only state and nosuid, nodev and noexec exactly, and the atime
+// flags that are set.
+bool ShowsFlags(const std::string& options, bool read_only, unsigned long flags) {
+  std::set<std::string> has;
+  for (size_t at = 0; at <= options.size();) {
+    size_t end = std::min(options.find(',', at), options.size());
+    has.insert(options.substr(at, end - at));
+    at = end + 1;
+  }
+  if (!has.count(read_only ? "ro" : "rw")) return false;
+  for (auto [bit, name] : {std::pair{MS_NOSUID, "nosuid"}, {MS_NODEV, "nodev"}, {MS_NOEXEC, "noexec"}})
+    if (((flags & bit) != 0) != (has.count(name) != 0)) return false;
+  for (auto [bit, name] : {std::pair{MS_NOATIME, "noatime"}, {MS_NODIRATIME, "nodiratime"}, {MS_RELATIME, "relatime"}})
+    if ((flags & bit) && !has.count(name)) return false;
+  return true;
+}
+
+}  // namespace
 
 Status Node::Start() {
   std::vector<VolumeRecord> vols;
@@ -60,7 +83,7 @@ Status Node::Start() {
   {
     std::lock_guard<std::mutex> l(mu_);
     for (VolumeRecord& v : vols) volumes_[v.spec.name] = std::move(v);
-    for (PublicationRecord& p : pubs) publications_[p.target] = std::move(p);
+    for (const PublicationRecord& p : pubs) publications_.Put(p);
     for (const SnapshotRecord& s : snaps) snapshots_[s.name] = s;
   }
   Reconcile();
@@ -77,7 +100,13 @@ void Node::Reconcile() {
     for (const auto& [_, p] : publications_) pubs.push_back(p);
     for (const auto& [_, v] : volumes_) vols.push_back(v);
   }
-  for (PublicationRecord& p : pubs) ReconcilePublication(std::move(p));
+  {
+    // One read of the mount table for all of them: it lists every mount on
+    // the node, and the kernel's making of it is what a read costs.
+    MountTable table;
+    bool loaded = table.Load().ok();
+    for (PublicationRecord& p : pubs) ReconcilePublication(std::move(p), loaded ? &table : nullptr);
+  }
   AdoptUnrecorded(&vols);
 
   for (const VolumeRecord& v : vols) {
@@ -199,7 +228,7 @@ void Node::RollBack(const PublicationRecord& pub, const std::string& why) {
   }
   {
     std::lock_guard<std::mutex> l(mu_);
-    publications_.erase(pub.target);
+    publications_.Erase(pub.target);
   }
   AddDrift("publication of " + pub.volume + " at " + pub.target + ": " + why);
   VolumeRecord rec;
@@ -209,7 +238,7 @@ void Node::RollBack(const PublicationRecord& pub, const std::string& why) {
       AddDrift("volume " + pub.volume + ": unstaging after a rolled back publication failed: " + st.message());
 }
 
-void Node::ReconcilePublication(PublicationRecord pub) {
+void Node::ReconcilePublication(PublicationRecord pub, const MountTable* table) {
   auto forget = [&](const std::string& why) { RollBack(pub, why); };
   if (pub.state == PublicationState::kUnpublishing) {
     Status st = UnpublishLocked(pub);
@@ -226,14 +255,15 @@ void Node::ReconcilePublication(PublicationRecord pub) {
   bool ro = false;
   Status s;
   if (StatCached(pub.source, true, &st).ok()) {
-    s = InspectMount(pub.source, pub.target, &ms, &ro);
+    s = InspectMount(pub.source, pub.target, &ms, &ro, table);
   } else {
     // A source that is gone while the target is no mount point (after a
     // reboot: a staging dir removed at start) is made again by staging
     // the volume below; a mount left at the target is not ours to judge.
     MountTable t;
-    s = t.Load();
-    if (s.ok() && t.FindTarget(pub.target)) s = Status::NotFound("source " + pub.source + " is missing");
+    s = table ? Status::Ok() : t.Load();
+    if (s.ok() && (table ? table : &t)->FindTarget(pub.target))
+      s = Status::NotFound("source " + pub.source + " is missing");
   }
   if (!s.ok()) {
     AddDrift("publication of " + pub.volume + " at " + pub.target + ": " + s.message() + "; record kept");
@@ -278,25 +308,28 @@ void Node::ReconcilePublication(PublicationRecord pub) {
   } else if (!pub.adopted) {
     VolumeRecord rec;
     Backend* b = LookupVolume(pub.volume, &rec) ? FindPool(rec.spec.pool) : nullptr;
-    flags |= InheritedBindFlags(pub.source, /*remote=*/!b || b->StageMayWait());
+    flags |= InheritedBindFlags(pub.source, /*remote=*/!b || b->StageMayWait(), table);
     // Flags lost while nodevold was away (a remount by hand): apply the
     // recorded read-only state and flags again (idempotent).
     // Flags from the mount table: statvfs(2) of an NFS bind asks the server.
-    auto flags_of = [&](std::string* out) {
+    auto flags_of = [&](const MountTable* snapshot, std::string* out) {
       MountTable t;
-      const MountEntry* e = t.Load().ok() ? t.FindTarget(pub.target) : nullptr;
+      const MountEntry* e = snapshot ? snapshot->FindTarget(pub.target)
+                                     : t.Load().ok() ? t.FindTarget(pub.target) : nullptr;
       if (e) *out = e->options;
       return e != nullptr;
     };
     std::string before, after;
-    bool got = flags_of(&before);
+    bool got = flags_of(table, &before);
     s = Remount(pub.source, pub.target, pub.read_only, flags);
     if (!s.ok()) {
       AddDrift("publication of " + pub.volume + " at " + pub.target + ": restoring its mount flags failed: " +
                s.message() + "; record kept as " + ToString(pub.state));
       return;
     }
-    if (got && flags_of(&after) && after != before)
+    // The table is read again (all of it) only where the flags before
+    // differ from those just set.
+    if (got && !ShowsFlags(before, pub.read_only, flags) && flags_of(nullptr, &after) && after != before)
       AddDrift("publication of " + pub.volume + " at " + pub.target + ": mount flags restored as recorded" +
                (pub.read_only && !ro ? " (made read-only)" : ""));
   }
@@ -304,7 +337,7 @@ void Node::ReconcilePublication(PublicationRecord pub) {
     pub.state = PublicationState::kPublished;
     if (store_->MovePublication(pub, PublicationState::kPublishing).ok()) {
       std::lock_guard<std::mutex> l(mu_);
-      publications_[pub.target] = pub;
+      publications_.Put(pub);
     }
   }
 }
@@ -322,7 +355,7 @@ Status Node::Rebind(PublicationRecord* pub, unsigned long flags) {
     s = store_->PutPublication(*pub);
     if (s.ok()) {
       std::lock_guard<std::mutex> l(mu_);
-      publications_[pub->target] = *pub;
+      publications_.Put(*pub);
     }
   }
   if (!s.ok()) return Status(s.code(), "staging the volume failed: " + s.message());

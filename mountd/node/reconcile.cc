@@ -82,9 +82,9 @@ Status Node::Start() {
   }
   {
     std::lock_guard<std::mutex> l(mu_);
-    for (VolumeRecord& v : vols) volumes_[v.spec.name] = std::move(v);
+    for (const VolumeRecord& v : vols) PutVolumeLocked(v);
     for (const PublicationRecord& p : pubs) publications_.Put(p);
-    for (const SnapshotRecord& s : snaps) snapshots_[s.name] = s;
+    for (const SnapshotRecord& s : snaps) PutSnapshotLocked(s);
   }
   Reconcile();
   ReconcileSnapshots(std::move(snaps));

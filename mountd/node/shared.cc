@@ -53,7 +53,7 @@ void Node::DropSharedCopy(const std::string& name) {
   }
   {
     std::lock_guard<std::mutex> l(mu_);
-    volumes_.erase(name);
+    EraseVolumeLocked(name);
   }
   ++generation_;
 }

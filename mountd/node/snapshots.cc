@@ -117,7 +117,7 @@ Status Node::CreateSnapshot(const std::string& name, const std::string& source, 
     if (auto fs = vol.attributes.find("fs"); fs != vol.attributes.end()) rec.fs_type = fs->second;
     NODEVOL_RETURN_IF_ERROR(store_->PutSnapshot(rec));
     std::lock_guard<std::mutex> l(mu_);
-    snapshots_[name] = rec;
+    PutSnapshotLocked(rec);
   }
   Status st = b->CreateSnapshot(vol, &rec, resumed);
   if (!st.ok()) {
@@ -125,7 +125,7 @@ Status Node::CreateSnapshot(const std::string& name, const std::string& source, 
     // kept, unless undoing fails too (then a retry or DeleteSnapshot ends it).
     if (b->DeleteSnapshot(rec).ok() && store_->RemoveSnapshot(name).ok()) {
       std::lock_guard<std::mutex> l(mu_);
-      snapshots_.erase(name);
+      EraseSnapshotLocked(name);
     }
     ++generation_;
     return st.WithContext("snapshot " + name + " of volume " + source);
@@ -134,7 +134,7 @@ Status Node::CreateSnapshot(const std::string& name, const std::string& source, 
   NODEVOL_RETURN_IF_ERROR(store_->PutSnapshot(rec));
   {
     std::lock_guard<std::mutex> l(mu_);
-    snapshots_[name] = rec;
+    PutSnapshotLocked(rec);
   }
   ++generation_;
   spdlog::info("snapshot {} of volume {} (pool {}, {} bytes) is ready", name, source, rec.pool, rec.size_bytes);
@@ -172,7 +172,7 @@ Status Node::DeleteSnapshotLocked(const std::string& name, bool* existed) {
   NODEVOL_RETURN_IF_ERROR(store_->RemoveSnapshot(name));
   {
     std::lock_guard<std::mutex> l(mu_);
-    snapshots_.erase(name);
+    EraseSnapshotLocked(name);
   }
   ++generation_;
   spdlog::info("snapshot {} of volume {} deleted", name, rec.source);

@@ -72,10 +72,40 @@ std::vector<std::string> Node::PublishedAt(const std::string& volume) const {
   return publications_.TargetsOf(volume);
 }
 
+void Node::PutVolumeLocked(const VolumeRecord& v) {
+  EraseVolumeLocked(v.spec.name);
+  volumes_[v.spec.name] = v;
+  PoolUsage& u = usage_[v.spec.pool];
+  u.allocated_bytes += v.spec.size_bytes;
+  ++u.volumes;
+}
+
+void Node::EraseVolumeLocked(const std::string& name) {
+  auto it = volumes_.find(name);
+  if (it == volumes_.end()) return;
+  PoolUsage& u = usage_[it->second.spec.pool];
+  u.allocated_bytes -= it->second.spec.size_bytes;
+  --u.volumes;
+  volumes_.erase(it);
+}
+
+void Node::PutSnapshotLocked(const SnapshotRecord& s) {
+  EraseSnapshotLocked(s.name);
+  snapshots_[s.name] = s;
+  ++usage_[s.pool].snapshots;
+}
+
+void Node::EraseSnapshotLocked(const std::string& name) {
+  auto it = snapshots_.find(name);
+  if (it == snapshots_.end()) return;
+  --usage_[it->second.pool].snapshots;
+  snapshots_.erase(it);
+}
+
 void Node::SaveVolumeInMemory(const VolumeRecord& v) {
   {
     std::lock_guard<std::mutex> l(mu_);
-    volumes_[v.spec.name] = v;
+    PutVolumeLocked(v);
   }
   ++generation_;
 }
@@ -97,14 +127,14 @@ Status Node::GetCapacity(const std::string& pool, std::vector<PoolCapacityView>*
     }
     PoolCapacityView v{name, b->kind(), cap.total_bytes, cap.free_bytes, 0, 0, 0, cap.data_percent,
                        cap.metadata_percent};
-    std::lock_guard<std::mutex> l(mu_);
-    for (const auto& [_, rec] : volumes_) {
-      if (rec.spec.pool != name) continue;
-      v.allocated_bytes += rec.spec.size_bytes;
-      ++v.volume_count;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (auto it = usage_.find(name); it != usage_.end()) {
+        v.allocated_bytes = it->second.allocated_bytes;
+        v.volume_count = it->second.volumes;
+        v.snapshot_count = it->second.snapshots;
+      }
     }
-    for (const auto& [_, snap] : snapshots_)
-      if (snap.pool == name) ++v.snapshot_count;
     out->push_back(v);
   }
   return Status::Ok();
@@ -173,11 +203,11 @@ Status Node::CreateLocked(const VolumeSpec& spec, bool ephemeral, VolumeView* ou
       // that starts after this sees the create in flight (node/snapshots.cc).
       std::lock_guard<std::mutex> l(mu_);
       NODEVOL_RETURN_IF_ERROR(CheckSourceLocked(spec, &snap, &src));
-      volumes_[spec.name] = rec;
+      PutVolumeLocked(rec);
     }
     if (Status st = store_->PutVolume(rec); !st.ok()) {
       std::lock_guard<std::mutex> l(mu_);
-      volumes_.erase(spec.name);
+      EraseVolumeLocked(spec.name);
       return st;
     }
     SaveVolumeInMemory(rec);
@@ -196,7 +226,7 @@ Status Node::CreateLocked(const VolumeSpec& spec, bool ephemeral, VolumeView* ou
     // and a retry or DeleteVolume finishes the job.
     if (b->Delete(rec).ok() && store_->RemoveVolume(spec.name).ok()) {
       std::lock_guard<std::mutex> l(mu_);
-      volumes_.erase(spec.name);
+      EraseVolumeLocked(spec.name);
     }
     ++generation_;
     return st.WithContext("create volume " + spec.name + " in pool " + spec.pool);
@@ -255,7 +285,7 @@ Status Node::DeleteLocked(const std::string& name, bool* existed, const std::str
   NODEVOL_RETURN_IF_ERROR(store_->RemoveVolume(name));
   {
     std::lock_guard<std::mutex> l(mu_);
-    volumes_.erase(name);
+    EraseVolumeLocked(name);
   }
   ++generation_;
   return Status::Ok();

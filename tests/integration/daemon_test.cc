@@ -1,5 +1,6 @@
 // The daemon as a process: its socket, its state-dir lock, signals,
 // configuration errors, the WatchCapacity stream and the /metrics endpoint.
+#include <algorithm>
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <grpcpp/grpcpp.h>
@@ -281,6 +282,68 @@ TEST_F(DaemonTest, WatchCapacitySendsAtOnceAndOnChange) {
   EXPECT_EQ(p->allocated_bytes(), 3u << 20);
   ctx.TryCancel();
   reader->Finish();
+}
+
+// A pool's allocated bytes and counts are kept as records change (not
+// summed per sample): after creates, an expand, a delete, a failed create,
+// a snapshot and its deletion, and a restart, they must equal what
+// ListVolumes and ListSnapshots show.
+TEST_F(DaemonTest, PoolUsageFollowsEveryChangeAndARestart) {
+  StartDaemon();
+  auto call = [&](auto method, const auto& req, auto* resp) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + seconds(30));
+    return (stub()->*method)(&ctx, req, resp);
+  };
+  auto expect_usage = [&](const std::string& when) {
+    v1::GetCapacityRequest creq;
+    creq.set_pool("default");
+    v1::GetCapacityResponse cap;
+    ASSERT_TRUE(call(&v1::Node::Stub::GetCapacity, creq, &cap).ok()) << when;
+    const v1::PoolCapacity* p = Pool(cap, "default");
+    ASSERT_NE(p, nullptr) << when;
+    v1::ListVolumesResponse vols;
+    ASSERT_TRUE(call(&v1::Node::Stub::ListVolumes, v1::ListVolumesRequest(), &vols).ok()) << when;
+    uint64_t bytes = 0;
+    for (const auto& v : vols.volumes()) bytes += v.size_bytes();
+    v1::ListSnapshotsResponse snaps;
+    ASSERT_TRUE(call(&v1::Node::Stub::ListSnapshots, v1::ListSnapshotsRequest(), &snaps).ok()) << when;
+    EXPECT_EQ(p->allocated_bytes(), bytes) << when;
+    EXPECT_EQ(p->volume_count(), static_cast<uint64_t>(vols.volumes_size())) << when;
+    EXPECT_EQ(p->snapshot_count(), static_cast<uint64_t>(snaps.snapshots_size())) << when;
+  };
+  expect_usage("empty");
+  ASSERT_TRUE(CreateVolume("u1", 1 << 20).ok());
+  ASSERT_TRUE(CreateVolume("u2", 2 << 20).ok());
+  ASSERT_TRUE(CreateVolume("u3", 3 << 20).ok());
+  ASSERT_TRUE(CreateVolume("u3", 3 << 20).ok()) << "idempotent";
+  expect_usage("after three creates");
+  ASSERT_FALSE(CreateVolume("u4", uint64_t{1} << 61).ok()) << "larger than the disk";
+  expect_usage("after a refused create");
+  v1::ExpandVolumeRequest ereq;
+  ereq.set_name("u2");
+  ereq.set_size_bytes(5 << 20);
+  v1::ExpandVolumeResponse eresp;
+  ASSERT_TRUE(call(&v1::Node::Stub::ExpandVolume, ereq, &eresp).ok());
+  expect_usage("after an expand");
+  v1::CreateSnapshotRequest sreq;
+  sreq.set_name("s1");
+  sreq.set_source_volume("u1");
+  v1::CreateSnapshotResponse sresp;
+  ASSERT_TRUE(call(&v1::Node::Stub::CreateSnapshot, sreq, &sresp).ok());
+  v1::DeleteVolumeRequest dreq;
+  dreq.set_name("u3");
+  v1::DeleteVolumeResponse dresp;
+  ASSERT_TRUE(call(&v1::Node::Stub::DeleteVolume, dreq, &dresp).ok());
+  expect_usage("after a snapshot and a delete");
+  ASSERT_EQ(StopDaemon(), 0);
+  StartDaemon();
+  expect_usage("after a restart");
+  v1::DeleteSnapshotRequest dsreq;
+  dsreq.set_name("s1");
+  v1::DeleteSnapshotResponse dsresp;
+  ASSERT_TRUE(call(&v1::Node::Stub::DeleteSnapshot, dsreq, &dsresp).ok());
+  expect_usage("after deleting the snapshot");
 }
 
 // The provisioner stops counting a new volume as promised once the node

@@ -225,8 +225,17 @@ int Capacity(const Invocation& in) {
 int VolumeList(const Invocation& in) {
   v1::ListVolumesRequest request;
   request.set_pool(StringOption(in.options, "pool"));
+  // In pages: one answer for every volume of a big node would pass gRPC's
+  // 4 MiB limit. A nodevold without paging answers all at once.
+  request.set_max_entries(1000);
   v1::ListVolumesResponse r;
-  Call(in.globals, [&](auto& stub, auto* ctx) { return stub.ListVolumes(ctx, request, &r); });
+  for (;;) {
+    v1::ListVolumesResponse page;
+    Call(in.globals, [&](auto& stub, auto* ctx) { return stub.ListVolumes(ctx, request, &page); });
+    for (auto& v : *page.mutable_volumes()) *r.add_volumes() = std::move(v);
+    if (page.next_token().empty()) break;
+    request.set_starting_token(page.next_token());
+  }
   if (in.globals.json) return PrintJsonOk(r);
   Table table({"NAME", "POOL", "BACKEND", "SIZE", "STATE", "PUBLISHED"});
   for (const auto& v : r.volumes()) {

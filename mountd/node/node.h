@@ -137,7 +137,11 @@ class Node {
   Status ExpandVolume(const std::string& name, uint64_t size_bytes, VolumeView* out,
                       const std::string& shared_pool = "");
   Status GetVolume(const std::string& name, VolumeView* out, const std::string& shared_pool = "");
-  Status ListVolumes(const std::string& pool, std::vector<VolumeView>* out);
+  // Volumes in name order (of `pool`, or all when empty): those named
+  // after `after`, at most `max` of them (0: no limit); *more (optional)
+  // tells whether any are left after the last one given.
+  Status ListVolumes(const std::string& pool, std::vector<VolumeView>* out, const std::string& after = "",
+                     size_t max = 0, bool* more = nullptr);
 
   // Snapshots (node/snapshots.cc): `name` of volume `source`, kept by
   // the volume's pool. Idempotent by name: the same name and source again

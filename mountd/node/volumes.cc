@@ -342,12 +342,21 @@ Status Node::GetVolume(const std::string& name, VolumeView* out, const std::stri
   return Status::Ok();
 }
 
-Status Node::ListVolumes(const std::string& pool, std::vector<VolumeView>* out) {
+Status Node::ListVolumes(const std::string& pool, std::vector<VolumeView>* out, const std::string& after,
+                         size_t max, bool* more) {
   if (!pool.empty() && !FindPool(pool)) return Status::NotFound("pool \"" + pool + "\" is not configured on this node");
+  if (more) *more = false;
   std::lock_guard<std::mutex> l(mu_);
-  for (const auto& [name, rec] : volumes_) {
+  size_t given = 0;
+  for (auto it = after.empty() ? volumes_.begin() : volumes_.upper_bound(after); it != volumes_.end(); ++it) {
+    const auto& [name, rec] = *it;
     if (!pool.empty() && rec.spec.pool != pool) continue;
+    if (max && given == max) {
+      if (more) *more = true;
+      break;
+    }
     out->push_back({rec, publications_.TargetsOf(name)});
+    ++given;
   }
   return Status::Ok();
 }

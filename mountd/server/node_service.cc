@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "backend/registry.h"
+#include "base/names.h"
 #include "base/version.h"
 
 namespace nodevol {
@@ -202,9 +203,19 @@ grpc::Status NodeService::GetVolume(grpc::ServerContext*, const v1::GetVolumeReq
 grpc::Status NodeService::ListVolumes(grpc::ServerContext*, const v1::ListVolumesRequest* req,
                                       v1::ListVolumesResponse* resp) {
   return Run("ListVolumes", "", "", [&] {
+    // A token is "n:" and the last name of the page before.
+    std::string after;
+    if (const std::string& t = req->starting_token(); !t.empty()) {
+      if (t.rfind("n:", 0) != 0 || !ValidateVolumeName(t.substr(2)).ok())
+        return Status::InvalidArgument("starting_token \"" + t + "\" is not a next_token nodevold gave; list from "
+                                       "the start (empty starting_token)");
+      after = t.substr(2);
+    }
     std::vector<VolumeView> vols;
-    NODEVOL_RETURN_IF_ERROR(node_->ListVolumes(req->pool(), &vols));
+    bool more = false;
+    NODEVOL_RETURN_IF_ERROR(node_->ListVolumes(req->pool(), &vols, after, req->max_entries(), &more));
     for (const VolumeView& v : vols) ToProto(v, resp->add_volumes());
+    if (more && !vols.empty()) resp->set_next_token("n:" + vols.back().record.spec.name);
     return Status::Ok();
   });
 }

@@ -346,6 +346,53 @@ TEST_F(DaemonTest, PoolUsageFollowsEveryChangeAndARestart) {
   expect_usage("after deleting the snapshot");
 }
 
+// ListVolumes in pages: name order, each volume once, the last page
+// without a token; a token whose volume went meanwhile still continues
+// after it; a token nodevold did not give is refused.
+TEST_F(DaemonTest, ListVolumesPagesInNameOrder) {
+  StartDaemon();
+  std::vector<std::string> names = {"p-g", "p-a", "p-e", "p-c", "p-b", "p-f", "p-d"};
+  for (const std::string& n : names) ASSERT_TRUE(CreateVolume(n, 1 << 20).ok()) << n;
+  std::sort(names.begin(), names.end());
+  auto list = [&](uint32_t max, const std::string& token, v1::ListVolumesResponse* resp) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + seconds(30));
+    v1::ListVolumesRequest req;
+    req.set_max_entries(max);
+    req.set_starting_token(token);
+    return stub()->ListVolumes(&ctx, req, resp);
+  };
+  std::vector<std::string> seen;
+  std::vector<int> sizes;
+  std::string token;
+  do {
+    v1::ListVolumesResponse page;
+    ASSERT_TRUE(list(3, token, &page).ok());
+    sizes.push_back(page.volumes_size());
+    for (const auto& v : page.volumes()) seen.push_back(v.name());
+    token = page.next_token();
+    if (sizes.size() == 1) {
+      // The volume the token names goes before the next page is asked.
+      v1::DeleteVolumeRequest del;
+      del.set_name(seen.back());
+      v1::DeleteVolumeResponse dresp;
+      grpc::ClientContext ctx;
+      ASSERT_TRUE(stub()->DeleteVolume(&ctx, del, &dresp).ok());
+    }
+  } while (!token.empty() && sizes.size() < 10);
+  EXPECT_EQ(seen, names);
+  EXPECT_EQ(sizes, (std::vector<int>{3, 3, 1}));
+
+  v1::ListVolumesResponse all;
+  ASSERT_TRUE(list(0, "", &all).ok());
+  EXPECT_EQ(all.volumes_size(), 6) << "max_entries 0: every volume at once";
+  EXPECT_TRUE(all.next_token().empty());
+  v1::ListVolumesResponse bad;
+  grpc::Status st = list(3, "p-c", &bad);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(st.error_message().find("starting_token"), std::string::npos) << st.error_message();
+}
+
 // The provisioner stops counting a new volume as promised once the node
 // reports the sample its CreateVolume answer named: every message of that
 // sample or later must have the volume, however creates and samples race.

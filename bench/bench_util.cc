@@ -76,7 +76,8 @@ std::string Ms(double us) {
 }
 
 std::string Fixed(double v, int digits) {
-  char buf[32];
+  if (std::isnan(v)) return "-";
+  char buf[48];
   std::snprintf(buf, sizeof buf, "%.*f", digits, v);
   return buf;
 }
@@ -130,6 +131,17 @@ std::string LoadAvg() {
   std::string a, b, c;
   ss >> a >> b >> c;
   return a + " " + b + " " + c;
+}
+
+}  // namespace bench
+
+namespace bench {
+
+std::string MakeTempDir(const std::string& parent, const std::string& prefix) {
+  std::string tmpl = parent + "/" + prefix + "XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  return mkdtemp(buf.data()) ? std::string(buf.data()) : std::string();
 }
 
 }  // namespace bench

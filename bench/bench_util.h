@@ -27,9 +27,12 @@ Mem ReadMemDetailed(pid_t pid);
 // utime + stime of pid in seconds.
 double CpuSeconds(pid_t pid);
 
+// A new directory parent/prefixXXXXXX (mkdtemp); "" and errno on failure.
+std::string MakeTempDir(const std::string& parent, const std::string& prefix);
+
 std::string Mb(long kb);         // "19.2 MiB"
 std::string Ms(double us);       // microseconds as milliseconds, 3 decimals below 10 ms
-std::string Fixed(double v, int digits);
+std::string Fixed(double v, int digits);  // "-" for NAN
 // Nearest-rank percentile of an already sorted vector (NAN when empty).
 double Pct(const std::vector<double>& sorted, double p);
 

@@ -43,6 +43,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "bench_util.h"
 #include "spawn_daemon.h"
 
 #include <algorithm>
@@ -225,26 +226,14 @@ bool ParseOptions(int argc, char** argv, Options* o) {
 
 // ------------------------------------------------------------------ helpers
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-std::string Trim(std::string s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
-  size_t i = 0;
-  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
-  return s.substr(i);
-}
+using bench::CpuModel;
+using bench::Fixed;
+using bench::FsType;
+using bench::MemTotal;
+using bench::ReadFile;
+using bench::Trim;
 
 std::string FirstLine(const std::string& s) { return Trim(s.substr(0, s.find('\n'))); }
-
-std::string Fixed(double v, int digits) {
-  if (std::isnan(v)) return "-";
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
 
 // Milliseconds with sensible precision.
 std::string Ms(double ms) { return Fixed(ms, ms < 100 ? 1 : 0); }
@@ -266,45 +255,12 @@ double RealNow() {
 
 double MsSince(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
-std::string CpuModel() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) {
-      size_t c = line.find(':');
-      return Trim(c == std::string::npos ? line : line.substr(c + 1));
-    }
-  return "?";
-}
-
 bool CpuHasFlag(const std::string& flag) {
   std::ifstream in("/proc/cpuinfo");
   std::string line;
   while (std::getline(in, line))
     if (line.rfind("flags", 0) == 0) return (" " + line + " ").find(" " + flag + " ") != std::string::npos;
   return false;
-}
-
-std::string MemTotal() {
-  std::ifstream in("/proc/meminfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("MemTotal:", 0) == 0) return Fixed(std::atol(line.c_str() + 9) / 1024.0, 0) + " MiB";
-  return "?";
-}
-
-std::string FsType(const std::string& path) {
-  struct statfs s;
-  if (::statfs(path.c_str(), &s) != 0) return "?";
-  switch (static_cast<unsigned long>(s.f_type)) {
-    case 0xEF53: return "ext4";
-    case 0x58465342: return "xfs";
-    case 0x01021994: return "tmpfs";
-    case 0x794C7630: return "overlayfs";
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%lx", static_cast<unsigned long>(s.f_type));
-  return buf;
 }
 
 // user+system CPU seconds of pid, and of its reaped children.

@@ -87,6 +87,7 @@ struct Options {
   std::vector<int> clients = {1, 8, 64};
   std::vector<int> iterations = {1000, 400, 50};  // per client, per level
   int warmup = 20;                              // untimed pairs per mode before the first level
+  int rounds = 1;                               // times the levels run; the tables show the first
   int getinfo_calls = 300;
   std::string work_dir = "/tmp";
   bool read_only = false;
@@ -107,6 +108,9 @@ const char* kUsage =
     "  --iterations=N|LIST   pairs per client: one number for every level, or one\n"
     "                        per level (default 1000,400,50)\n"
     "  --warmup=N            untimed pairs per mode before measuring (default 20)\n"
+    "  --rounds=N            run the levels N times (default 1): the tables show the\n"
+    "                        first; nodevold's idle memory is read after each, to\n"
+    "                        show whether repeated loads make it grow\n"
     "  --getinfo-calls=N     GetInfo round trips timed at 1 client (default 300)\n"
     "  --work-dir=DIR        where the sandbox is created (default /tmp); its\n"
     "                        filesystem decides what an fsync costs\n"
@@ -158,6 +162,8 @@ bool ParseOptions(int argc, char** argv, Options* o) {
       iters = v;
     } else if (key == "--warmup" && need()) {
       o->warmup = std::atoi(val.c_str());
+    } else if (key == "--rounds" && need()) {
+      o->rounds = std::max(1, std::atoi(val.c_str()));
     } else if (key == "--getinfo-calls" && need()) {
       o->getinfo_calls = std::max(1, std::atoi(val.c_str()));
     } else if (key == "--work-dir" && need()) {
@@ -662,7 +668,8 @@ LevelResult RunLevel(Ctx& c, Mode m, int clients, int iterations, bool timed = t
 
 struct Report {
   std::vector<LevelResult> results;
-  Mem idle_start, idle_volumes, idle_after;
+  Mem idle_start, idle_volumes;
+  std::vector<Mem> idle_after;  // after each round of the levels
   std::vector<double> getinfo_us;  // sorted
   std::string version, load_start, load_end, fstype, kernel, machine;
   double total_s = 0;
@@ -762,8 +769,10 @@ void PrintReport(const Options& o, const Report& rep) {
     out << "| peak under " << cl << (cl == 1 ? " client" : " clients") << " (VmRSS sampled every 5 ms; VmHWM after) | " << Mb(d->peak_rss_kb)
         << " | " << Mb(d->hwm_kb) << " | | | |\n";
   }
-  out << "| idle after the load | ";
-  row(rep.idle_after);
+  for (size_t i = 0; i < rep.idle_after.size(); ++i) {
+    out << "| idle after the load" << (rep.idle_after.size() > 1 ? ", round " + std::to_string(i + 1) : "") << " | ";
+    row(rep.idle_after[i]);
+  }
 
   out << "\n## nodevold threads\n\nSampled every 5 ms during each level: threads before it, most at once, and "
          "threads that appeared during it (made and, all but a few, ended again).\n\n"
@@ -825,15 +834,12 @@ int main(int argc, char** argv) {
   }
   auto run_start = Clock::now();
 
-  std::string tmpl = o.work_dir + "/nodevol-bench-XXXXXX";
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  if (!mkdtemp(buf.data())) {
-    std::fprintf(stderr, "publish_bench: mkdtemp %s: %s\n", tmpl.c_str(), std::strerror(errno));
+  Sandbox sb;
+  sb.root = MakeTempDir(o.work_dir, "nodevol-bench-");
+  if (sb.root.empty()) {
+    std::fprintf(stderr, "publish_bench: cannot make a directory in %s: %s\n", o.work_dir.c_str(), std::strerror(errno));
     return 1;
   }
-  Sandbox sb;
-  sb.root = buf.data();
   sb.pods = sb.root + "/pods";
   sb.state = sb.root + "/state";
   sb.pool = sb.root + "/pool";
@@ -947,24 +953,29 @@ int main(int argc, char** argv) {
 
     // Modes alternate within each level, so that a change in background
     // load shows in all of them alike.
-    for (size_t li = 0; li < o.clients.size() && rc == 0 && !g_stop; ++li) {
-      for (Mode m : modes) {
-        auto t0 = Clock::now();
-        LevelResult r = RunLevel(c, m, o.clients[li], o.iterations[li]);
-        double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-        if (!r.error.empty()) {
-          fail(std::string(ModeName(m)) + " at " + std::to_string(o.clients[li]) + " clients: " + r.error);
-          break;
+    for (int round = 0; round < o.rounds && rc == 0 && !g_stop; ++round) {
+      for (size_t li = 0; li < o.clients.size() && rc == 0 && !g_stop; ++li) {
+        for (Mode m : modes) {
+          auto t0 = Clock::now();
+          LevelResult r = RunLevel(c, m, o.clients[li], o.iterations[li]);
+          double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+          if (!r.error.empty()) {
+            fail(std::string(ModeName(m)) + " at " + std::to_string(o.clients[li]) + " clients: " + r.error);
+            break;
+          }
+          if (g_stop) break;
+          std::fprintf(stderr,
+                       "publish_bench: round %d %-9s clients=%-3d pairs=%-5zu p50=%s ms  %.0f pairs/s  (%.1f s)\n",
+                       round + 1, ModeName(m), r.clients, r.pairs, Ms(Pct(r.pair_us, 50)).c_str(), r.throughput(),
+                       secs);
+          if (round == 0) rep.results.push_back(std::move(r));
         }
-        if (g_stop) break;
-        std::fprintf(stderr, "publish_bench: %-9s clients=%-3d pairs=%-5zu p50=%s ms  %.0f pairs/s  (%.1f s)\n",
-                     ModeName(m), r.clients, r.pairs, Ms(Pct(r.pair_us, 50)).c_str(), r.throughput(), secs);
-        rep.results.push_back(std::move(r));
       }
+      if (rc || g_stop) break;
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      rep.idle_after.push_back(ReadMemDetailed(sb.pid));
     }
     if (rc || g_stop) break;
-    std::this_thread::sleep_for(std::chrono::seconds(1));
-    rep.idle_after = ReadMemDetailed(sb.pid);
   } while (false);
 
   // Cleanup: stop the daemon, unmount what is left, remove the sandbox.

@@ -335,15 +335,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   signal(SIGPIPE, SIG_IGN);
-  std::string tmpl = o.work_dir + "/nodevol-scale-XXXXXX";
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  if (!mkdtemp(buf.data())) {
-    std::fprintf(stderr, "scale_bench: mkdtemp %s: %s\n", tmpl.c_str(), std::strerror(errno));
+  Sandbox sb;
+  sb.root = MakeTempDir(o.work_dir, "nodevol-scale-");
+  if (sb.root.empty()) {
+    std::fprintf(stderr, "scale_bench: cannot make a directory in %s: %s\n", o.work_dir.c_str(), std::strerror(errno));
     return 1;
   }
-  Sandbox sb;
-  sb.root = buf.data();
   sb.pods = sb.root + "/pods";
   sb.state = sb.root + "/state";
   sb.pool = sb.root + "/pool";

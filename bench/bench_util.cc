@@ -47,16 +47,16 @@ Mem ReadMemDetailed(pid_t pid) {
   return m;
 }
 
-// utime + stime of pid in seconds.
-double CpuSeconds(pid_t pid) {
+// utime + stime of pid in seconds (and its reaped children's).
+double CpuSeconds(pid_t pid, bool with_children) {
   std::string s = ReadFile("/proc/" + std::to_string(pid) + "/stat");
   size_t rp = s.rfind(')');
   if (rp == std::string::npos) return 0;
   std::stringstream ss(s.substr(rp + 2));
   std::string f;
   double ticks = 0;
-  for (int i = 3; ss >> f && i <= 15; ++i)
-    if (i == 14 || i == 15) ticks += std::atof(f.c_str());
+  for (int i = 3; ss >> f && i <= 17; ++i)
+    if (i == 14 || i == 15 || (with_children && (i == 16 || i == 17))) ticks += std::atof(f.c_str());
   return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 

@@ -24,8 +24,9 @@ struct Mem {
 Mem ReadMem(pid_t pid);
 // ReadMem plus Pss, which walks the page tables (slower).
 Mem ReadMemDetailed(pid_t pid);
-// utime + stime of pid in seconds.
-double CpuSeconds(pid_t pid);
+// utime + stime of pid in seconds; with_children adds those of the
+// children it has reaped.
+double CpuSeconds(pid_t pid, bool with_children = false);
 
 // A new directory parent/prefixXXXXXX (mkdtemp); "" and errno on failure.
 std::string MakeTempDir(const std::string& parent, const std::string& prefix);

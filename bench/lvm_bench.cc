@@ -227,6 +227,7 @@ bool ParseOptions(int argc, char** argv, Options* o) {
 // ------------------------------------------------------------------ helpers
 
 using bench::CpuModel;
+using bench::CpuSeconds;
 using bench::Fixed;
 using bench::FsType;
 using bench::MemTotal;
@@ -261,19 +262,6 @@ bool CpuHasFlag(const std::string& flag) {
   while (std::getline(in, line))
     if (line.rfind("flags", 0) == 0) return (" " + line + " ").find(" " + flag + " ") != std::string::npos;
   return false;
-}
-
-// user+system CPU seconds of pid, and of its reaped children.
-double CpuSeconds(pid_t pid, bool with_children) {
-  std::string s = ReadFile("/proc/" + std::to_string(pid) + "/stat");
-  size_t rp = s.rfind(')');
-  if (rp == std::string::npos) return 0;
-  std::stringstream ss(s.substr(rp + 2));
-  std::string f;
-  double ticks = 0;
-  for (int i = 3; ss >> f && i <= 17; ++i)
-    if (i == 14 || i == 15 || (with_children && (i == 16 || i == 17))) ticks += std::atof(f.c_str());
-  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
 double ChildrenCpuSeconds() {

@@ -16,6 +16,9 @@ namespace {
 using Outcome = Workers::Outcome;
 using nlohmann::json;
 
+// Reads and patches of the PV's finalizer before the pass is retried whole.
+constexpr int kFinalizerAttempts = 5;
+
 // Ours, Released, reclaim Delete.
 bool Deletable(const ControllerContext& ctx, const json& pv) {
   auto ann = pv["metadata"].value("annotations", json::object());
@@ -101,19 +104,25 @@ Workers::Outcome DeleteReleasedVolume(ControllerContext& ctx, const std::string&
     return failed();
   }
   // The finalizer held the PV object; release it now that the data is gone.
-  json fresh;
-  r = ctx.client->Get(path, &fresh);
-  if (r.code() == kube::Result::Code::kNotFound) return done();
-  if (!r.ok()) return failed();
-  if (fresh["metadata"].value("uid", "") != Str(meta, "uid")) return done();
-  json keep = json::array();
-  bool had = false;
-  for (const auto& f : fresh["metadata"].value("finalizers", json::array()))
-    if (f == kFinalizer) had = true; else keep.push_back(f);
-  if (!had) return done();
-  json patch = {{"metadata", {{"finalizers", keep}, {"resourceVersion", fresh["metadata"].value("resourceVersion", "")}}}};
-  r = ctx.client->MergePatch(path, patch);
-  if (r.ok() || r.code() == kube::Result::Code::kNotFound) return done();
+  // A conflict (the PV changed between the read and the patch: the PV
+  // controller, a label) retries only the read and the patch: going round
+  // the whole delete again would ask the node once more per conflict.
+  for (int attempt = 0; attempt < kFinalizerAttempts; ++attempt) {
+    json fresh;
+    r = ctx.client->Get(path, &fresh);
+    if (r.code() == kube::Result::Code::kNotFound) return done();
+    if (!r.ok()) break;
+    if (fresh["metadata"].value("uid", "") != Str(meta, "uid")) return done();
+    json keep = json::array();
+    bool had = false;
+    for (const auto& f : fresh["metadata"].value("finalizers", json::array()))
+      if (f == kFinalizer) had = true; else keep.push_back(f);
+    if (!had) return done();
+    json patch = {{"metadata", {{"finalizers", keep}, {"resourceVersion", fresh["metadata"].value("resourceVersion", "")}}}};
+    r = ctx.client->MergePatch(path, patch);
+    if (r.ok() || r.code() == kube::Result::Code::kNotFound) return done();
+    if (r.code() != kube::Result::Code::kConflict) break;
+  }
   spdlog::warn("volume {}: removing finalizer: {}", pv_name, r.ToString());
   return failed();
 }

@@ -140,6 +140,45 @@ TEST(DeleteVolume, AnNfsVolumeIsDeletedOnlyWhereItIsKnown) {
   EXPECT_FALSE(w.api.Has("/api/v1/persistentvolumes/pvc-f2"));
 }
 
+// Issue 19: a conflict on the finalizer patch (the PV changed since it was
+// read) retries the read and the patch only: the node is asked once.
+TEST(DeleteVolume, AFinalizerConflictAsksTheNodeOnce) {
+  World w;
+  FakeNode a("a");
+  w.view.Add(&a, "fast", 10 * GiB);
+  a.AddVolume(Vol("x3"));
+  json pv = Pv("x3", "a", "Delete", "Released");
+  pv["metadata"]["finalizers"] = json::array({kFinalizer, "example.com/other"});
+  w.Load({}, {pv});
+  const std::string path = "/api/v1/persistentvolumes/pvc-x3";
+  w.api.Put(path, pv);
+  // The PV stays while a finalizer holds it (the fake would remove it).
+  w.api.Script("DELETE", path, kube::Result::Ok());
+  auto conflict = kube::Result::FromHttp(409, StatusBody(409, "Conflict", "the object has been modified").dump());
+  w.api.Script("PATCH", path, conflict);
+  w.api.Script("PATCH", path, conflict);
+  EXPECT_EQ(DeleteReleasedVolume(w.ctx, "pvc-x3"), Workers::Outcome::kDone);
+  EXPECT_EQ(a.deletes(), 1);
+  EXPECT_FALSE(a.HasVolume("pvc-x3"));
+  int patches = 0;
+  for (const auto& c : w.api.Calls())
+    if (c.verb == "PATCH" && c.path == path) ++patches;
+  EXPECT_EQ(patches, 3);
+  EXPECT_EQ(w.api.Object(path)["metadata"]["finalizers"], json::array({"example.com/other"}));
+
+  // Conflicts without end: the pass gives up after a few and is retried.
+  a.AddVolume(Vol("x4"));
+  json pv4 = Pv("x4", "a", "Delete", "Released");
+  pv4["metadata"]["finalizers"] = json::array({kFinalizer});
+  w.Load({}, {pv4});
+  const std::string path4 = "/api/v1/persistentvolumes/pvc-x4";
+  w.api.Put(path4, pv4);
+  w.api.Script("DELETE", path4, kube::Result::Ok());
+  for (int i = 0; i < 10; ++i) w.api.Script("PATCH", path4, conflict);
+  EXPECT_EQ(DeleteReleasedVolume(w.ctx, "pvc-x4"), Workers::Outcome::kRetry);
+  EXPECT_EQ(a.deletes(), 2);
+}
+
 TEST(DeleteVolume, DeletesAReleasedVolumeAndItsPv) {
   World w;
   FakeNode a("a");

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "nodevol/v1/node.grpc.pb.h"
+#include "bench_util.h"
 #include "spawn_daemon.h"
 
 extern char** environ;
@@ -100,18 +101,7 @@ double Median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-std::string FsType(const std::string& dir) {
-  struct statfs st;
-  if (::statfs(dir.c_str(), &st) != 0) return "?";
-  switch (st.f_type) {
-    case 0xEF53: return "ext4";
-    case 0x58465342: return "xfs";
-    case 0x9123683E: return "btrfs";
-    case 0x01021994: return "tmpfs";
-    case 0x794c7630: return "overlayfs";
-    default: return "0x" + std::to_string(st.f_type);
-  }
-}
+using bench::FsType;
 
 class Daemon {
  public:

@@ -37,6 +37,15 @@ class StoreTest : public ::testing::Test {
     v.attributes = {{"path", "/srv/" + name}};
     return v;
   }
+  // Volume v1 published at one pod volume directory.
+  static PublicationRecord Publication(PublicationState state) {
+    PublicationRecord p;
+    p.target = "/pods/u/volumes/nodevol.io~volume/data";
+    p.volume = "v1";
+    p.source = "/srv/v1";
+    p.state = state;
+    return p;
+  }
 
   std::string dir_;
 };
@@ -234,11 +243,7 @@ TEST_F(StoreTest, RecordThatCannotBeReadFailsTheLoadAndIsLeftAlone) {
 // a tombstone that loads as that state. (A directory where the temp file
 // goes makes the write fail as ENOSPC would.)
 TEST_F(StoreTest, TeardownIntentIsRecordedWhenANewFileCannotBeWritten) {
-  PublicationRecord p;
-  p.target = "/pods/u/volumes/nodevol.io~volume/data";
-  p.volume = "v1";
-  p.source = "/srv/v1";
-  p.state = PublicationState::kPublished;
+  PublicationRecord p = Publication(PublicationState::kPublished);
   {
     Store s(dir_);
     ASSERT_TRUE(s.Open().ok());
@@ -286,10 +291,7 @@ TEST_F(StoreTest, TeardownIntentIsRecordedWhenANewFileCannotBeWritten) {
 TEST_F(StoreTest, APublicationMovesThroughItsStatesByRenames) {
   Store s(dir_);
   ASSERT_TRUE(s.Open().ok());
-  PublicationRecord p;
-  p.target = "/pods/u/volumes/nodevol.io~volume/data";
-  p.volume = "v1";
-  p.source = "/srv/v1";
+  PublicationRecord p = Publication(PublicationState::kPublishing);
   p.mount_options = {"nosuid", "nodev"};
   auto files = [&] {
     std::vector<std::string> names;
@@ -337,13 +339,9 @@ TEST_F(StoreTest, APublicationMovesThroughItsStatesByRenames) {
 // Two names for one record (a crash inside PutPublication, which writes the
 // new name before dropping the old): the later state is the one on disk.
 TEST_F(StoreTest, TheLaterStateWinsWhereACrashLeftTwoNames) {
-  PublicationRecord p;
-  p.target = "/pods/u/volumes/nodevol.io~volume/data";
-  p.volume = "v1";
-  p.source = "/srv/v1";
+  PublicationRecord p = Publication(PublicationState::kPublishing);
   Store s(dir_);
   ASSERT_TRUE(s.Open().ok());
-  p.state = PublicationState::kPublishing;
   ASSERT_TRUE(s.PutPublication(p).ok());
   std::string dir = dir_ + "/publications", pub;
   for (const auto& e : fs::directory_iterator(dir)) pub = e.path().filename().string();
@@ -366,11 +364,7 @@ TEST_F(StoreTest, TheLaterStateWinsWhereACrashLeftTwoNames) {
 // A record of an older nodevold says its state inside a plain file: read as
 // written, and moved on by a write where there is nothing to rename.
 TEST_F(StoreTest, AnOlderPlainRecordKeepsItsStateAndMovesOn) {
-  PublicationRecord p;
-  p.target = "/pods/u/volumes/nodevol.io~volume/data";
-  p.volume = "v1";
-  p.source = "/srv/v1";
-  p.state = PublicationState::kPublished;
+  PublicationRecord p = Publication(PublicationState::kPublished);
   Store s(dir_);
   ASSERT_TRUE(s.Open().ok());
   ASSERT_TRUE(s.PutPublication(p).ok());

@@ -12,6 +12,7 @@
 #include <climits>
 #include <cstring>
 #include <map>
+#include <set>
 
 #include "mount/mount_table.h"
 
@@ -81,6 +82,17 @@ Status BindSource(const std::string& source, std::string* path, bool* device) {
   return Status::Ok();
 }
 
+// The comma-separated options of a mount table entry, as a set.
+std::set<std::string> OptionSet(const std::string& options) {
+  std::set<std::string> out;
+  for (size_t at = 0; at <= options.size();) {
+    size_t end = std::min(options.find(',', at), options.size());
+    out.insert(options.substr(at, end - at));
+    at = end + 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 Status StatCached(const std::string& path, bool follow, struct statx* out) {
@@ -131,15 +143,21 @@ unsigned long InheritedBindFlags(const std::string& source, bool remote, const M
     if (holds && (!on || t.size() >= on->target.size())) on = &e;
   }
   unsigned long flags = 0;
-  for (size_t at = 0; on && at <= on->options.size();) {
-    size_t end = std::min(on->options.find(',', at), on->options.size());
-    std::string o = on->options.substr(at, end - at);
-    if (o == "nosuid") flags |= MS_NOSUID;
-    if (o == "nodev") flags |= MS_NODEV;
-    if (o == "noexec") flags |= MS_NOEXEC;
-    at = end + 1;
-  }
+  if (!on) return flags;
+  std::set<std::string> has = OptionSet(on->options);
+  for (auto [bit, name] : {std::pair{MS_NOSUID, "nosuid"}, {MS_NODEV, "nodev"}, {MS_NOEXEC, "noexec"}})
+    if (has.count(name)) flags |= bit;
   return flags;
+}
+
+bool ShowsFlags(const std::string& options, bool read_only, unsigned long flags) {
+  std::set<std::string> has = OptionSet(options);
+  if (!has.count(read_only ? "ro" : "rw")) return false;
+  for (auto [bit, name] : {std::pair{MS_NOSUID, "nosuid"}, {MS_NODEV, "nodev"}, {MS_NOEXEC, "noexec"}})
+    if (((flags & bit) != 0) != (has.count(name) != 0)) return false;
+  for (auto [bit, name] : {std::pair{MS_NOATIME, "noatime"}, {MS_NODIRATIME, "nodiratime"}, {MS_RELATIME, "relatime"}})
+    if ((flags & bit) && !has.count(name)) return false;
+  return true;
 }
 
 Status ParseBindOptions(const std::vector<std::string>& options, unsigned long* flags) {

@@ -51,6 +51,12 @@ Status ParseBindOptions(const std::vector<std::string>& options, unsigned long* 
 // is a current snapshot of it).
 unsigned long InheritedBindFlags(const std::string& source, bool remote, const MountTable* table = nullptr);
 
+// Whether a mount's options (the mount table's, e.g. "rw,nosuid,nodev,
+// relatime,...") already show read_only and the flags a remount sets: the
+// read-only state and nosuid, nodev and noexec exactly, and the atime
+// flags that are set.
+bool ShowsFlags(const std::string& options, bool read_only, unsigned long flags);
+
 // Bind-mounts source onto target, then applies MS_RDONLY and flags.
 // On failure nothing stays mounted, unless the error says the cleanup
 // unmount failed too (the caller must then unmount, see Publish's undo).

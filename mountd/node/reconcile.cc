@@ -34,7 +34,6 @@
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 
-#include <algorithm>
 #include <ctime>
 #include <set>
 
@@ -43,29 +42,6 @@
 #include "node/node.h"
 
 namespace nodevol {
-namespace {
-
-// Whether a mount's options (the mount table's, e.g. "rw,nosuid,nodev,
-// relatime,...") already show read_only and the flags a remount sets:
-// the read-only state and nosuid, nodev and noexec exactly, and the atime
-// flags that are set.
-bool ShowsFlags(const std::string& options, bool read_only, unsigned long flags) {
-  std::set<std::string> has;
-  for (size_t at = 0; at <= options.size();) {
-    size_t end = std::min(options.find(',', at), options.size());
-    has.insert(options.substr(at, end - at));
-    at = end + 1;
-  }
-  if (!has.count(read_only ? "ro" : "rw")) return false;
-  for (auto [bit, name] : {std::pair{MS_NOSUID, "nosuid"}, {MS_NODEV, "nodev"}, {MS_NOEXEC, "noexec"}})
-    if (((flags & bit) != 0) != (has.count(name) != 0)) return false;
-  for (auto [bit, name] : {std::pair{MS_NOATIME, "noatime"}, {MS_NODIRATIME, "nodiratime"}, {MS_RELATIME, "relatime"}})
-    if ((flags & bit) && !has.count(name)) return false;
-  return true;
-}
-
-}  // namespace
-
 Status Node::Start() {
   std::vector<VolumeRecord> vols;
   std::vector<PublicationRecord> pubs;

@@ -28,10 +28,9 @@ uint64_t QuantityBytes(const json& obj, const char* field) {
   return bytes;
 }
 
-std::string HostnameOf(const json& node) {
-  auto labels = node["metadata"].value("labels", json::object());
-  std::string h = labels.value(kHostnameLabel, "");
-  return h.empty() ? node["metadata"].value("name", "") : h;
+std::string HostnameOf(const KubeNode& node) {
+  std::string h = node.Hostname();
+  return h.empty() ? node.name : h;
 }
 
 }  // namespace
@@ -45,7 +44,7 @@ std::string CapacityPublisher::ObjectName(const std::string& class_name, const s
   return std::string("nodevol-") + hex;
 }
 
-CapacityPublisher::CapacityPublisher(kube::Api* api, const kube::Informer* classes, const kube::Informer* nodes,
+CapacityPublisher::CapacityPublisher(kube::Api* api, const kube::Informer* classes, const kube::TypedInformer<KubeNode>* nodes,
                                      const CapacityLedger* ledger, Options options)
     : api_(api),
       classes_(classes),
@@ -109,7 +108,8 @@ void CapacityPublisher::Loop() {
 std::map<std::string, CapacityPublisher::Want> CapacityPublisher::Desired() const {
   std::map<std::string, Want> out;
   auto rooms = ledger_->Rooms();
-  for (const auto& sc : classes_->List()) {
+  for (const auto& class_ptr : classes_->List()) {
+    const json& sc = *class_ptr;
     if (sc.value("provisioner", "") != options_.driver) continue;
     ClassParams params;
     if (!ParseClassParams(kube::StringMap(sc.value("parameters", json::object())),
@@ -118,7 +118,7 @@ std::map<std::string, CapacityPublisher::Want> CapacityPublisher::Desired() cons
       continue;  // the claims' events say why; no node can take its volumes
     const std::string class_name = sc["metadata"].value("name", "");
     for (const auto& node : nodes_->List()) {
-      Want w{class_name, node["metadata"].value("name", ""), HostnameOf(node), 0, true};
+      Want w{class_name, node->name, HostnameOf(*node), 0, true};
       for (const auto& r : rooms) {
         if (r.seen.node != w.node) continue;
         w.unknown = false;

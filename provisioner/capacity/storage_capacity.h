@@ -41,6 +41,7 @@
 #include "capacity/ledger.h"
 #include "kube/api.h"
 #include "kube/informer.h"
+#include "nodes/kube_node.h"
 
 namespace nodevol::provisioner {
 
@@ -55,7 +56,7 @@ class CapacityPublisher {
     double writes_per_second = 10;
   };
 
-  CapacityPublisher(kube::Api* api, const kube::Informer* classes, const kube::Informer* nodes,
+  CapacityPublisher(kube::Api* api, const kube::Informer* classes, const kube::TypedInformer<KubeNode>* nodes,
                     const CapacityLedger* ledger, Options options);
   ~CapacityPublisher();  // Stop()s
 
@@ -92,7 +93,7 @@ class CapacityPublisher {
 
   kube::Api* api_;
   const kube::Informer* classes_;
-  const kube::Informer* nodes_;
+  const kube::TypedInformer<KubeNode>* nodes_;
   const CapacityLedger* ledger_;
   Options options_;
   std::string collection_;

@@ -28,11 +28,11 @@ struct Fixture {
   std::unique_ptr<kube::Informer> classes = StaticCache(
       {ClassObj("fast", "nodevol.io", "fast"), ClassObj("old", "nodevol.io/provisioner", "fast"),
        ClassObj("theirs", "other.io", "fast")});
-  std::unique_ptr<kube::Informer> nodes;
+  std::unique_ptr<kube::TypedInformer<KubeNode>> nodes;
   std::unique_ptr<CapacityPublisher> pub;
 
   void Make(std::vector<json> node_list) {
-    nodes = StaticCache(std::move(node_list));
+    nodes = StaticCache<KubeNode>(std::move(node_list), DecodeNode);
     CapacityPublisher::Options o;
     o.driver = "nodevol.io";
     o.ns = "nodevol-system";

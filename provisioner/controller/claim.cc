@@ -11,20 +11,28 @@ using kube::StringMap;
 
 namespace {
 
+uint64_t StorageBytes(const nlohmann::json& holder) {
+  kube::Quantity q;
+  uint64_t n = 0;
+  std::string text = Str(holder, "storage");
+  if (text.empty() || !kube::Quantity::Parse(text, &q).ok() || !q.ToBytes(&n).ok()) return 0;
+  return n;
+}
+
 }  // namespace
 
-Status ParseClaim(const nlohmann::json& pvc, ClaimView* out) {
+ClaimView DecodeClaim(const nlohmann::json& pvc) {
   ClaimView c;
-  const auto& meta = pvc.value("metadata", nlohmann::json::object());
-  const auto& spec = pvc.value("spec", nlohmann::json::object());
+  const auto& meta = kube::Obj(pvc, "metadata");
+  const auto& spec = kube::Obj(pvc, "spec");
+  const auto& status = kube::Obj(pvc, "status");
   c.ns = Str(meta, "namespace");
   c.name = Str(meta, "name");
   c.uid = Str(meta, "uid");
   c.resource_version = Str(meta, "resourceVersion");
-  if (c.name.empty() || c.ns.empty() || c.uid.empty())
-    return Status::InvalidArgument("claim without namespace, name or uid");
-  c.annotations = StringMap(meta.value("annotations", nlohmann::json::object()));
-  c.labels = StringMap(meta.value("labels", nlohmann::json::object()));
+  c.annotations = StringMap(kube::Obj(meta, "annotations"));
+  c.annotations.erase(kAnnLastApplied);
+  c.labels = StringMap(kube::Obj(meta, "labels"));
   c.deleting = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
   if (auto it = c.annotations.find(kAnnBetaStorageClass); it != c.annotations.end()) {
     c.class_name = it->second, c.has_class = true;
@@ -43,17 +51,39 @@ Status ParseClaim(const nlohmann::json& pvc, ClaimView* out) {
   if (spec.contains("accessModes") && spec["accessModes"].is_array())
     for (const auto& m : spec["accessModes"])
       if (m.is_string()) c.access_modes.push_back(m.get<std::string>());
-  std::string request;
-  if (spec.contains("resources") && spec["resources"].contains("requests"))
-    request = Str(spec["resources"]["requests"], "storage");
-  if (request.empty()) return Status::InvalidArgument("claim " + c.Key() + " has no resources.requests.storage");
+  const nlohmann::json* ref = &kube::Obj(spec, "dataSourceRef");
+  if (ref->empty()) ref = &kube::Obj(spec, "dataSource");
+  c.data_source = {Str(*ref, "kind"), Str(*ref, "apiGroup"), Str(*ref, "name"), Str(*ref, "namespace")};
+  c.status_bytes = StorageBytes(kube::Obj(status, "capacity"));
+  if (auto it = status.find("conditions"); it != status.end() && it->is_array() && !it->empty()) c.conditions = *it;
+
+  if (c.name.empty() || c.ns.empty() || c.uid.empty()) {
+    c.error = Status::InvalidArgument("claim without namespace, name or uid");
+    return c;
+  }
+  std::string request = Str(kube::Obj(kube::Obj(spec, "resources"), "requests"), "storage");
+  if (request.empty()) {
+    c.error = Status::InvalidArgument("claim " + c.Key() + " has no resources.requests.storage");
+    return c;
+  }
   kube::Quantity q;
   Status st = kube::Quantity::Parse(request, &q);
-  if (!st.ok()) return Status::InvalidArgument("claim " + c.Key() + " requests storage \"" + request + "\": " + st.message());
-  NODEVOL_RETURN_IF_ERROR(q.ToBytes(&c.request_bytes));
-  if (c.request_bytes == 0) return Status::InvalidArgument("claim " + c.Key() + " requests 0 bytes of storage");
-  *out = std::move(c);
-  return Status::Ok();
+  if (!st.ok()) {
+    c.error = Status::InvalidArgument("claim " + c.Key() + " requests storage \"" + request + "\": " + st.message());
+    return c;
+  }
+  st = q.ToBytes(&c.request_bytes);
+  if (!st.ok()) {
+    c.error = st;
+    return c;
+  }
+  if (c.request_bytes == 0) c.error = Status::InvalidArgument("claim " + c.Key() + " requests 0 bytes of storage");
+  return c;
+}
+
+Status ParseClaim(const nlohmann::json& pvc, ClaimView* out) {
+  *out = DecodeClaim(pvc);
+  return out->error;
 }
 
 ClaimAction ShouldProvision(const ClaimView& c, const std::string& provisioner_name, const std::string& binding_mode,

@@ -28,6 +28,48 @@ TEST(Claim, ParsesWhatProvisioningNeeds) {
   EXPECT_EQ(c.labels.at("tier"), "db");
 }
 
+TEST(Claim, DecodeKeepsWhatResizeAndRestoreReadAndDropsKubectlsCopy) {
+  auto pvc = Pvc();
+  pvc["metadata"]["annotations"][kAnnLastApplied] = pvc.dump();
+  pvc["spec"]["dataSource"] = {{"kind", "PersistentVolumeClaim"}, {"name", "old"}};
+  pvc["spec"]["dataSourceRef"] = {{"kind", "VolumeSnapshot"}, {"apiGroup", "snapshot.storage.k8s.io"}, {"name", "s1"}};
+  pvc["status"] = {{"phase", "Bound"},
+                   {"capacity", {{"storage", "2Gi"}}},
+                   {"conditions", {{{"type", "Resizing"}, {"status", "True"}}}}};
+  ClaimView c = DecodeClaim(pvc);
+  ASSERT_TRUE(c.error.ok()) << c.error.ToString();
+  EXPECT_EQ(c.annotations.count(kAnnLastApplied), 0u);
+  EXPECT_EQ(c.annotations.at(kAnnStorageProvisioner), "nodevol.io");
+  // dataSourceRef wins over dataSource, as the API's own defaulting.
+  EXPECT_EQ(c.data_source.kind, "VolumeSnapshot");
+  EXPECT_EQ(c.data_source.api_group, "snapshot.storage.k8s.io");
+  EXPECT_EQ(c.data_source.name, "s1");
+  EXPECT_EQ(c.status_bytes, 2ull << 30);
+  ASSERT_TRUE(c.conditions.is_array());
+  EXPECT_EQ(c.conditions[0].value("type", ""), "Resizing");
+  ObjectRef ref = c.Ref();
+  EXPECT_EQ(ref.kind, "PersistentVolumeClaim");
+  EXPECT_EQ(ref.ns, "app");
+  EXPECT_EQ(ref.uid, "1234-abcd");
+  EXPECT_EQ(ref.resource_version, "77");
+}
+
+TEST(Claim, AMalformedClaimDecodesWithItsReasonAndWhatCouldBeRead) {
+  auto pvc = Pvc();
+  pvc["spec"]["resources"]["requests"]["storage"] = "lots";
+  pvc["spec"]["dataSource"] = "not an object";
+  pvc["status"] = {{"capacity", 7}};
+  ClaimView c = DecodeClaim(pvc);
+  EXPECT_EQ(c.error.code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(c.error.message().find("\"lots\""), std::string::npos) << c.error.message();
+  // Enough to tell whose claim it is and to record an event on it.
+  EXPECT_EQ(c.Key(), "app/data");
+  EXPECT_EQ(c.provisioner, "nodevol.io");
+  EXPECT_EQ(c.data_source.kind, "");
+  EXPECT_EQ(c.status_bytes, 0u);
+  EXPECT_TRUE(DecodeClaim(nlohmann::json::array()).error.code() == Status::Code::kInvalidArgument);
+}
+
 TEST(Claim, BetaClassAnnotationWins) {
   auto pvc = Pvc();
   pvc["metadata"]["annotations"]["volume.beta.kubernetes.io/storage-class"] = "legacy";

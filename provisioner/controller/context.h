@@ -8,18 +8,28 @@
 #include <string>
 
 #include "controller/attempts.h"
+#include "controller/claim.h"
 #include "controller/events.h"
 #include "controller/node_view.h"
 #include "controller/names.h"
 #include "controller/stop_flag.h"
+#include "controller/volume_view.h"
 #include "controller/waiting_claims.h"
 #include "kube/client.h"
 #include "kube/informer.h"
 #include "metrics/metrics.h"
+#include "nodes/kube_node.h"
 #include "placement/placement.h"
 #include "capacity/ledger.h"
 
 namespace nodevol::provisioner {
+
+// The informers' caches: typed views of claims, PVs and Nodes (thousands
+// of each in a large cluster), whole objects for the few classes.
+using ClaimCache = kube::TypedInformer<ClaimView>;
+using VolumeCache = kube::TypedInformer<VolumeView>;
+using NodeCache = kube::TypedInformer<KubeNode>;
+using ClassCache = kube::Informer;
 
 struct ControllerOptions {
   std::string provisioner_name = kProvisionerName;
@@ -36,10 +46,10 @@ struct ControllerOptions {
 
 struct ControllerContext {
   kube::Api* client = nullptr;
-  kube::Informer* claims = nullptr;
-  kube::Informer* volumes = nullptr;
-  kube::Informer* classes = nullptr;
-  kube::Informer* nodes = nullptr;
+  ClaimCache* claims = nullptr;
+  VolumeCache* volumes = nullptr;
+  ClassCache* classes = nullptr;
+  NodeCache* nodes = nullptr;
   NodeView* node_view = nullptr;
   EventRecorder* events = nullptr;
   CapacityLedger* ledger = nullptr;

@@ -99,12 +99,16 @@ class Controller {
   void RequeueAllPending();
   // Capacity changed: the claims waiting for room that are due.
   void RequeueWaiting();
-  void EnqueueClaim(const nlohmann::json& pvc);
-  void ForgetClaim(const nlohmann::json& pvc);
-  void EnqueueVolume(const nlohmann::json& pv);
+  void EnqueueClaim(const ClaimView& pvc);
+  void ForgetClaim(const ClaimView& pvc);
+  void EnqueueVolume(const VolumeView& pv);
   void GaveUpOnClaim(const std::string& key, bool permanent);
   void SweepLoop();
   void MirrorLoop();
+  // Classes and nodes first: claims are acted on once these are known.
+  std::vector<kube::InformerControl*> Informers() {
+    return {classes_.get(), nodes_.get(), volumes_.get(), claims_.get()};
+  }
   // Unbound: provision; bound: resize if the request grew.
   Workers::Outcome ProcessClaim(const std::string& key);
 
@@ -119,7 +123,10 @@ class Controller {
   std::unique_ptr<Extender> extender_;
   std::chrono::steady_clock::time_point started_at_;
   std::atomic<bool> extender_warm_{false};
-  std::unique_ptr<kube::Informer> claims_, volumes_, classes_, nodes_;
+  std::unique_ptr<ClaimCache> claims_;
+  std::unique_ptr<VolumeCache> volumes_;
+  std::unique_ptr<ClassCache> classes_;
+  std::unique_ptr<NodeCache> nodes_;
   WorkQueue claim_queue_, volume_queue_;
   std::unique_ptr<Workers> claim_workers_, volume_workers_;
   std::unique_ptr<SnapshotController> snapshots_;

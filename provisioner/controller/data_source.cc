@@ -3,7 +3,6 @@
 #include "base/size.h"
 #include "controller/names.h"
 #include "kube/fields.h"
-#include "kube/quantity.h"
 #include "snapshots/handle.h"
 #include "snapshots/names.h"
 
@@ -69,8 +68,8 @@ Status FromClaim(ControllerContext& ctx, const ClaimView& claim, const std::stri
   out->description = "claim " + claim.ns + "/" + name;
   auto src = ctx.claims->Get(claim.ns + "/" + name);
   if (!src) return Status::NotFound(out->description + " does not exist (yet); the claim waits for it");
-  ClaimView s;
-  NODEVOL_RETURN_IF_ERROR(ParseClaim(*src, &s));
+  NODEVOL_RETURN_IF_ERROR(src->error);
+  const ClaimView& s = *src;
   if (s.class_name != claim.class_name)
     return Status::InvalidArgument("a clone must have its source's storage class: " + out->description +
                                    " is of class " + s.class_name + ", this claim of " + claim.class_name);
@@ -81,30 +80,27 @@ Status FromClaim(ControllerContext& ctx, const ClaimView& claim, const std::stri
     return Status::FailedPrecondition(out->description + " is not bound yet; the claim waits for it");
   auto pv = ctx.volumes->Get(s.volume_name);
   if (!pv) return Status::FailedPrecondition(out->description + "'s PV " + s.volume_name + " is not known yet");
-  const json ann = Obj(Obj(*pv, "metadata"), "annotations");
-  if (!ctx.options.Serves(Str(ann, kAnnProvisionedBy)))
+  if (!ctx.options.Serves(pv->provisioned_by))
     return Status::InvalidArgument(out->description + " is not a nodevol volume");
-  out->node = Str(ann, kAnnNode);
+  out->node = pv->node;
   out->name = s.volume_name;
-  if (Str(ann, kAnnBackend) == "nfs" || out->node.empty())
+  if (pv->backend == "nfs" || out->node.empty())
     return Status::InvalidArgument(out->description + " is an NFS volume, which nodevol cannot clone "
                                    "(docs/snapshots.md)");
-  std::string cap = Str(Obj(Obj(*pv, "spec"), "capacity"), "storage");
-  kube::Quantity q;
-  if (kube::Quantity::Parse(cap, &q).ok()) (void)q.ToBytes(&out->min_bytes);
+  out->min_bytes = pv->capacity_bytes;
   return Status::Ok();
 }
 
 }  // namespace
 
-Status ResolveDataSource(ControllerContext& ctx, const json& pvc, const ClaimView& claim, VolumeSource* out) {
+Status ResolveDataSource(ControllerContext& ctx, const ClaimView& claim, VolumeSource* out) {
   *out = VolumeSource{};
-  const json spec = Obj(pvc, "spec");
-  json ref = spec.value("dataSourceRef", json());
-  if (!ref.is_object()) ref = spec.value("dataSource", json());
-  if (!ref.is_object()) return Status::Ok();
-  std::string kind = Str(ref, "kind"), group = Str(ref, "apiGroup"), name = Str(ref, "name");
-  std::string ns = Str(ref, "namespace");
+  const auto& ref = claim.data_source;
+  if (ref.kind.empty() && ref.name.empty()) return Status::Ok();
+  const std::string& kind = ref.kind;
+  const std::string& group = ref.api_group;
+  const std::string& name = ref.name;
+  const std::string& ns = ref.ns;
   if (!ns.empty() && ns != claim.ns)
     return Status::InvalidArgument("data source " + kind + " " + ns + "/" + name +
                                    " is in another namespace; nodevol restores and clones within one namespace");

@@ -35,7 +35,6 @@ struct VolumeSource {
   std::string description;  // "VolumeSnapshot app/before-upgrade", for messages
 };
 
-Status ResolveDataSource(ControllerContext& ctx, const nlohmann::json& pvc, const ClaimView& claim,
-                         VolumeSource* out);
+Status ResolveDataSource(ControllerContext& ctx, const ClaimView& claim, VolumeSource* out);
 
 }  // namespace nodevol::provisioner

@@ -79,7 +79,7 @@ TEST(DataSource, AnotherDriversSnapshotIsRefusedAndANotReadyOneWaitedFor) {
   ClaimView c;
   ASSERT_TRUE(ParseClaim(ClaimFromSnapshot("r3", "theirs"), &c).ok());
   VolumeSource src;
-  Status st = ResolveDataSource(w.ctx, ClaimFromSnapshot("r3", "theirs"), c, &src);
+  Status st = ResolveDataSource(w.ctx, c, &src);
   EXPECT_NE(st.message().find("driver ebs.csi.aws.com"), std::string::npos) << st.message();
 }
 

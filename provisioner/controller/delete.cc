@@ -9,7 +9,6 @@
 
 namespace nodevol::provisioner {
 
-using kube::Str;
 
 namespace {
 
@@ -20,11 +19,8 @@ using nlohmann::json;
 constexpr int kFinalizerAttempts = 5;
 
 // Ours, Released, reclaim Delete.
-bool Deletable(const ControllerContext& ctx, const json& pv) {
-  auto ann = pv["metadata"].value("annotations", json::object());
-  if (!ctx.options.Serves(Str(ann, kAnnProvisionedBy))) return false;
-  std::string phase = pv.value("status", json::object()).value("phase", "");
-  return pv["spec"].value("persistentVolumeReclaimPolicy", "") == "Delete" && phase == "Released";
+bool Deletable(const ControllerContext& ctx, const VolumeView& pv) {
+  return ctx.options.Serves(pv.provisioned_by) && pv.reclaim_policy == "Delete" && pv.phase == "Released";
 }
 
 }  // namespace
@@ -34,31 +30,27 @@ Workers::Outcome DeleteReleasedVolume(ControllerContext& ctx, const std::string&
   if (!cached || !Deletable(ctx, *cached)) return Outcome::kDone;
   // The cache may lag (an admin's switch to Retain, a rebind): decide on
   // the PV as it is now, as the reference library does.
-  json pv;
-  auto live = ctx.client->Get("/api/v1/persistentvolumes/" + pv_name, &pv);
+  json live_pv;
+  auto live = ctx.client->Get("/api/v1/persistentvolumes/" + pv_name, &live_pv);
   if (live.code() == kube::Result::Code::kNotFound) return Outcome::kDone;
   if (!live.ok()) {
     spdlog::warn("volume {}: reading the PV: {}", pv_name, live.ToString());
     return Outcome::kRetry;
   }
+  const VolumeView pv = DecodeVolume(live_pv);
   if (!Deletable(ctx, pv)) {
     spdlog::info("volume {}: no longer Released with reclaim Delete; not deleting", pv_name);
     return Outcome::kDone;
   }
-  const json& meta = pv["metadata"];
-  auto ann = meta.value("annotations", json::object());
-  const json& spec = pv["spec"];
 
   // The PV controller says Released; check the claim ourselves, live.
-  const json& ref = spec.value("claimRef", json::object());
-  if (!ref.empty()) {
+  if (!pv.claim_name.empty()) {
     json claim;
-    auto r = ctx.client->Get("/api/v1/namespaces/" + Str(ref, "namespace") + "/persistentvolumeclaims/" +
-                                 Str(ref, "name"),
+    auto r = ctx.client->Get("/api/v1/namespaces/" + pv.claim_ns + "/persistentvolumeclaims/" + pv.claim_name,
                              &claim);
-    if (r.ok() && claim["metadata"].value("uid", "") == Str(ref, "uid")) {
-      spdlog::info("volume {}: Released but claim {}/{} still exists; not deleting", pv_name, Str(ref, "namespace"),
-                   Str(ref, "name"));
+    if (r.ok() && claim["metadata"].value("uid", "") == pv.claim_uid) {
+      spdlog::info("volume {}: Released but claim {}/{} still exists; not deleting", pv_name, pv.claim_ns,
+                   pv.claim_name);
       return Outcome::kDone;
     }
     if (!r.ok() && r.code() != kube::Result::Code::kNotFound) return Outcome::kRetry;
@@ -67,7 +59,7 @@ Workers::Outcome DeleteReleasedVolume(ControllerContext& ctx, const std::string&
   // From here on this pass is a deletion attempt (the reference library's
   // updateDeleteStats): every return below counts once.
   const auto start = std::chrono::steady_clock::now();
-  const std::string cls = MetricClassOfVolume(pv);
+  const std::string& cls = pv.class_name;
   auto failed = [&] {
     if (ctx.metrics) ctx.metrics->DeleteFailed(cls);
     return Outcome::kRetry;
@@ -78,11 +70,11 @@ Workers::Outcome DeleteReleasedVolume(ControllerContext& ctx, const std::string&
                                    std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     return Outcome::kDone;
   };
-  std::string node = Str(ann, kAnnNode), pool = Str(ann, kAnnPool), backend = Str(ann, kAnnBackend);
+  const std::string &node = pv.node, &pool = pv.pool, &backend = pv.backend;
   std::string why;
   auto client = VolumeNode(ctx, pv_name, node, pool, backend, &why);
   if (!client) {
-    ctx.events->Record(pv, "Warning", "VolumeFailedDelete",
+    ctx.events->Record(pv.Ref(), "Warning", "VolumeFailedDelete",
                        why + "; the volume is deleted once its nodevold answers again");
     return failed();
   }
@@ -92,13 +84,13 @@ Workers::Outcome DeleteReleasedVolume(ControllerContext& ctx, const std::string&
   v1::DeleteVolumeResponse resp;
   Status st = client->DeleteVolume(req, &resp);
   if (!st.ok()) {
-    ctx.events->Record(pv, "Warning", "VolumeFailedDelete", st.message());
+    ctx.events->Record(pv.Ref(), "Warning", "VolumeFailedDelete", st.message());
     return failed();
   }
   spdlog::info("volume {}: deleted on node {} ({})", pv_name, client->node(), resp.existed() ? "existed" : "was gone");
 
   std::string path = "/api/v1/persistentvolumes/" + pv_name;
-  auto r = ctx.client->Delete(path, {Str(meta, "uid"), ""});
+  auto r = ctx.client->Delete(path, {pv.uid, ""});
   if (!r.ok() && r.code() != kube::Result::Code::kNotFound) {
     spdlog::warn("volume {}: deleting the PV: {}", pv_name, r.ToString());
     return failed();
@@ -112,7 +104,7 @@ Workers::Outcome DeleteReleasedVolume(ControllerContext& ctx, const std::string&
     r = ctx.client->Get(path, &fresh);
     if (r.code() == kube::Result::Code::kNotFound) return done();
     if (!r.ok()) break;
-    if (fresh["metadata"].value("uid", "") != Str(meta, "uid")) return done();
+    if (fresh["metadata"].value("uid", "") != pv.uid) return done();
     json keep = json::array();
     bool had = false;
     for (const auto& f : fresh["metadata"].value("finalizers", json::array()))

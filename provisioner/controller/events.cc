@@ -47,12 +47,19 @@ std::string NowRfc3339() {
   return buf;
 }
 
-void EventRecorder::Record(const nlohmann::json& object, const std::string& type, const std::string& reason,
+ObjectRef ObjectRef::Of(const nlohmann::json& object) {
+  const auto& meta = kube::Obj(object, "metadata");
+  return {Str(object, "kind"), Str(object, "apiVersion"), Str(meta, "namespace"),
+          Str(meta, "name"),   Str(meta, "uid"),          Str(meta, "resourceVersion")};
+}
+
+void EventRecorder::Record(const ObjectRef& object, const std::string& type, const std::string& reason,
                            const std::string& message) {
-  const auto& meta = object.value("metadata", nlohmann::json::object());
-  std::string kind = Str(object, "kind"), name = Str(meta, "name"), uid = Str(meta, "uid");
+  const std::string& kind = object.kind;
+  const std::string& name = object.name;
+  const std::string& uid = object.uid;
   // Cluster-scoped objects (PVs) get their events in "default", as kubectl expects.
-  std::string ns = Str(meta, "namespace");
+  std::string ns = object.ns;
   if (ns.empty()) ns = "default";
   spdlog::log(type == "Warning" ? spdlog::level::warn : spdlog::level::info, "event {} {} {}/{}: {}", reason, kind,
               ns, name, message);
@@ -85,9 +92,9 @@ void EventRecorder::Record(const nlohmann::json& object, const std::string& type
   std::snprintf(suffix, sizeof suffix, ".%llx",
                 static_cast<unsigned long long>(std::chrono::system_clock::now().time_since_epoch().count()));
   std::string event_name = name + suffix;
-  nlohmann::json involved = {{"kind", kind}, {"apiVersion", Str(object, "apiVersion")}, {"name", name},
-                             {"uid", uid}, {"resourceVersion", Str(meta, "resourceVersion")}};
-  if (!Str(meta, "namespace").empty()) involved["namespace"] = Str(meta, "namespace");
+  nlohmann::json involved = {{"kind", kind}, {"apiVersion", object.api_version}, {"name", name},
+                             {"uid", uid}, {"resourceVersion", object.resource_version}};
+  if (!object.ns.empty()) involved["namespace"] = object.ns;
   nlohmann::json event = {
       {"apiVersion", "v1"},
       {"kind", "Event"},

@@ -25,6 +25,13 @@ class Api;
 
 namespace nodevol::provisioner {
 
+// The object an event is about: what involvedObject names.
+struct ObjectRef {
+  std::string kind, api_version, ns, name, uid, resource_version;
+  // From an object's JSON (kind, apiVersion, metadata).
+  static ObjectRef Of(const nlohmann::json& object);
+};
+
 class EventRecorder {
  public:
   static constexpr int kSpamBurst = 25;
@@ -33,10 +40,13 @@ class EventRecorder {
   EventRecorder(kube::Api* client, std::string component, const Clock* clock = Clock::Real())
       : client_(client), component_(std::move(component)), clock_(clock) {}
 
-  // `object`: the claim or volume JSON (kind, apiVersion, metadata).
   // `type`: "Normal" or "Warning".
-  void Record(const nlohmann::json& object, const std::string& type, const std::string& reason,
+  void Record(const ObjectRef& object, const std::string& type, const std::string& reason,
               const std::string& message);
+  void Record(const nlohmann::json& object, const std::string& type, const std::string& reason,
+              const std::string& message) {
+    Record(ObjectRef::Of(object), type, reason, message);
+  }
 
  private:
   struct Seen {

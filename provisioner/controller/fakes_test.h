@@ -373,8 +373,8 @@ class FakeNodeView : public NodeView {
 class StaticListWatcher : public kube::ListWatcher {
  public:
   explicit StaticListWatcher(std::vector<json> items) : items_(std::move(items)) {}
-  kube::Result List(const std::string&, std::vector<json>* items, std::string* rv) override {
-    *items = items_;
+  kube::Result List(const std::string&, const Item& each, const std::function<void()>&, std::string* rv) override {
+    for (auto item : items_) each(std::move(item));
     *rv = "1";
     return kube::Result::Ok();
   }
@@ -387,11 +387,15 @@ class StaticListWatcher : public kube::ListWatcher {
   std::vector<json> items_;
 };
 
-inline std::unique_ptr<kube::Informer> StaticCache(std::vector<json> items) {
+// A synced cache of `items`, each decoded as the controller's are.
+template <typename T = json>
+std::unique_ptr<kube::TypedInformer<T>> StaticCache(std::vector<json> items,
+                                                    typename kube::TypedInformer<T>::Decode decode = nullptr) {
   kube::InformerOptions o;
   o.name = "static";
-  auto inf = std::make_unique<kube::Informer>(std::make_unique<StaticListWatcher>(std::move(items)),
-                                              kube::InformerHandlers{}, o);
+  auto inf = std::make_unique<kube::TypedInformer<T>>(std::make_unique<StaticListWatcher>(std::move(items)),
+                                                      typename kube::TypedInformer<T>::Handlers{}, o,
+                                                      std::move(decode));
   inf->Start();
   inf->WaitForSync(std::chrono::seconds(30));
   return inf;
@@ -429,20 +433,23 @@ struct World {
   Attempts attempts;
   WaitingClaims waiting;
   StopFlag stop;
-  std::unique_ptr<kube::Informer> claims, volumes, classes, nodes;
+  std::unique_ptr<ClaimCache> claims;
+  std::unique_ptr<VolumeCache> volumes;
+  std::unique_ptr<ClassCache> classes;
+  std::unique_ptr<NodeCache> nodes;
   ControllerContext ctx;
 
   void Load(std::vector<json> claim_list, std::vector<json> pv_list = {},
             std::vector<json> class_list = {Class()}) {
-    for (auto* i : {claims.get(), volumes.get(), classes.get(), nodes.get()})
+    for (kube::InformerControl* i : std::initializer_list<kube::InformerControl*>{claims.get(), volumes.get(), classes.get(), nodes.get()})
       if (i) i->Stop();
     for (const auto& c : claim_list)
       api.Put("/api/v1/namespaces/app/persistentvolumeclaims/" + c["metadata"].value("name", ""), c);
     for (const auto& pv : pv_list) api.Put("/api/v1/persistentvolumes/" + pv["metadata"].value("name", ""), pv);
-    claims = StaticCache(std::move(claim_list));
-    volumes = StaticCache(std::move(pv_list));
+    claims = StaticCache<ClaimView>(std::move(claim_list), DecodeClaim);
+    volumes = StaticCache<VolumeView>(std::move(pv_list), DecodeVolume);
     classes = StaticCache(std::move(class_list));
-    nodes = StaticCache({});
+    nodes = StaticCache<KubeNode>({}, DecodeNode);
     ctx.client = &api;
     ctx.claims = claims.get();
     ctx.volumes = volumes.get();

@@ -28,6 +28,8 @@ inline constexpr const char* kAnnPool = "nodevol.io/pool";
 inline constexpr const char* kAnnBackend = "nodevol.io/backend";
 // On claims: the node CreateVolume was last sent to (controller/attempts.h).
 inline constexpr const char* kAnnProvisioningNode = "nodevol.io/provisioning-node";
+// kubectl apply's copy of the object it applied (never read here).
+inline constexpr const char* kAnnLastApplied = "kubectl.kubernetes.io/last-applied-configuration";
 // On Nodes: free bytes per pool, mirrored from nodevold (`kubectl describe node`).
 inline constexpr const char* kAnnCapacityPrefix = "capacity.nodevol.io/";
 

@@ -7,11 +7,12 @@
 #include <nlohmann/json.hpp>
 
 #include "kube/client.h"
+#include "nodes/kube_node.h"
 #include "nodes/node_registry.h"
 
 namespace nodevol::provisioner {
 
-// `node`: the Node object as cached (for its current annotations).
-kube::Result MirrorCapacity(kube::Api* client, const nlohmann::json& node, const nodes::NodeState& state);
+// `node`: the Node as cached (for its current annotations).
+kube::Result MirrorCapacity(kube::Api* client, const KubeNode& node, const nodes::NodeState& state);
 
 }  // namespace nodevol::provisioner

@@ -16,25 +16,25 @@ std::string Param(const v1::Volume& v, const char* key) {
 // Why volume `v` on `node` is an orphan, or "" when it is not (or we
 // cannot tell: the cluster could not be read).
 std::string Orphaned(ControllerContext& ctx, const v1::Volume& v, const std::string& node) {
-  nlohmann::json pv;
+  VolumeView pv;
   auto cached = ctx.volumes->Get(v.name());
   kube::Result r = kube::Result::Ok();
   if (cached) {
     pv = *cached;
   } else {
-    r = ctx.client->Get("/api/v1/persistentvolumes/" + v.name(), &pv);
+    nlohmann::json live;
+    r = ctx.client->Get("/api/v1/persistentvolumes/" + v.name(), &live);
     if (!r.ok() && r.code() != kube::Result::Code::kNotFound) return "";
+    if (r.ok()) pv = DecodeVolume(live);
   }
   if (r.ok()) {
     // A PV of its name that names another node: this is a second copy
     // (an uncertain create placed again); nothing ever points at it, under
     // either reclaim policy. An NFS pool is one directory for every node.
-    auto ann = pv["metadata"].value("annotations", nlohmann::json::object());
-    std::string pv_node = ann.value(kAnnNode, "");
-    if (pv_node.empty() || pv_node == node) return "";
-    if (v.backend() == "nfs" && ann.value(kAnnBackend, "") == "nfs" && ann.value(kAnnPool, "") == v.pool()) return "";
-    if (!ctx.options.Serves(ann.value(kAnnProvisionedBy, ""))) return "";
-    return "its PV names node " + pv_node;
+    if (pv.node.empty() || pv.node == node) return "";
+    if (v.backend() == "nfs" && pv.backend == "nfs" && pv.pool == v.pool()) return "";
+    if (!ctx.options.Serves(pv.provisioned_by)) return "";
+    return "its PV names node " + pv.node;
   }
   if (Param(v, "nodevol.io/reclaim-policy") != "Delete") return "";
   std::string ns = Param(v, "nodevol.io/pvc-namespace"), name = Param(v, "nodevol.io/pvc-name");

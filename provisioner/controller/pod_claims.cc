@@ -61,10 +61,10 @@ std::vector<PendingClaim> PendingPodClaims(ControllerContext& ctx, const std::st
   std::vector<PendingClaim> out;
   for (const auto& name : names) {
     auto pvc = ctx.claims->Get(ns + "/" + name);
-    ClaimView c;
     // Not yet made, unbound claims only: the scheduler's VolumeBinding
     // waits for a missing claim, and a bound one's PV pins the node.
-    if (!pvc || !ParseClaim(*pvc, &c).ok() || !c.volume_name.empty() || c.deleting || !c.has_class) continue;
+    if (!pvc || !pvc->error.ok() || !pvc->volume_name.empty() || pvc->deleting || !pvc->has_class) continue;
+    const ClaimView& c = *pvc;
     // Not ClassPool: the PV controller names the provisioner on a
     // waiting claim only after a node is selected, and the extender runs before.
     ClassParams params;
@@ -74,7 +74,7 @@ std::vector<PendingClaim> PendingPodClaims(ControllerContext& ctx, const std::st
     // A restore or clone can only be made where its source is; a source
     // that cannot be resolved (yet) is the provisioner's to report.
     VolumeSource source;
-    if (ResolveDataSource(ctx, *pvc, c, &source).ok() && source.kind != VolumeSource::Kind::kNone) {
+    if (ResolveDataSource(ctx, c, &source).ok() && source.kind != VolumeSource::Kind::kNone) {
       pending.node = source.node;
       pending.source = source.description;
     }
@@ -95,8 +95,9 @@ Status PodSiblings(ControllerContext& ctx, const ClaimView& claim, std::vector<S
     for (const auto& name : names) {
       if (!seen.insert(name).second) continue;
       auto pvc = ctx.claims->Get(claim.ns + "/" + name);
+      if (!pvc || !pvc->error.ok() || !pvc->volume_name.empty() || pvc->deleting) continue;
       SiblingClaim s;
-      if (!pvc || !ParseClaim(*pvc, &s.claim).ok() || !s.claim.volume_name.empty() || s.claim.deleting) continue;
+      s.claim = *pvc;
       s.pool = ClassPool(ctx, s.claim);
       if (!s.pool.empty()) out->push_back(std::move(s));
     }
@@ -113,10 +114,9 @@ Status RemoveSelectedNode(ControllerContext& ctx, const ClaimView& claim) {
                              r.ToString());
 }
 
-void TrackClaim(ControllerContext& ctx, const json& pvc) {
+void TrackClaim(ControllerContext& ctx, const ClaimView& c) {
   if (!ctx.ledger) return;
-  ClaimView c;
-  if (!ParseClaim(pvc, &c).ok()) return;
+  if (!c.error.ok()) return;
   // Not ClassPool: before a node is selected the claim names no
   // provisioner yet.
   ClassParams params;
@@ -150,8 +150,8 @@ void TrackClaim(ControllerContext& ctx, const json& pvc) {
                       CapacityLedger::Clock::now() + kSelectedFor);
 }
 
-void UntrackClaim(ControllerContext& ctx, const json& pvc) {
-  if (ctx.ledger) ctx.ledger->Release(pvc["metadata"].value("uid", ""));
+void UntrackClaim(ControllerContext& ctx, const ClaimView& pvc) {
+  if (ctx.ledger) ctx.ledger->Release(pvc.uid);
 }
 
 }  // namespace nodevol::provisioner

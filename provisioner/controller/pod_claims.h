@@ -50,7 +50,7 @@ Status RemoveSelectedNode(ControllerContext& ctx, const ClaimView& claim);
 // and is not bound holds its bytes on that node (bounded: the scheduler
 // waits 10 min for it to be bound); any other state releases it. Called on
 // every claim add and update; UntrackClaim on delete.
-void TrackClaim(ControllerContext& ctx, const nlohmann::json& pvc);
-void UntrackClaim(ControllerContext& ctx, const nlohmann::json& pvc);
+void TrackClaim(ControllerContext& ctx, const ClaimView& pvc);
+void UntrackClaim(ControllerContext& ctx, const ClaimView& pvc);
 
 }  // namespace nodevol::provisioner

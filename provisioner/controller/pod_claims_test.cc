@@ -41,7 +41,7 @@ TEST(TrackClaim, TheExtendersPromiseSurvivesUpdatesBeforeANodeIsSelected) {
   ASSERT_TRUE(w.ledger.Promise("u1", "n2", "fast", GiB, Kind::kScheduling,
                                CapacityLedger::Clock::now() + std::chrono::seconds(30)));
   // The claim's add event arrives after the extender let its pod through.
-  TrackClaim(w.ctx, Waiting("u1"));
+  TrackClaim(w.ctx, DecodeClaim(Waiting("u1")));
   std::string node;
   Kind kind;
   ASSERT_TRUE(Promised(w, "u1", &node, &kind));
@@ -55,14 +55,14 @@ TEST(TrackClaim, TheSelectedNodeTakesThePromiseAndItsRemovalEndsIt) {
   w.ledger.Promise("u1", "n2", "fast", GiB, Kind::kScheduling, CapacityLedger::Clock::now() + std::chrono::seconds(30));
   // The scheduler chose n1 after all; the annotation alone is enough (the
   // PV controller names the provisioner only later).
-  TrackClaim(w.ctx, Waiting("u1", "n1"));
+  TrackClaim(w.ctx, DecodeClaim(Waiting("u1", "n1")));
   std::string node;
   Kind kind;
   ASSERT_TRUE(Promised(w, "u1", &node, &kind));
   EXPECT_EQ(node, "n1");
   EXPECT_EQ(kind, Kind::kSelected);
   // The provisioner asked for another node: selected-node removed.
-  TrackClaim(w.ctx, Waiting("u1"));
+  TrackClaim(w.ctx, DecodeClaim(Waiting("u1")));
   EXPECT_FALSE(Promised(w, "u1", &node, &kind));
 }
 
@@ -72,7 +72,7 @@ TEST(TrackClaim, BoundClaimsAndOtherClassesHoldNothing) {
   w.ledger.Promise("u1", "n1", "fast", GiB, Kind::kSelected, CapacityLedger::Clock::now() + std::chrono::minutes(1));
   json bound = Waiting("u1", "n1");
   bound["spec"]["volumeName"] = "pvc-u1";
-  TrackClaim(w.ctx, bound);
+  TrackClaim(w.ctx, DecodeClaim(bound));
   std::string node;
   Kind kind;
   EXPECT_FALSE(Promised(w, "u1", &node, &kind));
@@ -80,7 +80,7 @@ TEST(TrackClaim, BoundClaimsAndOtherClassesHoldNothing) {
   w.ledger.Promise("u2", "n1", "fast", GiB, Kind::kScheduling, CapacityLedger::Clock::now() + std::chrono::minutes(1));
   json immediate = Waiting("u2");
   immediate["spec"]["storageClassName"] = "now";
-  TrackClaim(w.ctx, immediate);
+  TrackClaim(w.ctx, DecodeClaim(immediate));
   EXPECT_FALSE(Promised(w, "u2", &node, &kind));
 }
 

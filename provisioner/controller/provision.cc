@@ -56,28 +56,39 @@ std::string CodeName(Status::Code c) {
 
 class Pass {
  public:
-  Pass(ControllerContext& ctx, const json& pvc) : ctx_(ctx), pvc_(pvc) {}
+  Pass(ControllerContext& ctx, const ClaimView& claim) : ctx_(ctx), claim_(claim) {}
 
   Outcome Run(const std::string& key);
 
  private:
   Outcome Fail(const std::string& message, Outcome outcome) {
-    ctx_.events->Record(pvc_, "Warning", "ProvisioningFailed", message);
+    Event("Warning", "ProvisioningFailed", message);
     CountFailed();
     return outcome;
   }
   // The reference library's updateProvisionStats: every attempt that ends
-  // in ProvisioningFailed or ProvisioningSucceeded.
+  // in ProvisioningFailed or ProvisioningSucceeded, labelled with the
+  // claim's class and its data source's kind.
   void CountFailed() {
-    if (!ctx_.metrics) return;
-    auto l = MetricLabelsOfClaim(pvc_);
-    ctx_.metrics->ProvisionFailed(l.class_name, l.source);
+    if (ctx_.metrics) ctx_.metrics->ProvisionFailed(claim_.class_name, claim_.data_source.kind);
   }
   void CountSucceeded() {
     if (!ctx_.metrics) return;
-    auto l = MetricLabelsOfClaim(pvc_);
-    ctx_.metrics->ProvisionSucceeded(l.class_name, l.source,
+    ctx_.metrics->ProvisionSucceeded(claim_.class_name, claim_.data_source.kind,
                                      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+  }
+  // Records an event on the claim; its time counts as step "events".
+  void Event(const std::string& type, const std::string& reason, const std::string& message) {
+    auto t = std::chrono::steady_clock::now();
+    ctx_.events->Record(claim_.Ref(), type, reason, message);
+    event_seconds_ += Since(t);
+  }
+  static double Since(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  }
+  // One step's time for nodevol_provisioner_provision_step_seconds.
+  void Took(std::string_view step, double seconds) {
+    if (ctx_.metrics) ctx_.metrics->ProvisionStep(step, seconds);
   }
   // WaitForFirstConsumer: give the scheduler the choice back.
   Outcome Reschedule(const std::string& why);
@@ -107,13 +118,13 @@ class Pass {
                            const std::vector<SiblingClaim>& siblings, std::string* node);
 
   ControllerContext& ctx_;
-  const json& pvc_;
-  ClaimView claim_;
+  const ClaimView& claim_;
   const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  double event_seconds_ = 0;  // in Event() so far
 };
 
 Outcome Pass::Reschedule(const std::string& why) {
-  ctx_.events->Record(pvc_, "Warning", "ProvisioningFailed",
+  Event("Warning", "ProvisioningFailed",
                       "node " + claim_.selected_node + " cannot take the volume (" + why +
                           "); asking the scheduler to pick another node");
   CountFailed();
@@ -254,12 +265,11 @@ Status Pass::RecordAttempt(const std::string& node) {
 }
 
 Outcome Pass::Run(const std::string& key) {
-  Status st = ParseClaim(pvc_, &claim_);
+  Status st = claim_.error;
   if (!st.ok()) {
     // Only complain about claims handed to us.
-    auto ann = pvc_["metadata"].value("annotations", json::object());
-    if (ctx_.options.Serves(ann.value(kAnnStorageProvisioner, "")))
-      return Fail(st.message(), Outcome::kGiveUp);
+    auto it = claim_.annotations.find(kAnnStorageProvisioner);
+    if (it != claim_.annotations.end() && ctx_.options.Serves(it->second)) return Fail(st.message(), Outcome::kGiveUp);
     return Outcome::kDone;
   }
   if (!ctx_.options.Serves(claim_.provisioner) || !claim_.volume_name.empty()) return Outcome::kDone;
@@ -273,14 +283,13 @@ Outcome Pass::Run(const std::string& key) {
     return Outcome::kDone;
   }
   // Deterministic name: a PV from an earlier pass means the work is done.
-  if (ctx_.volumes->Get(claim_.PvName())) return Outcome::kDone;
-  json existing;
-  auto got = ctx_.client->Get("/api/v1/persistentvolumes/" + claim_.PvName(), &existing);
-  if (got.ok()) return Outcome::kDone;
-  if (got.code() != kube::Result::Code::kNotFound) {
-    spdlog::warn("claim {}: checking PV {}: {}", key, claim_.PvName(), got.ToString());
-    return Outcome::kRetry;
-  }
+  // The cache may lag a save of ours by a moment: Attempts remembers those.
+  // Nothing asks the apiserver here (the reference library does not
+  // either): a PV saved by another replica that the cache has not shown
+  // yet costs an idempotent pass on the node it names (PriorAttempt, the
+  // create answering "exists", SavePv finding the same PV).
+  if (ctx_.volumes->Get(claim_.PvName()) || (ctx_.attempts && ctx_.attempts->WasSaved(claim_.uid)))
+    return Outcome::kDone;
 
   ClassParams params;
   st = ParseClassParams(StringMap(sc->value("parameters", json::object())), Strings(sc->value("mountOptions", json())),
@@ -313,7 +322,7 @@ Outcome Pass::Run(const std::string& key) {
   std::string reclaim = sc->value("reclaimPolicy", "Delete");
   // A snapshot to restore or a claim to clone: made on its node, or not at all.
   VolumeSource source;
-  st = ResolveDataSource(ctx_, pvc_, claim_, &source);
+  st = ResolveDataSource(ctx_, claim_, &source);
   if (st.code() == Status::Code::kUnimplemented) {
     spdlog::debug("claim {}: not provisioning: {}", key, st.message());
     return Outcome::kDone;
@@ -322,7 +331,7 @@ Outcome Pass::Run(const std::string& key) {
   const bool from_source = source.kind != VolumeSource::Kind::kNone;
   const std::string source_where = from_source ? source.description + " is on node " + source.node : "";
 
-  ctx_.events->Record(pvc_, "Normal", "Provisioning",
+  Event("Normal", "Provisioning",
                       "External provisioner is provisioning volume for claim \"" + claim_.Key() + "\"");
 
   // Place and reserve under one lock, so racing claims see each other.
@@ -341,11 +350,8 @@ Outcome Pass::Run(const std::string& key) {
     req.restrict_nodes = true;
   } else if (sc->contains("allowedTopologies")) {
     req.restrict_nodes = true;
-    for (const auto& node : ctx_.nodes->List()) {
-      auto labels = StringMap(node["metadata"].value("labels", json::object()));
-      if (NodeAllowedByTopologies(labels, (*sc)["allowedTopologies"]))
-        req.allowed_nodes.insert(node["metadata"].value("name", ""));
-    }
+    for (const auto& node : ctx_.nodes->List())
+      if (NodeAllowedByTopologies(node->labels, (*sc)["allowedTopologies"])) req.allowed_nodes.insert(node->name);
   }
   // A claim stays with the node an earlier create went to until that node
   // says the volume does not exist: that create may have succeeded (a
@@ -405,9 +411,12 @@ Outcome Pass::Run(const std::string& key) {
       return wffc ? Reschedule(why + "; " + need) : Fail(why + "; " + need, Outcome::kRetry);
     }
     csi = false;
-    ctx_.events->Record(pvc_, "Normal", "FlexVolumeFallback", why + ": this claim gets a flexVolume PV");
+    Event("Normal", "FlexVolumeFallback", why + ": this claim gets a flexVolume PV");
   }
+  Took("decide", Since(start_) - event_seconds_);
+  auto step = std::chrono::steady_clock::now();
   st = RecordAttempt(node);
+  Took("record_attempt", Since(step));
   if (!st.ok()) {
     if (reserved) ctx_.ledger->Settle(claim_.uid, false);
     spdlog::warn("claim {}: {}", key, st.message());
@@ -432,7 +441,9 @@ Outcome Pass::Run(const std::string& key) {
   if (backend == "nfs" && !joined.empty()) vparams["mountOptions"] = joined;
   AddClaimParams(claim_, claim_.class_name, reclaim, ctx_.options.provisioner_name, &vparams);
   for (const auto& [k, v] : vparams) (*create.mutable_parameters())[k] = v;
+  step = std::chrono::steady_clock::now();
   st = client->CreateVolume(create, &created);
+  Took("create_volume", Since(step));
   if (reserved) ctx_.ledger->Settle(claim_.uid, st.ok(), CapacityLedger::Clock::now(), created.capacity_sample());
   if (!st.ok()) {
     // Only a definite "no room" may move a WaitForFirstConsumer claim: an
@@ -458,14 +469,16 @@ Outcome Pass::Run(const std::string& key) {
   plan.node_label_key = ctx_.options.node_label_key;
   plan.node_label_value = ctx_.options.node_label_value;
   plan.csi = csi;
+  step = std::chrono::steady_clock::now();
   st = SavePv(BuildPersistentVolume(plan), node, plan.pool, plan.backend);
+  Took("save_pv", Since(step));
   if (st.code() == Status::Code::kAlreadyExists) {
     // Another pass (another replica, before a failover) saved the PV on
     // another node: ours is a second copy nothing will ever point at.
     Status dst = DeleteOn(client.get());
     spdlog::warn("claim {}: {}; the copy on node {} {}", key, st.message(), node,
                  dst.ok() ? "is deleted" : "is left to the orphan sweep: " + dst.message());
-    if (ctx_.attempts) ctx_.attempts->Forget(claim_.uid);
+    if (ctx_.attempts) ctx_.attempts->Saved(claim_.uid);  // another pass saved it
     return Outcome::kDone;
   }
   if (st.code() == Status::Code::kNotFound) {
@@ -473,7 +486,7 @@ Outcome Pass::Run(const std::string& key) {
     // it, or the orphan sweep will once it is older than its grace period.
     Status dst = DeleteOn(client.get());
     if (!dst.ok())
-      ctx_.events->Record(pvc_, "Warning", "ProvisioningCleanupFailed",
+      Event("Warning", "ProvisioningCleanupFailed",
                           "volume " + claim_.PvName() + " on node " + node + " not deleted: " + dst.message());
     return Fail(st.message(), Outcome::kRetry);
   }
@@ -483,11 +496,12 @@ Outcome Pass::Run(const std::string& key) {
     if (st.code() == Status::Code::kAborted) return Outcome::kRetry;
     return Fail(st.message(), Outcome::kRetry);
   }
-  if (ctx_.attempts) ctx_.attempts->Forget(claim_.uid);
-  ctx_.events->Record(pvc_, "Normal", "ProvisioningSucceeded",
+  if (ctx_.attempts) ctx_.attempts->Saved(claim_.uid);
+  Event("Normal", "ProvisioningSucceeded",
                       "Successfully provisioned volume " + claim_.PvName() + " (" + FormatSize(plan.bytes) + " in " +
                           plan.backend + " pool " + plan.pool + " on node " + node + ")");
   spdlog::info("claim {}: provisioned {} on node {}", key, claim_.PvName(), node);
+  Took("events", event_seconds_);
   CountSucceeded();
   return Outcome::kDone;
 }

@@ -15,32 +15,24 @@ using nlohmann::json;
 
 namespace {
 
-uint64_t BytesOf(const json& quantity_holder) {
-  kube::Quantity q;
-  uint64_t n = 0;
-  if (!quantity_holder.is_object()) return 0;
-  if (!kube::Quantity::Parse(quantity_holder.value("storage", ""), &q).ok() || !q.ToBytes(&n).ok()) return 0;
-  return n;
-}
-
 // A CSI PV's claim status, as external-resizer keeps it (KEP-1790; kubelet
 // reads allocatedResourceStatuses and acts on nothing else). `storage`
 // goes to allocatedResourceStatuses.storage ("" removes it); `resizing`
 // sets or drops the Resizing condition (FileSystemResizePending is never
 // left behind: nodevold grows the filesystem with the volume).
-kube::Result PatchCsiClaimStatus(ControllerContext& ctx, const json& pvc, const json& status_fields,
+kube::Result PatchCsiClaimStatus(ControllerContext& ctx, const ClaimView& pvc, const json& status_fields,
                                  const std::string& storage, bool resizing) {
-  const json& meta = pvc["metadata"];
   json conditions = json::array();
-  for (const auto& c : pvc.value("status", json::object()).value("conditions", json::array()))
-    if (c.value("type", "") != "Resizing" && c.value("type", "") != "FileSystemResizePending") conditions.push_back(c);
+  if (pvc.conditions.is_array())
+    for (const auto& c : pvc.conditions)
+      if (!c.is_object() || (c.value("type", "") != "Resizing" && c.value("type", "") != "FileSystemResizePending"))
+        conditions.push_back(c);
   if (resizing)
     conditions.push_back({{"type", "Resizing"}, {"status", "True"}, {"lastTransitionTime", NowRfc3339()}});
   json status = status_fields;
   status["conditions"] = conditions;
   status["allocatedResourceStatuses"] = {{"storage", storage.empty() ? json(nullptr) : json(storage)}};
-  std::string path = "/api/v1/namespaces/" + meta.value("namespace", "") + "/persistentvolumeclaims/" +
-                     meta.value("name", "") + "/status";
+  std::string path = "/api/v1/namespaces/" + pvc.ns + "/persistentvolumeclaims/" + pvc.name + "/status";
   return ctx.client->MergePatch(path, {{"status", status}});
 }
 
@@ -49,26 +41,22 @@ kube::Result PatchCsiClaimStatus(ControllerContext& ctx, const json& pvc, const 
 Workers::Outcome ResizeClaim(ControllerContext& ctx, const std::string& key) {
   auto pvc = ctx.claims->Get(key);
   if (!pvc) return Outcome::kDone;
-  ClaimView claim;
-  if (!ParseClaim(*pvc, &claim).ok() || claim.volume_name.empty()) return Outcome::kDone;
+  const ClaimView& claim = *pvc;
+  if (!claim.error.ok() || claim.volume_name.empty()) return Outcome::kDone;
   auto pv = ctx.volumes->Get(claim.volume_name);
   if (!pv) return Outcome::kDone;
-  const json& meta = (*pv)["metadata"];
-  auto ann = meta.value("annotations", json::object());
-  if (!ctx.options.Serves(ann.value(kAnnProvisionedBy, ""))) return Outcome::kDone;
+  if (!ctx.options.Serves(pv->provisioned_by)) return Outcome::kDone;
   // Only the claim this PV was made for (a rebound PV keeps its claimRef uid).
-  if ((*pv)["spec"].value("claimRef", json::object()).value("uid", "") != claim.uid) return Outcome::kDone;
-  kube::Quantity cap;
-  uint64_t pv_bytes = 0;
-  std::string cap_text = (*pv)["spec"].value("capacity", json::object()).value("storage", "");
-  if (!kube::Quantity::Parse(cap_text, &cap).ok() || !cap.ToBytes(&pv_bytes).ok()) return Outcome::kDone;
+  if (pv->claim_uid != claim.uid) return Outcome::kDone;
+  const uint64_t pv_bytes = pv->capacity_bytes;
+  if (pv_bytes == 0) return Outcome::kDone;
   // A CSI PV's claim gets its new capacity from the resizer (here), not
   // from kubelet: finish a resize whose PV grew before a restart.
-  const bool csi = (*pv)["spec"].contains("csi");
-  uint64_t status_bytes = BytesOf(pvc->value("status", json::object()).value("capacity", json::object()));
+  const bool csi = pv->csi;
+  const uint64_t status_bytes = claim.status_bytes;
   if (claim.request_bytes <= pv_bytes) {
     if (!csi || status_bytes >= pv_bytes) return Outcome::kDone;
-    auto r = PatchCsiClaimStatus(ctx, *pvc, {{"capacity", {{"storage", kube::FormatBinaryBytes(pv_bytes)}}}}, "",
+    auto r = PatchCsiClaimStatus(ctx, claim, {{"capacity", {{"storage", kube::FormatBinaryBytes(pv_bytes)}}}}, "",
                                  false);
     if (!r.ok()) {
       spdlog::warn("claim {}: recording capacity {}: {}", key, FormatSize(pv_bytes), r.ToString());
@@ -77,19 +65,19 @@ Workers::Outcome ResizeClaim(ControllerContext& ctx, const std::string& key) {
     return Outcome::kDone;
   }
 
-  std::string node = ann.value(kAnnNode, ""), pool = ann.value(kAnnPool, ""), backend = ann.value(kAnnBackend, "");
+  const std::string &node = pv->node, &pool = pv->pool, &backend = pv->backend;
   std::string why;
   auto client = VolumeNode(ctx, claim.volume_name, node, pool, backend, &why);
   std::string want = FormatSize(claim.request_bytes);
   if (!client) {
-    ctx.events->Record(*pvc, "Warning", "VolumeResizeFailed",
+    ctx.events->Record(claim.Ref(), "Warning", "VolumeResizeFailed",
                        why + "; resizing to " + want + " once its nodevold answers");
     return Outcome::kRetry;
   }
-  ctx.events->Record(*pvc, "Normal", "Resizing", "External resizer is resizing volume " + claim.volume_name);
+  ctx.events->Record(claim.Ref(), "Normal", "Resizing", "External resizer is resizing volume " + claim.volume_name);
   if (csi) {
     auto r = PatchCsiClaimStatus(
-        ctx, *pvc, {{"allocatedResources", {{"storage", kube::FormatBinaryBytes(claim.request_bytes)}}}},
+        ctx, claim, {{"allocatedResources", {{"storage", kube::FormatBinaryBytes(claim.request_bytes)}}}},
         "ControllerResizeInProgress", true);
     if (!r.ok()) {
       spdlog::warn("claim {}: marking the resize in progress: {}", key, r.ToString());
@@ -103,19 +91,19 @@ Workers::Outcome ResizeClaim(ControllerContext& ctx, const std::string& key) {
   v1::ExpandVolumeResponse resp;
   Status st = client->ExpandVolume(req, &resp);
   if (!st.ok()) {
-    ctx.events->Record(*pvc, "Warning", "VolumeResizeFailed", "resize to " + want + ": " + st.message());
+    ctx.events->Record(claim.Ref(), "Warning", "VolumeResizeFailed", "resize to " + want + ": " + st.message());
     bool final = st.code() == Status::Code::kInvalidArgument;
     // Infeasible lets the user take the request back (KEP-1790 recovery).
     if (csi && final) {
       json fresh;
       if (ctx.client->Get("/api/v1/namespaces/" + claim.ns + "/persistentvolumeclaims/" + claim.name, &fresh).ok())
-        PatchCsiClaimStatus(ctx, fresh, json::object(), "ControllerResizeInfeasible", false);
+        PatchCsiClaimStatus(ctx, DecodeClaim(fresh), json::object(), "ControllerResizeInfeasible", false);
     }
     return final ? Outcome::kGiveUp : Outcome::kRetry;
   }
   uint64_t now_bytes = std::max<uint64_t>(resp.volume().size_bytes(), claim.request_bytes);
   std::string path = "/api/v1/persistentvolumes/" + claim.volume_name;
-  std::string rv = meta.value("resourceVersion", "");
+  std::string rv = pv->resource_version;
   kube::Result r;
   for (int attempt = 0; attempt < 3; ++attempt) {
     json patch = {{"metadata", {{"resourceVersion", rv}}},
@@ -149,14 +137,14 @@ Workers::Outcome ResizeClaim(ControllerContext& ctx, const std::string& key) {
     kube::Result got = ctx.client->Get("/api/v1/namespaces/" + claim.ns + "/persistentvolumeclaims/" + claim.name,
                                        &fresh);
     if (got.ok())
-      got = PatchCsiClaimStatus(ctx, fresh, {{"capacity", {{"storage", kube::FormatBinaryBytes(now_bytes)}}}}, "",
+      got = PatchCsiClaimStatus(ctx, DecodeClaim(fresh), {{"capacity", {{"storage", kube::FormatBinaryBytes(now_bytes)}}}}, "",
                                 false);
     if (!got.ok()) {
       spdlog::warn("claim {}: volume grown, claim status not updated: {}", key, got.ToString());
       return Outcome::kRetry;
     }
   }
-  ctx.events->Record(*pvc, "Normal", "VolumeResizeSuccessful",
+  ctx.events->Record(claim.Ref(), "Normal", "VolumeResizeSuccessful",
                      "volume " + claim.volume_name + " is now " + FormatSize(now_bytes) +
                          (csi ? "; the filesystem grew online" : "; the filesystem grows online, kubelet records the new capacity"));
   spdlog::info("claim {}: {} resized to {}", key, claim.volume_name, FormatSize(now_bytes));

@@ -334,11 +334,23 @@ Result Client::Delete(const std::string& path, const DeletePreconditions& pre, n
 }
 
 Result Client::List(const std::string& path, const ListOptions& options, nlohmann::json* out) {
+  nlohmann::json items = nlohmann::json::array();
+  std::string rv;
+  Result r = ListEach(
+      path, options, [&](nlohmann::json&& item) { items.push_back(std::move(item)); },
+      [&] { items = nlohmann::json::array(); }, &rv);
+  if (!r.ok()) return r;
+  *out = {{"items", std::move(items)}, {"metadata", {{"resourceVersion", rv}}}};
+  return r;
+}
+
+Result Client::ListEach(const std::string& path, const ListOptions& options,
+                        const std::function<void(nlohmann::json&&)>& each, const std::function<void()>& restart,
+                        std::string* list_rv) {
   // An expired continue token restarts the list; a few times at most, so a
   // server that keeps expiring them ends with an error, not a loop.
-  for (int restart = 0; restart < 3; ++restart) {
-    nlohmann::json items = nlohmann::json::array();
-    nlohmann::json first;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    if (attempt > 0) restart();
     std::string cont;
     Result r;
     for (;;) {
@@ -356,21 +368,17 @@ Result Client::List(const std::string& path, const ListOptions& options, nlohman
       if (!r.ok()) break;
       if (!page.is_object()) return Result(Result::Code::kOther, 200, "", "GET " + q + ": the answer is not a list");
       if (auto it = page.find("items"); it != page.end() && it->is_array()) {
-        for (auto& item : *it) items.push_back(std::move(item));
+        for (auto& item : *it) each(std::move(item));
       }
       cont = page.value("/metadata/continue"_json_pointer, std::string());
-      if (first.is_null()) first = std::move(page);
-      else first["metadata"] = page["metadata"];  // the last page's resourceVersion is the list's
+      // The last page's resourceVersion is the list's.
+      *list_rv = page.value("/metadata/resourceVersion"_json_pointer, std::string());
       if (cont.empty()) break;
     }
     if (r.code() == Result::Code::kExpired && !cont.empty()) {
       spdlog::info("kube list {}: continue token expired, restarting the list", path);
       continue;
     }
-    if (!r.ok()) return r;
-    first["items"] = std::move(items);
-    if (first.contains("metadata")) first["metadata"].erase("continue");
-    *out = std::move(first);
     return r;
   }
   return Result(Result::Code::kExpired, 410, "Expired", "list " + path + ": continue tokens kept expiring");

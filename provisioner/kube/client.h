@@ -55,8 +55,15 @@ class Client : public Api {
   Result Get(const std::string& path, nlohmann::json* out) override;
   // All pages of a collection (`limit` per page, following metadata.continue;
   // an expired continue token restarts the list). *out gets {"items": [...],
-  // "metadata": {"resourceVersion": <of the list>}} plus kind/apiVersion.
+  // "metadata": {"resourceVersion": <of the list>}}.
   Result List(const std::string& path, const ListOptions& options, nlohmann::json* out);
+  // The same, handing each item to `each` as its page arrives instead of
+  // collecting them (an informer's list of 10,000 objects never holds all
+  // their JSON at once). `restart` is called when an expired continue token
+  // restarts the list: forget the items seen. *list_rv: the list's version.
+  Result ListEach(const std::string& path, const ListOptions& options,
+                  const std::function<void(nlohmann::json&&)>& each, const std::function<void()>& restart,
+                  std::string* list_rv);
   // POST to a collection.
   Result Create(const std::string& collection_path, const nlohmann::json& object,
                 nlohmann::json* out = nullptr) override;

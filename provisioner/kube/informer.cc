@@ -1,5 +1,7 @@
 #include "kube/informer.h"
 
+#include <malloc.h>
+
 #include <spdlog/spdlog.h>
 
 namespace nodevol::kube {
@@ -15,24 +17,28 @@ void DropManagedFields(nlohmann::json& obj) {
   if (auto md = obj.find("metadata"); md != obj.end() && md->is_object()) md->erase("managedFields");
 }
 
-Informer::Informer(std::unique_ptr<ListWatcher> source, InformerHandlers handlers, InformerOptions options)
-    : source_(std::move(source)), handlers_(std::move(handlers)), options_(std::move(options)) {}
-
-Informer::~Informer() { Stop(); }
-
-std::string Informer::KeyOf(const nlohmann::json& obj) {
+std::string KeyOf(const nlohmann::json& obj) {
   std::string ns = obj.value("/metadata/namespace"_json_pointer, std::string());
   std::string name = obj.value("/metadata/name"_json_pointer, std::string());
   return ns.empty() ? name : ns + "/" + name;
 }
 
-void Informer::Start() {
+InformerCore::InformerCore(std::unique_ptr<ListWatcher> source, Handlers handlers, InformerOptions options,
+                           Decode decode)
+    : source_(std::move(source)),
+      handlers_(std::move(handlers)),
+      options_(std::move(options)),
+      decode_(std::move(decode)) {}
+
+InformerCore::~InformerCore() { Stop(); }
+
+void InformerCore::Start() {
   stop_ = false;
   dispatcher_ = std::thread([this] { DispatchLoop(); });
   reflector_ = std::thread([this] { ReflectorLoop(); });
 }
 
-void Informer::Stop() {
+void InformerCore::Stop() {
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
     stop_ = true;
@@ -42,38 +48,42 @@ void Informer::Stop() {
   if (dispatcher_.joinable()) dispatcher_.join();
 }
 
-bool Informer::WaitForSync(std::chrono::milliseconds timeout) {
+bool InformerCore::WaitForSync(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(queue_mu_);
   queue_cv_.wait_for(lock, timeout, [this] { return synced_.load() || stop_.load(); });
   return synced_.load();
 }
 
-std::optional<nlohmann::json> Informer::Get(const std::string& key) const {
+InformerCore::Value InformerCore::Get(const std::string& key) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = cache_.find(key);
-  if (it == cache_.end()) return std::nullopt;
-  return it->second;
+  return it == cache_.end() ? nullptr : it->second.value;
 }
 
-std::vector<nlohmann::json> Informer::List() const {
+std::vector<InformerCore::Value> InformerCore::List() const {
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<nlohmann::json> out;
+  std::vector<Value> out;
   out.reserve(cache_.size());
-  for (const auto& [key, obj] : cache_) out.push_back(obj);
+  for (const auto& [key, e] : cache_) out.push_back(e.value);
   return out;
 }
 
-std::string Informer::LastResourceVersion() const {
+size_t InformerCore::Size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cache_.size();
+}
+
+std::string InformerCore::LastResourceVersion() const {
   std::lock_guard<std::mutex> lock(mu_);
   return rv_;
 }
 
-bool Informer::SleepFor(std::chrono::milliseconds d) {
+bool InformerCore::SleepFor(std::chrono::milliseconds d) {
   std::unique_lock<std::mutex> lock(queue_mu_);
   return !queue_cv_.wait_for(lock, d, [this] { return stop_.load(); });
 }
 
-void Informer::Push(std::vector<Notification> n) {
+void InformerCore::Push(std::vector<Notification> n) {
   if (n.empty()) return;
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
@@ -82,26 +92,29 @@ void Informer::Push(std::vector<Notification> n) {
   queue_cv_.notify_all();
 }
 
-void Informer::Replace(std::vector<nlohmann::json> items, const std::string& rv) {
-  std::map<std::string, nlohmann::json> fresh;
-  for (auto& item : items) {
-    if (options_.transform) options_.transform(item);
-    std::string key = KeyOf(item);
-    fresh[key] = std::move(item);
-  }
+InformerCore::Entry InformerCore::Make(nlohmann::json&& obj, std::string* key) {
+  if (options_.transform) options_.transform(obj);
+  *key = KeyOf(obj);
+  Entry e;
+  e.rv = ResourceVersionOf(obj);
+  e.value = decode_(std::move(obj));
+  return e;
+}
+
+void InformerCore::Replace(std::map<std::string, Entry> fresh, const std::string& rv) {
   std::vector<Notification> n;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [key, old_obj] : cache_) {
+    for (const auto& [key, old_e] : cache_) {
       auto it = fresh.find(key);
       if (it == fresh.end()) {
-        n.push_back({Notification::Kind::kDelete, old_obj, nullptr});
-      } else if (ResourceVersionOf(it->second) != ResourceVersionOf(old_obj)) {
-        n.push_back({Notification::Kind::kUpdate, old_obj, it->second});
+        n.push_back({Notification::Kind::kDelete, old_e.value, nullptr});
+      } else if (it->second.rv != old_e.rv) {
+        n.push_back({Notification::Kind::kUpdate, old_e.value, it->second.value});
       }
     }
-    for (const auto& [key, obj] : fresh) {
-      if (cache_.count(key) == 0) n.push_back({Notification::Kind::kAdd, nullptr, obj});
+    for (const auto& [key, e] : fresh) {
+      if (cache_.count(key) == 0) n.push_back({Notification::Kind::kAdd, nullptr, e.value});
     }
     cache_ = std::move(fresh);
     rv_ = rv;
@@ -113,30 +126,33 @@ void Informer::Replace(std::vector<nlohmann::json> items, const std::string& rv)
   Push(std::move(n));
 }
 
-bool Informer::HandleEvent(WatchEvent e) {
-  if (options_.transform && e.type != WatchEvent::Type::kBookmark) options_.transform(e.object);
+bool InformerCore::HandleEvent(WatchEvent e) {
   std::string rv = e.ResourceVersion();
   std::vector<Notification> n;
+  std::string key;
+  Entry fresh;
+  if (e.type == WatchEvent::Type::kAdded || e.type == WatchEvent::Type::kModified ||
+      e.type == WatchEvent::Type::kDeleted)
+    fresh = Make(std::move(e.object), &key);
   {
     std::lock_guard<std::mutex> lock(mu_);
     switch (e.type) {
       case WatchEvent::Type::kAdded:
       case WatchEvent::Type::kModified: {
-        std::string key = KeyOf(e.object);
         auto it = cache_.find(key);
         if (it == cache_.end()) {
-          n.push_back({Notification::Kind::kAdd, nullptr, e.object});
-          cache_.emplace(key, e.object);
+          n.push_back({Notification::Kind::kAdd, nullptr, fresh.value});
+          cache_.emplace(key, std::move(fresh));
         } else {
-          n.push_back({Notification::Kind::kUpdate, it->second, e.object});
-          it->second = e.object;
+          n.push_back({Notification::Kind::kUpdate, it->second.value, fresh.value});
+          it->second = std::move(fresh);
         }
         break;
       }
       case WatchEvent::Type::kDeleted: {
-        auto it = cache_.find(KeyOf(e.object));
+        auto it = cache_.find(key);
         if (it != cache_.end()) cache_.erase(it);
-        n.push_back({Notification::Kind::kDelete, e.object, nullptr});
+        n.push_back({Notification::Kind::kDelete, fresh.value, nullptr});
         break;
       }
       case WatchEvent::Type::kBookmark:
@@ -149,7 +165,7 @@ bool Informer::HandleEvent(WatchEvent e) {
   return !stop_.load();
 }
 
-void Informer::ReflectorLoop() {
+void InformerCore::ReflectorLoop() {
   Backoff backoff(options_.backoff_initial, options_.backoff_cap);
   bool need_list = true;
   // The first list may come from the watch cache; a relist after 410 must
@@ -159,9 +175,18 @@ void Informer::ReflectorLoop() {
   const std::string& name = options_.name;
   while (!stop_.load()) {
     if (need_list) {
-      std::vector<nlohmann::json> items;
+      // Each item is decoded as its page arrives: the list's JSON is never
+      // all in memory at once.
+      std::map<std::string, Entry> fresh;
       std::string rv;
-      Result r = source_->List(list_rv, &items, &rv);
+      Result r = source_->List(
+          list_rv,
+          [&](nlohmann::json&& item) {
+            std::string key;
+            Entry e = Make(std::move(item), &key);
+            fresh[key] = std::move(e);
+          },
+          [&] { fresh.clear(); }, &rv);
       if (stop_.load()) break;
       if (!r.ok()) {
         auto delay = std::max<std::chrono::milliseconds>(backoff.Next(), r.retry_after());
@@ -170,8 +195,9 @@ void Informer::ReflectorLoop() {
         SleepFor(delay);
         continue;
       }
-      Replace(std::move(items), rv);
+      Replace(std::move(fresh), rv);
       list_count_++;
+      if (options_.trim_after_list) malloc_trim(0);
       spdlog::debug("informer {}: listed at resourceVersion {}", name, rv);
       need_list = false;
     }
@@ -234,7 +260,7 @@ void Informer::ReflectorLoop() {
   }
 }
 
-void Informer::DispatchLoop() {
+void InformerCore::DispatchLoop() {
   using Clock = std::chrono::steady_clock;
   auto next_resync = Clock::now() + options_.resync;
   for (;;) {
@@ -261,21 +287,21 @@ void Informer::DispatchLoop() {
     if (resync) {
       next_resync = Clock::now() + options_.resync;
       if (!synced_.load() || !handlers_.on_update) continue;
-      for (const auto& obj : List()) {
+      for (const auto& v : List()) {
         if (stop_.load()) return;
-        handlers_.on_update(obj, obj);
+        handlers_.on_update(v, v);
       }
       continue;
     }
     switch (n.kind) {
       case Notification::Kind::kAdd:
-        if (handlers_.on_add) handlers_.on_add(n.new_obj);
+        if (handlers_.on_add) handlers_.on_add(n.new_value);
         break;
       case Notification::Kind::kUpdate:
-        if (handlers_.on_update) handlers_.on_update(n.old_obj, n.new_obj);
+        if (handlers_.on_update) handlers_.on_update(n.old_value, n.new_value);
         break;
       case Notification::Kind::kDelete:
-        if (handlers_.on_delete) handlers_.on_delete(n.old_obj);
+        if (handlers_.on_delete) handlers_.on_delete(n.old_value);
         break;
       case Notification::Kind::kSynced: {
         std::lock_guard<std::mutex> lock(queue_mu_);

@@ -67,13 +67,14 @@ class FakeListWatcher : public ListWatcher {
     return watch_times_;
   }
 
-  Result List(const std::string& rv, std::vector<json>* items, std::string* list_rv) override {
+  Result List(const std::string& rv, const Item& each, const std::function<void()>&, std::string* list_rv) override {
     std::lock_guard<std::mutex> l(mu_);
     list_rvs_.push_back(rv);
     if (lists_.empty()) return Result::NetworkError("no more lists scripted");
     ListStep s = std::move(lists_.front());
     lists_.pop_front();
-    *items = s.items;
+    if (s.result.ok())
+      for (auto item : s.items) each(std::move(item));
     *list_rv = s.rv;
     return s.result;
   }
@@ -185,9 +186,9 @@ TEST(Informer, ListThenWatchResumesFromBookmark) {
   EXPECT_EQ(f->list_rvs(), (std::vector<std::string>{"0"}));
   EXPECT_EQ(inf.list_count(), 1u);
   EXPECT_EQ(inf.LastResourceVersion(), "20");
-  ASSERT_TRUE(inf.Get("ns/a").has_value());
+  ASSERT_TRUE((inf.Get("ns/a") != nullptr));
   EXPECT_EQ((*inf.Get("ns/a"))["metadata"]["resourceVersion"], "11");
-  EXPECT_FALSE(inf.Get("ns/b").has_value());
+  EXPECT_FALSE((inf.Get("ns/b") != nullptr));
   EXPECT_EQ(inf.List().size(), 2u);
 }
 
@@ -213,8 +214,8 @@ void ExpectRelist(bool as_error_event) {
   EXPECT_EQ(f->list_rvs(), (std::vector<std::string>{"0", ""}));
   EXPECT_EQ(f->watch_rvs(), (std::vector<std::string>{"10", "30"}));
   EXPECT_EQ(inf.list_count(), 2u);
-  EXPECT_FALSE(inf.Get("ns/c").has_value());
-  EXPECT_TRUE(inf.Get("ns/d").has_value());
+  EXPECT_FALSE((inf.Get("ns/c") != nullptr));
+  EXPECT_TRUE((inf.Get("ns/d") != nullptr));
 }
 
 TEST(Informer, ExpiredErrorEventRelists) { ExpectRelist(true); }
@@ -249,7 +250,7 @@ TEST(Informer, ListFailuresRetriedUntilSynced) {
   ASSERT_TRUE(inf.WaitForSync(10s));
   // Synced means the list's adds were delivered already.
   EXPECT_EQ(rec.Calls(), (std::vector<std::string>{"add n1@5"}));
-  EXPECT_TRUE(inf.Get("n1").has_value());  // cluster-scoped key has no namespace
+  EXPECT_TRUE((inf.Get("n1") != nullptr));  // cluster-scoped key has no namespace
   inf.Stop();
   EXPECT_EQ(f->list_rvs().size(), 3u);
 }
@@ -348,6 +349,81 @@ TEST(Informer, TransformAppliesToListedAndWatchedObjects) {
   EXPECT_EQ(with_fields.load(), 0);
   EXPECT_FALSE((*inf.Get("ns/a"))["metadata"].contains("managedFields"));
   EXPECT_FALSE((*inf.Get("ns/b"))["metadata"].contains("managedFields"));
+}
+
+// A typed cache keeps what decode made of each version, decoding each
+// version once; handlers and Get see the decoded values.
+TEST(TypedInformer, CachesDecodedValuesOncePerVersion) {
+  struct Small {
+    std::string name, rv;
+  };
+  auto fake = std::make_unique<FakeListWatcher>();
+  FakeListWatcher* f = fake.get();
+  json big = Obj("a", "1");
+  big["spec"] = {{"much", std::string(4096, 'x')}};
+  f->AddList({Result::Ok(), {big, Obj("b", "1")}, "1"});
+  f->AddWatch({{Ev(T::kModified, Obj("a", "2")), Ev(T::kDeleted, Obj("b", "3"))}, Result::Ok()});
+  std::atomic<int> decoded{0};
+  std::mutex mu;
+  std::vector<std::string> calls;
+  TypedInformer<Small>::Handlers h;
+  h.on_add = [&](const Small& s) {
+    std::lock_guard<std::mutex> l(mu);
+    calls.push_back("add " + s.name + "@" + s.rv);
+  };
+  h.on_update = [&](const Small& a, const Small& b) {
+    std::lock_guard<std::mutex> l(mu);
+    calls.push_back("update " + a.name + "@" + a.rv + "->" + b.rv);
+  };
+  h.on_delete = [&](const Small& s) {
+    std::lock_guard<std::mutex> l(mu);
+    calls.push_back("delete " + s.name + "@" + s.rv);
+  };
+  TypedInformer<Small> inf(std::move(fake), h, FastOptions(), [&](const json& o) {
+    ++decoded;
+    return Small{o["metadata"].value("name", ""), o["metadata"].value("resourceVersion", "")};
+  });
+  inf.Start();
+  ASSERT_TRUE(Eventually([&] {
+    std::lock_guard<std::mutex> l(mu);
+    return calls.size() == 4;
+  }));
+  inf.Stop();
+  EXPECT_EQ(calls, (std::vector<std::string>{"add a@1", "add b@1", "update a@1->2", "delete b@3"}));
+  EXPECT_EQ(decoded.load(), 4);  // two listed, one modified, one deleted
+  auto a = inf.Get("ns/a");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->rv, "2");
+  EXPECT_EQ(inf.Get("ns/a").get(), a.get());  // shared, not copied
+  EXPECT_EQ(inf.Get("ns/b"), nullptr);
+  EXPECT_EQ(inf.Size(), 1u);
+}
+
+// A list that starts over (an expired continue token) must not keep what
+// its first try handed over: an object deleted in between would stay.
+TEST(TypedInformer, AListThatRestartsForgetsTheItemsOfItsFirstTry) {
+  class Restarting : public ListWatcher {
+   public:
+    Result List(const std::string&, const Item& each, const std::function<void()>& restart,
+                std::string* rv) override {
+      each(Obj("gone", "1"));
+      restart();
+      each(Obj("kept", "2"));
+      *rv = "2";
+      return Result::Ok();
+    }
+    Result Watch(const std::string&, const Handler&, const std::atomic<bool>* cancel) override {
+      while (!cancel->load()) std::this_thread::sleep_for(1ms);
+      return Result::Cancelled();
+    }
+  };
+  Recorder rec;
+  Informer inf(std::make_unique<Restarting>(), rec.Handlers(), FastOptions());
+  inf.Start();
+  ASSERT_TRUE(inf.WaitForSync(10s));
+  inf.Stop();
+  EXPECT_EQ(rec.Calls(), (std::vector<std::string>{"add ns/kept@2"}));
+  EXPECT_EQ(inf.Get("ns/gone"), nullptr);
 }
 
 }  // namespace

@@ -4,18 +4,12 @@
 
 namespace nodevol::kube {
 
-Result ClientListWatcher::List(const std::string& resource_version, std::vector<nlohmann::json>* items,
-                               std::string* list_resource_version) {
+Result ClientListWatcher::List(const std::string& resource_version, const Item& each,
+                               const std::function<void()>& restart, std::string* list_resource_version) {
   ListOptions options;
   options.label_selector = label_selector_;
   options.resource_version = resource_version;
-  nlohmann::json list;
-  Result r = client_->List(path_, options, &list);
-  if (!r.ok()) return r;
-  items->clear();
-  for (auto& item : list["items"]) items->push_back(std::move(item));
-  *list_resource_version = list.value("/metadata/resourceVersion"_json_pointer, std::string());
-  return r;
+  return client_->ListEach(path_, options, each, restart, list_resource_version);
 }
 
 Result ClientListWatcher::Watch(const std::string& resource_version, const Handler& handler,

@@ -21,9 +21,12 @@ class ListWatcher {
   using Handler = std::function<bool(const WatchEvent&)>;
   virtual ~ListWatcher() = default;
 
-  // Every object of the collection and the list's resourceVersion.
+  using Item = std::function<void(nlohmann::json&& item)>;
+  // Every object of the collection, each handed to `each` as it arrives,
+  // and the list's resourceVersion. When the list starts over (an expired
+  // continue token), `restart` is called first: forget what `each` got.
   // `resource_version` is "0" (any cached state) or "" (consistent read).
-  virtual Result List(const std::string& resource_version, std::vector<nlohmann::json>* items,
+  virtual Result List(const std::string& resource_version, const Item& each, const std::function<void()>& restart,
                       std::string* list_resource_version) = 0;
   // One watch from `resource_version`, as Watch::Run; must return within
   // about a second once *cancel is true.
@@ -37,7 +40,7 @@ class ClientListWatcher : public ListWatcher {
   ClientListWatcher(Client* client, std::string path, std::string label_selector = "")
       : client_(client), path_(std::move(path)), label_selector_(std::move(label_selector)) {}
 
-  Result List(const std::string& resource_version, std::vector<nlohmann::json>* items,
+  Result List(const std::string& resource_version, const Item& each, const std::function<void()>& restart,
               std::string* list_resource_version) override;
   Result Watch(const std::string& resource_version, const Handler& handler,
                const std::atomic<bool>* cancel) override;

@@ -13,13 +13,18 @@ void AppendUint(std::string& out, uint64_t v) {
   out.append(buf, r.ptr);
 }
 
-// Shortest round-trip form (0.005, 2.5, 1e+21); Prometheus spells the
-// special values NaN, +Inf and -Inf.
+// Shortest round-trip digits, written as Go's client writes them
+// (strconv 'g' with its thresholds): fixed from 1e-4 up to 1e21 (0.0005,
+// 2.5), an exponent outside (1e-05, 1e+21), so bucket labels match other
+// exporters' le="0.0005". Prometheus spells NaN, +Inf and -Inf.
 void AppendDouble(std::string& out, double v) {
   if (std::isnan(v)) { out += "NaN"; return; }
   if (std::isinf(v)) { out += v > 0 ? "+Inf" : "-Inf"; return; }
-  char buf[32];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  char buf[64];
+  const double a = std::fabs(v);
+  const bool fixed = a == 0 || (a >= 1e-4 && a < 1e21);
+  auto r = fixed ? std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed)
+                 : std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
   out.append(buf, r.ptr);
 }
 

@@ -14,23 +14,15 @@ using exposition::HistogramData;
 
 // Prometheus' DefBuckets, as the library's histograms use.
 constexpr std::array<double, 11> kBounds = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+// Steps of a pass are often well under 5 ms.
+constexpr std::array<double, 14> kStepBounds = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                                0.1,    0.25,  0.5,    1,     2.5,  5,     10};
 
 struct Outcomes {
   uint64_t succeeded = 0;
   uint64_t failed = 0;
   HistogramData duration;  // successful attempts only
 };
-
-std::string StringAt(const nlohmann::json& j, std::initializer_list<const char*> path) {
-  const nlohmann::json* at = &j;
-  for (const char* key : path) {
-    if (!at->is_object()) return "";
-    auto it = at->find(key);
-    if (it == at->end()) return "";
-    at = &*it;
-  }
-  return at->is_string() ? at->get<std::string>() : "";
-}
 
 }  // namespace
 
@@ -39,6 +31,7 @@ struct ProvisionerMetrics::Impl {
   std::map<std::pair<std::string, std::string>, Outcomes, std::less<>> provisions;  // (class, source)
   std::map<std::string, Outcomes, std::less<>> deletes;                             // class
   std::map<std::string, Outcomes, std::less<>> snapshots;                           // operation
+  std::map<std::string, HistogramData, std::less<>> steps;                          // step
   uint64_t reachable = 0, unreachable = 0;
   std::map<std::tuple<std::string, std::string, std::string>, uint64_t> pool_free;  // (node, pool, backend)
   bool leader = false;
@@ -92,6 +85,13 @@ void ProvisionerMetrics::SnapshotOperation(std::string_view operation, bool ok, 
   }
   ++it->second.succeeded;
   exposition::Observe(kBounds, seconds, &it->second.duration);
+}
+
+void ProvisionerMetrics::ProvisionStep(std::string_view step, double seconds) {
+  std::lock_guard lock(impl_->mu);
+  auto it = impl_->steps.find(step);
+  if (it == impl_->steps.end()) it = impl_->steps.emplace(std::string(step), HistogramData{}).first;
+  exposition::Observe(kStepBounds, seconds, &it->second);
 }
 
 void ProvisionerMetrics::SetNodes(const std::vector<nodes::NodeState>& nodes) {
@@ -179,6 +179,12 @@ std::string ProvisionerMetrics::Render() const {
   for (const auto& [op, o] : impl_->snapshots)
     AppendHistogram(out, kSnapDuration, {{"operation", op}}, kBounds, o.duration);
 
+  constexpr std::string_view kSteps = "nodevol_provisioner_provision_step_seconds";
+  AppendFamily(out, kSteps, "histogram",
+               "Seconds spent in each step of provisioning passes (decide, record_attempt, create_volume, save_pv, "
+               "events).");
+  for (const auto& [step, h] : impl_->steps) AppendHistogram(out, kSteps, {{"step", step}}, kStepBounds, h);
+
   AppendFamily(out, "nodevol_provisioner_nodes", "gauge",
                "Nodes running nodevold known to the provisioner, by whether their capacity stream is up.");
   AppendSample(out, "nodevol_provisioner_nodes", {{"state", "reachable"}}, impl_->reachable);
@@ -195,11 +201,5 @@ std::string ProvisionerMetrics::Render() const {
     AppendSample(out, "nodevol_provisioner_queue_depth", {{"queue", queue}}, depth);
   return out;
 }
-
-ClaimMetricLabels MetricLabelsOfClaim(const nlohmann::json& pvc) {
-  return {StringAt(pvc, {"spec", "storageClassName"}), StringAt(pvc, {"spec", "dataSource", "kind"})};
-}
-
-std::string MetricClassOfVolume(const nlohmann::json& pv) { return StringAt(pv, {"spec", "storageClassName"}); }
 
 }  // namespace nodevol::provisioner

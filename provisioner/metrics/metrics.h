@@ -9,8 +9,8 @@
 //   controller_persistentvolume_delete_failed_total{class}                  counter
 //   controller_persistentvolume_delete_duration_seconds{class}              histogram
 //
-// `class` is the claim's (or PV's) spec.storageClassName, `source` the kind
-// of the claim's spec.dataSource ("" without one). As in the library,
+// `class` is the claim's (or PV's) storage class, `source` the kind of the
+// claim's data source ("" without one). As in the library,
 // durations are of successful attempts only, with Prometheus' default
 // buckets (5 ms .. 10 s). Plus the node registry's gauges:
 //
@@ -18,6 +18,7 @@
 //   nodevol_provisioner_pool_free_bytes{node,pool,backend}   reachable nodes only
 //   nodevol_provisioner_leader                               1 while this replica leads
 //   nodevol_provisioner_queue_depth{queue}                   keys waiting ("claim", "volume")
+//   nodevol_provisioner_provision_step_seconds{step}         histogram: where a claim's time goes
 //
 // Thread-safe. A class (and source) appears in all three of its families
 // at its first attempt, succeeded or failed, so rate() sees the first
@@ -52,6 +53,10 @@ class ProvisionerMetrics {
   // One CreateSnapshot or DeleteSnapshot ("create", "delete") the snapshot
   // controller sent a node; `seconds` of successful ones feed a histogram.
   void SnapshotOperation(std::string_view operation, bool ok, double seconds = 0);
+  // One step of a provisioning pass (controller/provision.cc names them:
+  // "decide", "record_attempt", "create_volume", "save_pv", "events"),
+  // finer buckets than the library's (0.5 ms .. 10 s).
+  void ProvisionStep(std::string_view step, double seconds);
 
   // Replaces the node gauges with this snapshot (NodeRegistry::Snapshot()):
   // nodes gone from it vanish from the exposition.
@@ -67,14 +72,5 @@ class ProvisionerMetrics {
   std::unique_ptr<Impl> impl_;
 };
 
-// The labels the library uses for a claim: spec.storageClassName and
-// spec.dataSource.kind, "" where absent. Any JSON is accepted.
-struct ClaimMetricLabels {
-  std::string class_name;
-  std::string source;
-};
-ClaimMetricLabels MetricLabelsOfClaim(const nlohmann::json& pvc);
-// spec.storageClassName of a PV, "" where absent.
-std::string MetricClassOfVolume(const nlohmann::json& pv);
 
 }  // namespace nodevol::provisioner

@@ -220,8 +220,22 @@ TEST(ProvisionerMetrics, EverySampleFollowsItsTypeLine) {
       }
     }
   }
-  EXPECT_EQ(typed.size(), 12u);
+  EXPECT_EQ(typed.size(), 13u);
   EXPECT_GT(samples, 20);
+}
+
+TEST(ProvisionerMetrics, StepsHaveSubMillisecondBuckets) {
+  ProvisionerMetrics m;
+  m.ProvisionStep("create_volume", 0.0007);
+  m.ProvisionStep("create_volume", 0.003);
+  m.ProvisionStep("save_pv", 2.0);
+  std::string out = m.Render();
+  EXPECT_TRUE(HasLine(out, R"(nodevol_provisioner_provision_step_seconds_bucket{step="create_volume",le="0.0005"} 0)"))
+      << out;
+  EXPECT_TRUE(HasLine(out, R"(nodevol_provisioner_provision_step_seconds_bucket{step="create_volume",le="0.001"} 1)"));
+  EXPECT_TRUE(HasLine(out, R"(nodevol_provisioner_provision_step_seconds_bucket{step="create_volume",le="0.005"} 2)"));
+  EXPECT_TRUE(HasLine(out, R"(nodevol_provisioner_provision_step_seconds_count{step="create_volume"} 2)"));
+  EXPECT_TRUE(HasLine(out, R"(nodevol_provisioner_provision_step_seconds_count{step="save_pv"} 1)"));
 }
 
 TEST(ProvisionerMetrics, ConcurrentObservationsAllCount) {
@@ -238,23 +252,6 @@ TEST(ProvisionerMetrics, ConcurrentObservationsAllCount) {
   std::string out = m.Render();
   EXPECT_TRUE(HasLine(out, R"(controller_persistentvolumeclaim_provision_total{class="odd",source=""} 2000)")) << out;
   EXPECT_TRUE(HasLine(out, R"(controller_persistentvolumeclaim_provision_total{class="even",source=""} 2000)"));
-}
-
-TEST(MetricLabels, FromClaimAndVolumeJson) {
-  auto pvc = nlohmann::json::parse(
-      R"({"spec":{"storageClassName":"fast","dataSource":{"kind":"PersistentVolumeClaim","name":"src"}}})");
-  ClaimMetricLabels l = MetricLabelsOfClaim(pvc);
-  EXPECT_EQ(l.class_name, "fast");
-  EXPECT_EQ(l.source, "PersistentVolumeClaim");
-  l = MetricLabelsOfClaim(nlohmann::json::parse(R"({"spec":{"storageClassName":"fast"}})"));
-  EXPECT_EQ(l.source, "");
-  // Malformed or missing fields give "", never throw.
-  l = MetricLabelsOfClaim(nlohmann::json::parse(R"({"spec":{"storageClassName":3,"dataSource":"x"}})"));
-  EXPECT_EQ(l.class_name, "");
-  EXPECT_EQ(l.source, "");
-  EXPECT_EQ(MetricLabelsOfClaim(nlohmann::json()).class_name, "");
-  EXPECT_EQ(MetricClassOfVolume(nlohmann::json::parse(R"({"spec":{"storageClassName":"slow"}})")), "slow");
-  EXPECT_EQ(MetricClassOfVolume(nlohmann::json::parse("[1]")), "");
 }
 
 TEST(Exposition, HelpIsEscapedAndNumbersReadLikeOtherExporters) {

@@ -120,11 +120,10 @@ Status ContentPass::WriteStatus(const SnapshotHandle& h, const v1::Snapshot& s) 
 Status ContentPass::SourceOf(const std::string& handle, std::string* node) {
   // Our PVs are named by their volume handle (controller/pv.h).
   auto pv = ctx_.volumes->Get(handle);
-  if (!pv || Str(Obj(Obj(*pv, "spec"), "csi"), "volumeHandle") != handle ||
-      !ctx_.options.Serves(Str(Obj(Obj(*pv, "spec"), "csi"), "driver")))
+  if (!pv || !pv->csi || pv->volume_handle != handle || !ctx_.options.Serves(pv->csi_driver))
     return Status::NotFound("no nodevol CSI PersistentVolume has volume handle " + handle +
                             " (a flexVolume PV cannot be snapshotted: the snapshot API needs spec.csi)");
-  *node = Str(Obj(Obj(*pv, "metadata"), "annotations"), kAnnNode);
+  *node = pv->node;
   if (node->empty()) return Status::NotFound("PersistentVolume " + handle + " names no node (" + kAnnNode + ")");
   return Status::Ok();
 }

@@ -317,8 +317,9 @@ TEST(KubeClientIt, CompactedContinueTokenIsExpired) {
 class AncientFirstWatch : public ListWatcher {
  public:
   explicit AncientFirstWatch(std::unique_ptr<ListWatcher> real) : real_(std::move(real)) {}
-  Result List(const std::string& rv, std::vector<json>* items, std::string* list_rv) override {
-    return real_->List(rv, items, list_rv);
+  Result List(const std::string& rv, const Item& each, const std::function<void()>& restart,
+              std::string* list_rv) override {
+    return real_->List(rv, each, restart, list_rv);
   }
   Result Watch(const std::string& rv, const Handler& h, const std::atomic<bool>* cancel) override {
     if (first_.exchange(false)) {
@@ -362,7 +363,7 @@ bool Converged(const Informer& inf, const std::string& selector) {
   if (!g_client->List(CmPath(), o, &list).ok()) return false;
   std::map<std::string, std::string> server, cache;
   for (const auto& i : list["items"]) server[Informer::KeyOf(i)] = Rv(i);
-  for (const auto& i : inf.List()) cache[Informer::KeyOf(i)] = Rv(i);
+  for (const auto& i : inf.List()) cache[Informer::KeyOf(*i)] = Rv(*i);
   return server == cache;
 }
 
@@ -384,11 +385,11 @@ TEST(KubeClientIt, InformerConverges) {
   ASSERT_TRUE(g_client->Delete(CmPath("inf-b"), {b["metadata"]["uid"].get<std::string>(), ""}).ok());
   ASSERT_TRUE(g_client->Create(CmPath(), ConfigMap("inf-c", "1", "inf")).ok());
   ASSERT_TRUE(g_client->Create(CmPath(), ConfigMap("other", "1", "not-inf")).ok());  // outside the selector
-  EXPECT_TRUE(Eventually([&] { return Converged(inf, "it=inf") && inf.Get(g_ns + "/inf-c").has_value(); }));
+  EXPECT_TRUE(Eventually([&] { return Converged(inf, "it=inf") && (inf.Get(g_ns + "/inf-c") != nullptr); }));
   auto a = inf.Get(g_ns + "/inf-a");
-  ASSERT_TRUE(a.has_value());
+  ASSERT_TRUE(a != nullptr);
   EXPECT_EQ((*a)["data"]["v"], "2");
-  EXPECT_FALSE(inf.Get(g_ns + "/other").has_value());
+  EXPECT_FALSE((inf.Get(g_ns + "/other") != nullptr));
   EXPECT_TRUE(Eventually([&] {
     std::lock_guard<std::mutex> l(seen.mu);
     return seen.adds.count("inf-c") == 1 && seen.deletes.count("inf-b") == 1 && seen.updates >= 1;
@@ -420,15 +421,15 @@ TEST(KubeClientIt, InformerRelistsOnExpiredWatch) {
     if (!g_client->List(EventsPath(), o, &list).ok()) return false;
     std::set<std::string> server, cache;
     for (const auto& i : list["items"]) server.insert(Informer::KeyOf(i) + "@" + Rv(i));
-    for (const auto& i : inf.List()) cache.insert(Informer::KeyOf(i) + "@" + Rv(i));
+    for (const auto& i : inf.List()) cache.insert(Informer::KeyOf(*i) + "@" + Rv(*i));
     return server == cache;
   };
   EXPECT_TRUE(Eventually([&] { return inf.list_count() >= 2 && converged(); }));
   inf.Stop();
   EXPECT_EQ(src->last_.code(), Code::kExpired) << src->last_.ToString();  // the real server said 410
   EXPECT_GE(inf.list_count(), 2u);
-  EXPECT_FALSE(inf.Get(g_ns + "/rl-gone").has_value());
-  EXPECT_TRUE(inf.Get(g_ns + "/rl-new").has_value());
+  EXPECT_FALSE((inf.Get(g_ns + "/rl-gone") != nullptr));
+  EXPECT_TRUE((inf.Get(g_ns + "/rl-new") != nullptr));
   std::lock_guard<std::mutex> l(seen.mu);
   EXPECT_EQ(seen.adds.count("rl-new"), 1u);
   EXPECT_EQ(seen.deletes.count("rl-gone"), 1u);

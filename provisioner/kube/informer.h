@@ -39,7 +39,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kube/backoff.h"
+#include "util/backoff.h"
 #include "kube/list_watcher.h"
 
 namespace nodevol::kube {

@@ -6,18 +6,12 @@
 #include <algorithm>
 #include <random>
 
+#include "util/backoff.h"
+
 namespace nodevol::nodes {
 
 using SteadyClock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
-
-milliseconds RedialDelay(int failures, milliseconds initial, milliseconds max, double random01) {
-  milliseconds d = initial;
-  for (int i = 0; i < failures && d < max; ++i) d *= 2;
-  d = std::min(d, max);
-  auto jittered = milliseconds(static_cast<long long>(static_cast<double>(d.count()) * (1.0 + 0.2 * random01)));
-  return std::min(jittered, max);
-}
 
 std::string SharedBy(const v1::PoolInfo& p) {
   if (p.backend() != "nfs") return "";
@@ -166,7 +160,7 @@ void NodeRegistry::Run(const std::shared_ptr<Entry>& e) {
       if (stopped_ || e->removed) return;
     }
     if (delivered) failures = 0;
-    milliseconds delay = RedialDelay(failures, options_.initial_backoff, options_.max_backoff, jitter(rng));
+    milliseconds delay = ExponentialDelay(failures, options_.initial_backoff, options_.max_backoff, 0.2, jitter(rng));
     failures = std::min(failures + 1, 30);
     bool news;
     {

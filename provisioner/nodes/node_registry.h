@@ -75,12 +75,6 @@ struct NodeState {
 // PoolCapacity::shared_by of a pool GetInfo describes.
 std::string SharedBy(const v1::PoolInfo& pool);
 
-// Delay before re-dialling after `failures` consecutive failed attempts
-// (0 = the first retry): initial * 2^failures capped at max, times
-// (1 + 0.2 * random01) and capped at max again. random01 in [0, 1).
-std::chrono::milliseconds RedialDelay(int failures, std::chrono::milliseconds initial, std::chrono::milliseconds max,
-                                      double random01);
-
 class NodeRegistry {
  public:
   using Dialer = std::function<std::shared_ptr<grpc::Channel>(const NodeEndpoint&)>;

@@ -171,15 +171,6 @@ class RegistryTest : public ::testing::Test {
   }
 };
 
-TEST(RedialDelay, DoublesFromOneSecondToSixtyWithJitter) {
-  std::vector<long long> base;
-  for (int f = 0; f < 9; ++f) base.push_back(RedialDelay(f, 1s, 60s, 0.0).count());
-  EXPECT_EQ(base, (std::vector<long long>{1000, 2000, 4000, 8000, 16000, 32000, 60000, 60000, 60000}));
-  EXPECT_EQ(RedialDelay(0, 1s, 60s, 0.999).count(), 1199);
-  EXPECT_EQ(RedialDelay(5, 1s, 60s, 0.5).count(), 35200);
-  EXPECT_EQ(RedialDelay(6, 1s, 60s, 0.999).count(), 60000) << "jitter never passes the cap";
-  EXPECT_EQ(RedialDelay(1000, 1s, 60s, 0.0).count(), 60000);
-}
 
 TEST(FromGrpc, MapsEveryCodeOneToOneAndNamesTheContext) {
   for (int c = 1; c <= 16; ++c) {

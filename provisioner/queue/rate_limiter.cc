@@ -3,24 +3,17 @@
 #include <algorithm>
 #include <cmath>
 
+#include "util/backoff.h"
+
 namespace nodevol {
 
 RateLimiter::RateLimiter(const Clock* clock, RateLimiterOptions options)
     : clock_(clock), options_(options), tokens_(options.burst), last_(clock->Now()) {}
 
-Clock::Duration RateLimiter::Backoff(int failures) const {
-  // base * 2^failures, computed in floating point so a long failure streak
-  // saturates at the cap instead of overflowing.
-  if (options_.base_delay <= Clock::Duration::zero()) return Clock::Duration::zero();
-  double delay = static_cast<double>(options_.base_delay.count()) * std::exp2(failures);
-  if (delay >= static_cast<double>(options_.max_delay.count())) return options_.max_delay;
-  return Clock::Duration(static_cast<Clock::Duration::rep>(delay));
-}
-
 Clock::Duration RateLimiter::When(const std::string& item) {
   std::lock_guard<std::mutex> guard(mu_);
   int& failures = failures_[item];
-  Clock::Duration backoff = Backoff(failures);
+  Clock::Duration backoff = ExponentialDelay(failures, options_.base_delay, options_.max_delay);
   ++failures;
   if (options_.qps <= 0) return backoff;
 

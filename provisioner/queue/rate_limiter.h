@@ -34,8 +34,6 @@ class RateLimiter {
   int NumRequeues(const std::string& item) const;
 
  private:
-  Clock::Duration Backoff(int failures) const;
-
   const Clock* const clock_;
   const RateLimiterOptions options_;
   mutable std::mutex mu_;

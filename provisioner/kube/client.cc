@@ -363,13 +363,31 @@ Result Client::ListEach(const std::string& path, const ListOptions& options,
       } else if (!options.resource_version.empty()) {
         q += "&resourceVersion=" + EscapeQuery(options.resource_version);
       }
-      nlohmann::json page;
-      r = Do("GET", q, "", nullptr, &page);
+      Request req;
+      req.method = "GET";
+      req.path = q;
+      req.timeout = options_.request_timeout;
+      r = Perform(req);
       if (!r.ok()) break;
-      if (!page.is_object()) return Result(Result::Code::kOther, 200, "", "GET " + q + ": the answer is not a list");
-      if (auto it = page.find("items"); it != page.end() && it->is_array()) {
-        for (auto& item : *it) each(std::move(item));
-      }
+      // Each of the page's items is handed over as soon as the parser has
+      // it, and dropped from the page: a watch-cache list ignores `limit`
+      // (10,000 objects in one answer), and their JSON trees all at once
+      // were most of the provisioner's peak memory.
+      bool in_items = false;
+      auto take_items = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+        using E = nlohmann::json::parse_event_t;
+        if (event == E::key && depth == 1) in_items = parsed == "items";
+        if (event == E::object_end && depth == 2 && in_items) {
+          each(std::move(parsed));
+          return false;
+        }
+        return true;
+      };
+      nlohmann::json page = nlohmann::json::parse(req.response, take_items, /*allow_exceptions=*/false);
+      req.response.clear();
+      req.response.shrink_to_fit();
+      if (page.is_discarded() || !page.is_object())
+        return Result(Result::Code::kOther, static_cast<int>(req.http_status), "", "GET " + q + ": the answer is not a list");
       cont = page.value("/metadata/continue"_json_pointer, std::string());
       // The last page's resourceVersion is the list's.
       *list_rv = page.value("/metadata/resourceVersion"_json_pointer, std::string());

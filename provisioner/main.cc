@@ -64,8 +64,9 @@ int main(int argc, char** argv) {
       ("volume-workers", po::value(&cc.volume_workers)->default_value(cc.volume_workers), "volume worker threads")
       ("orphan-sweep-seconds", po::value<long>()->default_value(600),
        "how often to look for volumes whose claim and PV are gone (0 = never)")
-      ("orphan-grace-seconds", po::value<long>()->default_value(600),
-       "how old such a volume must be before it is deleted")
+      ("orphan-grace-seconds", po::value<long>()->default_value(120),
+       "how old such a volume must be before it is deleted (this replica's own passes in progress are always "
+       "skipped; the grace covers another replica's)")
       ("capacity-objects", po::value(&cc.capacity_objects)->default_value(true),
        "publish a CSIStorageCapacity per class and node for kube-scheduler (docs/scheduling.md); with false, set "
        "storageCapacity: false in the CSIDriver nodevol.io too, or the scheduler rejects every node")

@@ -10,6 +10,7 @@
 #include "controller/attempts.h"
 #include "controller/claim.h"
 #include "controller/events.h"
+#include "controller/in_flight.h"
 #include "controller/node_view.h"
 #include "controller/names.h"
 #include "controller/stop_flag.h"
@@ -56,6 +57,7 @@ struct ControllerContext {
   ProvisionerMetrics* metrics = nullptr;  // optional
   Attempts* attempts = nullptr;
   WaitingClaims* waiting = nullptr;  // claims that failed for room or reachability
+  InFlight* in_flight = nullptr;     // volumes a pass is working on (the sweep skips them)
   StopFlag* stop = nullptr;
   ControllerOptions options;
 };

@@ -121,6 +121,7 @@ Controller::Controller(kube::Client* client, ControllerConfig config)
   ctx_.metrics = config_.metrics;
   ctx_.attempts = &attempts_;
   ctx_.waiting = &waiting_;
+  ctx_.in_flight = &in_flight_;
   ctx_.stop = &stop_;
   extender_ = std::make_unique<Extender>(
       ledger_.get(),

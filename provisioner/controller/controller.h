@@ -50,7 +50,9 @@ struct ControllerConfig {
   // Orphan sweep (controller/orphans.h): how often, and how old a volume
   // must be before it can be an orphan. 0 interval = no sweep.
   std::chrono::seconds sweep_interval{600};
-  std::chrono::seconds orphan_grace{600};
+  // The grace covers passes of another replica (a leader that lost its
+  // lease mid-pass); this replica's own passes are skipped (InFlight).
+  std::chrono::seconds orphan_grace{120};
   // At most one capacity patch per Node this often.
   std::chrono::milliseconds mirror_interval{std::chrono::seconds(5)};
   ProvisionerMetrics* metrics = nullptr;  // optional; outlives the controller
@@ -135,6 +137,7 @@ class Controller {
   std::mutex lifecycle_mu_;  // Start and Stop never overlap
   Attempts attempts_;
   WaitingClaims waiting_;
+  InFlight in_flight_;
   GivenUp given_up_;
   std::mutex mirror_mu_;
   std::set<std::string> mirror_dirty_;  // nodes whose capacity changed

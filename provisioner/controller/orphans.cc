@@ -78,6 +78,7 @@ std::vector<std::string> SweepOrphans(ControllerContext& ctx, std::chrono::secon
       if (!ctx.options.Serves(Param(v, "nodevol.io/provisioner"))) continue;
       if (v.ephemeral() || v.created_unix() + grace.count() > now) continue;
       if (v.name().rfind("pvc-", 0) != 0) continue;
+      if (ctx.in_flight && ctx.in_flight->Contains(v.name())) continue;  // a pass is saving its PV
       const std::string why = Orphaned(ctx, v, node);
       if (why.empty()) continue;
       v1::DeleteVolumeRequest del;

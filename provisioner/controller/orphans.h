@@ -10,6 +10,7 @@
 //   - its claim parameters say this provisioner made it with reclaim Delete
 //     (a Retain volume whose PV was deleted by hand is the operator's data);
 //   - it is older than `grace` and not ephemeral;
+//   - no provisioning pass of this process is working on it (InFlight);
 //   - no PV of its name exists (cache and a live GET);
 //   - its claim (namespace/name from the parameters) does not exist with the
 //     uid in the volume's name (an existing claim is still being provisioned:

@@ -87,6 +87,26 @@ TEST(Orphans, ClaimAndPvGoneIsSweptOtherwiseKept) {
   EXPECT_TRUE(a.HasVolume("pvc-young"));
 }
 
+// A pass of this process is between CreateVolume and its PV saved (the
+// claim was deleted meanwhile, so nothing else would keep the volume):
+// the sweep leaves it to the pass, and takes it once the pass has ended.
+TEST(Orphans, AVolumeAPassIsWorkingOnIsSkipped) {
+  World w;
+  InFlight in_flight;
+  FakeNode a("a");
+  w.view.Add(&a, "fast", 10 * GiB);
+  a.AddVolume(Vol("saving"));
+  w.Load({});
+  w.ctx.in_flight = &in_flight;
+  {
+    InFlight::Scope busy(&in_flight, "pvc-saving");
+    EXPECT_TRUE(SweepOrphans(w.ctx, std::chrono::seconds(60)).empty());
+    EXPECT_TRUE(a.HasVolume("pvc-saving"));
+  }
+  EXPECT_EQ(SweepOrphans(w.ctx, std::chrono::seconds(60)), std::vector<std::string>{"pvc-saving"});
+  EXPECT_FALSE(a.HasVolume("pvc-saving"));
+}
+
 TEST(Orphans, AStoppingSweepDeletesNothing) {
   World w;
   FakeNode a("a");

@@ -511,6 +511,7 @@ Outcome Pass::Run(const std::string& key) {
 Workers::Outcome ProvisionClaim(ControllerContext& ctx, const std::string& key) {
   auto pvc = ctx.claims->Get(key);
   if (!pvc) return Outcome::kDone;
+  InFlight::Scope busy(ctx.in_flight, pvc->PvName());
   Pass pass(ctx, *pvc);
   return pass.Run(key);
 }

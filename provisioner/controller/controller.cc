@@ -204,11 +204,11 @@ void Controller::Stop() {
   if (registry_) registry_->Stop();
 }
 
-Workers::Outcome Controller::ProcessClaim(const std::string& key) {
-  auto pvc = claims_->Get(key);
-  if (!pvc) return Workers::Outcome::kDone;
-  if (!pvc->volume_name.empty()) return ResizeClaim(ctx_, key);
-  return ProvisionClaim(ctx_, key);
+Workers::Outcome Controller::ProcessClaim(const std::string& uid) {
+  auto pvc = ClaimByUid(uid);
+  if (!pvc) return Workers::Outcome::kDone;  // gone, or made again: another uid
+  if (!pvc->volume_name.empty()) return ResizeClaim(ctx_, pvc->Key());
+  return ProvisionClaim(ctx_, pvc->Key(), uid);
 }
 
 void Controller::SweepLoop() {
@@ -275,27 +275,49 @@ void Controller::RequeueAllPending() {
     }
 }
 
+// The claim queue, the given-up and waiting sets are keyed by uid, as the
+// reference library's: a claim deleted and made again under the same name
+// is another item, never the old one's retries or backoff.
 void Controller::EnqueueClaim(const ClaimView& pvc) {
+  if (pvc.uid.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(uid_mu_);
+    claim_keys_[pvc.uid] = pvc.Key();
+  }
   // Bound claims too: a grown request is a resize (controller/resize.h).
-  std::string key = pvc.Key();
-  if (!given_up_.ShouldQueue(key, pvc.resource_version)) return;
-  claim_queue_.Add(key);
+  if (!given_up_.ShouldQueue(pvc.uid, pvc.resource_version)) return;
+  claim_queue_.Add(pvc.uid);
 }
 
 void Controller::ForgetClaim(const ClaimView& pvc) {
-  std::string key = pvc.Key();
-  claim_queue_.Forget(key);
-  waiting_.Remove(key);
-  given_up_.Remove(key);
+  {
+    std::lock_guard<std::mutex> lock(uid_mu_);
+    claim_keys_.erase(pvc.uid);
+  }
+  claim_queue_.Forget(pvc.uid);
+  waiting_.Remove(pvc.uid);
+  given_up_.Remove(pvc.uid);
   attempts_.Forget(pvc.uid);
 }
 
-void Controller::GaveUpOnClaim(const std::string& key, bool permanent) {
+std::shared_ptr<const ClaimView> Controller::ClaimByUid(const std::string& uid) {
+  std::string key;
+  {
+    std::lock_guard<std::mutex> lock(uid_mu_);
+    auto it = claim_keys_.find(uid);
+    if (it == claim_keys_.end()) return nullptr;
+    key = it->second;
+  }
   auto pvc = claims_->Get(key);
+  return pvc && pvc->uid == uid ? pvc : nullptr;
+}
+
+void Controller::GaveUpOnClaim(const std::string& uid, bool permanent) {
+  auto pvc = ClaimByUid(uid);
   if (!pvc) return;
-  given_up_.Add(key, pvc->resource_version);
+  given_up_.Add(uid, pvc->resource_version);
   // A permanent error does not go away with room.
-  if (permanent) waiting_.Remove(key);
+  if (permanent) waiting_.Remove(uid);
 }
 
 void Controller::EnqueueVolume(const VolumeView& pv) {

@@ -4,7 +4,7 @@
 // (ProvisionClaim or ResizeClaim, DeleteReleasedVolume). Start once this replica leads;
 // Stop joins everything.
 //
-// Claims are queued by "namespace/name" on every change (a resync of a
+// Claims are queued by uid (as the reference library) on every change (a resync of a
 // claim given up on is not one: controller/given_up.h); claims that failed
 // for room or reachability again when a node's capacity or reachability
 // changes, each at most every 15 s (controller/waiting_claims.h); all
@@ -20,6 +20,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <thread>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -104,7 +105,9 @@ class Controller {
   void EnqueueClaim(const ClaimView& pvc);
   void ForgetClaim(const ClaimView& pvc);
   void EnqueueVolume(const VolumeView& pv);
-  void GaveUpOnClaim(const std::string& key, bool permanent);
+  void GaveUpOnClaim(const std::string& uid, bool permanent);
+  // The cached claim of this uid; null when gone or replaced.
+  std::shared_ptr<const ClaimView> ClaimByUid(const std::string& uid);
   void SweepLoop();
   void MirrorLoop();
   // Classes and nodes first: claims are acted on once these are known.
@@ -112,7 +115,7 @@ class Controller {
     return {classes_.get(), nodes_.get(), volumes_.get(), claims_.get()};
   }
   // Unbound: provision; bound: resize if the request grew.
-  Workers::Outcome ProcessClaim(const std::string& key);
+  Workers::Outcome ProcessClaim(const std::string& uid);
 
   kube::Client* client_;
   ControllerConfig config_;
@@ -137,6 +140,8 @@ class Controller {
   std::mutex lifecycle_mu_;  // Start and Stop never overlap
   Attempts attempts_;
   WaitingClaims waiting_;
+  std::mutex uid_mu_;
+  std::map<std::string, std::string> claim_keys_;  // claim uid -> namespace/name
   InFlight in_flight_;
   GivenUp given_up_;
   std::mutex mirror_mu_;

@@ -94,7 +94,7 @@ class Pass {
   Outcome Reschedule(const std::string& why);
   // No room or no reachable node: retried when capacity changes.
   Outcome WaitForRoom(const std::string& message) {
-    if (ctx_.waiting) ctx_.waiting->Add(claim_.Key());
+    if (ctx_.waiting) ctx_.waiting->Add(claim_.uid);
     return Fail(message, Outcome::kRetry);
   }
   // Where an earlier create may have left the volume: "" when nowhere (or
@@ -508,9 +508,9 @@ Outcome Pass::Run(const std::string& key) {
 
 }  // namespace
 
-Workers::Outcome ProvisionClaim(ControllerContext& ctx, const std::string& key) {
+Workers::Outcome ProvisionClaim(ControllerContext& ctx, const std::string& key, const std::string& uid) {
   auto pvc = ctx.claims->Get(key);
-  if (!pvc) return Outcome::kDone;
+  if (!pvc || (!uid.empty() && pvc->uid != uid)) return Outcome::kDone;
   InFlight::Scope busy(ctx.in_flight, pvc->PvName());
   Pass pass(ctx, *pvc);
   return pass.Run(key);

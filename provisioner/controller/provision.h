@@ -1,5 +1,6 @@
 // ProvisionClaim: one pass of the claim controller over one claim (key
-// "namespace/name"), the reference library's provisionClaimOperation:
+// "namespace/name"; with `uid`, only while the cached claim has that uid),
+// the reference library's provisionClaimOperation:
 //
 //   not ours / not yet / PV pvc-<uid> exists     -> done, nothing written
 //   bad class parameters, block mode             -> Warning ProvisioningFailed, give up until the claim changes
@@ -25,6 +26,6 @@
 
 namespace nodevol::provisioner {
 
-Workers::Outcome ProvisionClaim(ControllerContext& ctx, const std::string& key);
+Workers::Outcome ProvisionClaim(ControllerContext& ctx, const std::string& key, const std::string& uid = "");
 
 }  // namespace nodevol::provisioner

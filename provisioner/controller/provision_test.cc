@@ -43,6 +43,22 @@ TEST(Provision, CreatesOnTheRoomiestNodeAndSavesThePv) {
   EXPECT_NE(std::find(reasons.begin(), reasons.end(), "ProvisioningSucceeded"), reasons.end());
 }
 
+// The claim queue is keyed by uid: a key queued for a claim that was
+// deleted and made again under the same name is not the new claim's.
+TEST(Provision, AQueuedUidOfAReplacedClaimDoesNothing) {
+  World w;
+  FakeNode a("a");
+  w.view.Add(&a, "fast", 10 * GiB);
+  json again = Claim("u2");
+  again["metadata"]["name"] = "data-u1";  // same name as u1's, another uid
+  w.Load({again});
+  EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-u1", "u1"), Outcome::kDone);
+  EXPECT_EQ(a.creates(), 0);
+  EXPECT_TRUE(w.api.EventReasons().empty());
+  EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-u1", "u2"), Outcome::kDone);
+  EXPECT_TRUE(a.HasVolume("pvc-u2"));
+}
+
 // volumeMode Block: a raw block volume on the node and a Block CSI PV
 // without fsType; refused, with nothing made, where it cannot work.
 TEST(Provision, BlockClaimsGetARawBlockVolumeThroughCsiOnly) {

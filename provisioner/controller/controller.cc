@@ -36,7 +36,7 @@ Controller::Controller(kube::Client* client, ControllerConfig config)
     : client_(client),
       config_(std::move(config)),
       tls_(config_.tls),
-      events_(client, config_.options.provisioner_name) {
+      events_(client, config_.options.provisioner_name, Clock::Real(), /*async=*/true) {
   nodes::NodeRegistry::Options ro;
   ro.dial = [this](const nodes::NodeEndpoint& e) { return tls_.Dial(e.address, e.name); };
   ro.on_change = [this](const std::string& node) { OnCapacityChanged(node); };

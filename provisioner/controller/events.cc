@@ -53,14 +53,55 @@ ObjectRef ObjectRef::Of(const nlohmann::json& object) {
           Str(meta, "name"),   Str(meta, "uid"),          Str(meta, "resourceVersion")};
 }
 
+EventRecorder::EventRecorder(kube::Api* client, std::string component, const Clock* clock, bool async)
+    : client_(client), component_(std::move(component)), clock_(clock) {
+  if (async && client_) sender_ = std::thread([this] { SenderLoop(); });
+}
+
+EventRecorder::~EventRecorder() {
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    stop_ = true;
+  }
+  queue_cv_.notify_all();
+  if (sender_.joinable()) sender_.join();
+}
+
+void EventRecorder::Flush() {
+  std::unique_lock<std::mutex> lock(queue_mu_);
+  queue_cv_.wait(lock, [this] { return (queue_.empty() && !sending_) || !sender_.joinable(); });
+}
+
+void EventRecorder::SenderLoop() {
+  std::unique_lock<std::mutex> lock(queue_mu_);
+  for (;;) {
+    queue_cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+    if (stop_) {
+      // Shutting down is not held up by an apiserver that does not answer
+      // (client-go's broadcaster drops what is queued, too).
+      if (!queue_.empty()) spdlog::info("events: {} not written at shutdown", queue_.size());
+      queue_.clear();
+      queue_cv_.notify_all();
+      return;
+    }
+    Pending e = std::move(queue_.front());
+    queue_.pop_front();
+    sending_ = true;
+    lock.unlock();
+    Send(e);
+    lock.lock();
+    sending_ = false;
+    queue_cv_.notify_all();
+  }
+}
+
 void EventRecorder::Record(const ObjectRef& object, const std::string& type, const std::string& reason,
                            const std::string& message) {
   const std::string& kind = object.kind;
   const std::string& name = object.name;
   const std::string& uid = object.uid;
   // Cluster-scoped objects (PVs) get their events in "default", as kubectl expects.
-  std::string ns = object.ns;
-  if (ns.empty()) ns = "default";
+  std::string ns = object.ns.empty() ? "default" : object.ns;
   spdlog::log(type == "Warning" ? spdlog::level::warn : spdlog::level::info, "event {} {} {}/{}: {}", reason, kind,
               ns, name, message);
   if (!client_) return;
@@ -69,7 +110,31 @@ void EventRecorder::Record(const ObjectRef& object, const std::string& type, con
                   kSpamBurst);
     return;
   }
-  std::string now = NowRfc3339();
+  Pending e{object, type, reason, message, NowRfc3339()};
+  if (!sender_.joinable()) return Send(e);
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    if (queue_.size() >= kMaxQueued) {
+      if (dropped_++ % 100 == 0)
+        spdlog::warn("events: {} waiting to be written; dropping {} for {}/{} ({} dropped so far)", queue_.size(),
+                     reason, ns, name, dropped_);
+      return;
+    }
+    queue_.push_back(std::move(e));
+  }
+  queue_cv_.notify_all();
+}
+
+void EventRecorder::Send(const Pending& e) {
+  const ObjectRef& object = e.object;
+  const std::string& kind = object.kind;
+  const std::string& name = object.name;
+  const std::string& uid = object.uid;
+  const std::string& type = e.type;
+  const std::string& reason = e.reason;
+  const std::string& message = e.message;
+  const std::string& now = e.time;
+  std::string ns = object.ns.empty() ? "default" : object.ns;
   std::string key = uid + "\x1f" + type + "\x1f" + reason + "\x1f" + message;
   std::string events = "/api/v1/namespaces/" + ns + "/events";
   {

@@ -8,12 +8,20 @@
 // a claim failing for hours costs the apiserver a few writes an hour.
 // Failures to record are
 // logged, never returned: an event is never worth failing the operation.
-// Thread-safe.
+//
+// With `async`, as client-go's broadcaster, Record only queues: one sender
+// thread writes the events, so a worker's pass does not wait on two
+// apiserver round trips for its Provisioning and ProvisioningSucceeded.
+// The queue holds at most kMaxQueued (client-go: 1000); beyond that events
+// are logged and dropped. Thread-safe.
 #pragma once
 
+#include <condition_variable>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -36,9 +44,16 @@ class EventRecorder {
  public:
   static constexpr int kSpamBurst = 25;
   static constexpr std::chrono::seconds kSpamRefill{300};
+  static constexpr size_t kMaxQueued = 1000;
 
-  EventRecorder(kube::Api* client, std::string component, const Clock* clock = Clock::Real())
-      : client_(client), component_(std::move(component)), clock_(clock) {}
+  EventRecorder(kube::Api* client, std::string component, const Clock* clock = Clock::Real(), bool async = false);
+  // Stops the sender; events still queued are dropped (logged).
+  ~EventRecorder();
+  EventRecorder(const EventRecorder&) = delete;
+  EventRecorder& operator=(const EventRecorder&) = delete;
+
+  // Returns once every event recorded so far has been written (or failed).
+  void Flush();
 
   // `type`: "Normal" or "Warning".
   void Record(const ObjectRef& object, const std::string& type, const std::string& reason,
@@ -57,8 +72,15 @@ class EventRecorder {
     double tokens = kSpamBurst;
     Clock::TimePoint last{};
   };
+  struct Pending {
+    ObjectRef object;
+    std::string type, reason, message, time;
+  };
   // Takes a token from the object's bucket; false when it is empty.
   bool Allow(const std::string& object_key);
+  // Writes one event, or a repeat's new count.
+  void Send(const Pending& e);
+  void SenderLoop();
 
   kube::Api* client_;
   std::string component_;
@@ -66,6 +88,14 @@ class EventRecorder {
   std::mutex mu_;
   std::map<std::string, Seen> seen_;  // correlation key -> event
   std::map<std::string, Bucket> buckets_;  // involved object -> spam filter
+
+  // async: the queue and its sender.
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::deque<Pending> queue_;
+  bool sending_ = false, stop_ = false;
+  uint64_t dropped_ = 0;
+  std::thread sender_;
 };
 
 // RFC 3339 UTC with seconds ("2026-11-21T16:00:00Z"), Events' Time format.

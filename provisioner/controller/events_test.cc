@@ -47,5 +47,45 @@ TEST(Events, TheSpamFilterBoundsWritesPerObject) {
   EXPECT_EQ(api.Writes("/events"), EventRecorder::kSpamBurst + 2);
 }
 
+// Asynchronous recording: Record returns before the apiserver is asked;
+// the sender writes the events in order, correlation and all.
+TEST(Events, AnAsyncRecorderWritesInOrderOffTheCallersThread) {
+  FakeApi api;
+  FakeClock clock;
+  EventRecorder rec(&api, "test", &clock, /*async=*/true);
+  rec.Record(Obj("a"), "Normal", "Provisioning", "provisioning");
+  rec.Record(Obj("a"), "Normal", "ProvisioningSucceeded", "done");
+  rec.Record(Obj("a"), "Normal", "ProvisioningSucceeded", "done");
+  rec.Flush();
+  auto calls = api.Calls();
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_EQ(calls[0].body.value("reason", ""), "Provisioning");
+  EXPECT_EQ(calls[1].body.value("reason", ""), "ProvisioningSucceeded");
+  EXPECT_EQ(calls[2].verb, "PATCH");
+  EXPECT_EQ(calls[2].body.value("count", 0), 2);
+}
+
+// An apiserver that does not answer fills the queue: beyond kMaxQueued the
+// events are dropped, Record never blocks, and shutting down does not wait.
+TEST(Events, AFullQueueDropsAndShutdownDoesNotWait) {
+  FakeApi api;
+  FakeClock clock;
+  std::mutex gate;
+  gate.lock();
+  api.SetBlock([&] { std::lock_guard<std::mutex> l(gate); });
+  auto rec = std::make_unique<EventRecorder>(&api, "test", &clock, /*async=*/true);
+  for (size_t i = 0; i < EventRecorder::kMaxQueued + 10; ++i)
+    rec->Record(Obj("o" + std::to_string(i)), "Normal", "Provisioning", "provisioning");
+  auto t0 = std::chrono::steady_clock::now();
+  std::thread release([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    gate.unlock();
+  });
+  rec.reset();  // waits for the one write in flight only
+  release.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  EXPECT_LE(api.Writes("/events"), 2);
+}
+
 }  // namespace
 }  // namespace nodevol::provisioner

@@ -45,6 +45,11 @@ class FakeApi : public kube::Api {
     std::lock_guard<std::mutex> l(mu_);
     objects_[path] = std::move(obj);
   }
+  // Every Create first runs `f` (an apiserver that hangs: f blocks).
+  void SetBlock(std::function<void()> f) {
+    std::lock_guard<std::mutex> l(mu_);
+    block_ = std::move(f);
+  }
   bool Has(const std::string& path) {
     std::lock_guard<std::mutex> l(mu_);
     return objects_.count(path) != 0;
@@ -84,6 +89,12 @@ class FakeApi : public kube::Api {
     return kube::Result::Ok();
   }
   kube::Result Create(const std::string& collection, const json& obj, json* out) override {
+    std::function<void()> block;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      block = block_;
+    }
+    if (block) block();
     std::lock_guard<std::mutex> l(mu_);
     std::string path = collection + "/" + obj["metadata"].value("name", "");
     calls_.push_back({"POST", collection, obj});
@@ -131,6 +142,7 @@ class FakeApi : public kube::Api {
   static kube::Result NotFound(const std::string& path) {
     return kube::Result::FromHttp(404, StatusBody(404, "NotFound", path + " not found").dump());
   }
+  std::function<void()> block_;
   std::optional<kube::Result> TakeLocked(const std::string& verb, const std::string& path) {
     auto it = scripts_.find(verb + " " + path);
     if (it == scripts_.end() || it->second.empty()) return std::nullopt;

@@ -154,12 +154,13 @@ pn_free() { pn_ctl "$1" -o json capacity default | sed -n 's/.*"free_bytes": *"\
 # kubeconfig) in the namespace, log appended to logs/LOG.log; pid in
 # PROV_PID, log in PROV_LOG, where this run's lines start in PROV_OFF.
 prov_start() {
-  local log=$1; shift
+  local log=$1 a metrics=--metrics-address=off; shift
+  for a in "$@"; do [[ $a == --metrics-address=* ]] && metrics=; done
   PROV_LOG=$K8S_WORK/logs/$log.log
   PROV_OFF=$(($(stat -c %s "$PROV_LOG" 2>/dev/null || echo 0) + 1))
   nsenter --net="/run/netns/$K8S_NETNS" "$NODEVOL_PROVISIONER" --kubeconfig="$K8S_WORK/admin.kubeconfig" \
     --tls-ca="$PN_TLS/ca.crt" --tls-cert="$PN_TLS/provisioner.crt" --tls-key="$PN_TLS/provisioner.key" \
-    --metrics-address=off "$@" >>"$K8S_WORK/logs/$log.log" 2>&1 &
+    ${metrics:+"$metrics"} "$@" >>"$K8S_WORK/logs/$log.log" 2>&1 &
   PROV_PID=$!
   CLEANUP_PIDS+=("$!")
 }

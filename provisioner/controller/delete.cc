@@ -38,6 +38,11 @@ Workers::Outcome DeleteReleasedVolume(ControllerContext& ctx, const std::string&
     return Outcome::kRetry;
   }
   const VolumeView pv = DecodeVolume(live_pv);
+  // Being deleted and no longer held by our finalizer: an earlier pass
+  // deleted the volume and released the PV, which waits for the PV
+  // controller's own finalizer now. Updates meanwhile queue it again;
+  // asking the node once more would be a second DeleteVolume.
+  if (pv.deleting && !pv.our_finalizer) return Outcome::kDone;
   if (!Deletable(ctx, pv)) {
     spdlog::info("volume {}: no longer Released with reclaim Delete; not deleting", pv_name);
     return Outcome::kDone;

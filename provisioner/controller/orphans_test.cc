@@ -210,5 +210,30 @@ TEST(DeleteVolume, DeletesAReleasedVolumeAndItsPv) {
   EXPECT_FALSE(w.api.Has("/api/v1/persistentvolumes/pvc-x2"));
 }
 
+// A PV an earlier pass deleted waits for the PV controller's finalizer;
+// updates queue it again meanwhile. That pass asks the node nothing (one
+// DeleteVolume per PV). A PV an operator deleted while our finalizer
+// still holds it is ours to finish: its volume is deleted.
+TEST(DeleteVolume, APvAlreadyReleasedByUsIsNotDeletedTwice) {
+  World w;
+  FakeNode a("a");
+  w.view.Add(&a, "fast", 10 * GiB);
+  a.AddVolume(Vol("d1"));
+  a.AddVolume(Vol("d2"));
+  json released = Pv("d1", "a", "Delete", "Released");
+  released["metadata"]["deletionTimestamp"] = "2026-11-28T17:00:00Z";
+  released["metadata"]["finalizers"] = {"kubernetes.io/pv-protection"};
+  json held = Pv("d2", "a", "Delete", "Released");
+  held["metadata"]["deletionTimestamp"] = "2026-11-28T17:00:00Z";
+  held["metadata"]["finalizers"] = {"kubernetes.io/pv-protection", kFinalizer};
+  w.Load({}, {released, held});
+  EXPECT_EQ(DeleteReleasedVolume(w.ctx, "pvc-d1"), Workers::Outcome::kDone);
+  EXPECT_EQ(a.deletes(), 0);
+  EXPECT_TRUE(a.HasVolume("pvc-d1"));  // (in life it is already gone)
+  EXPECT_EQ(DeleteReleasedVolume(w.ctx, "pvc-d2"), Workers::Outcome::kDone);
+  EXPECT_EQ(a.deletes(), 1);
+  EXPECT_FALSE(a.HasVolume("pvc-d2"));
+}
+
 }  // namespace
 }  // namespace nodevol::provisioner

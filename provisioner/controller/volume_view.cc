@@ -31,6 +31,10 @@ VolumeView DecodeVolume(const nlohmann::json& pv) {
   kube::Quantity q;
   if (!kube::Quantity::Parse(Str(Obj(spec, "capacity"), "storage"), &q).ok() || !q.ToBytes(&v.capacity_bytes).ok())
     v.capacity_bytes = 0;
+  v.deleting = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
+  if (auto f = meta.find("finalizers"); f != meta.end() && f->is_array())
+    for (const auto& x : *f)
+      if (x.is_string() && x.get<std::string>() == kFinalizer) v.our_finalizer = true;
   if (auto it = spec.find("csi"); it != spec.end() && it->is_object()) {
     v.csi = true;
     v.csi_driver = Str(*it, "driver");

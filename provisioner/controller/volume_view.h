@@ -24,6 +24,8 @@ struct VolumeView {
   uint64_t capacity_bytes = 0;  // spec.capacity.storage; 0 when unreadable
   bool csi = false;             // spec.csi, with its driver and handle
   std::string csi_driver, volume_handle;
+  bool deleting = false;        // metadata.deletionTimestamp set
+  bool our_finalizer = false;   // metadata.finalizers holds kFinalizer
 
   ObjectRef Ref() const { return {"PersistentVolume", "v1", "", name, uid, resource_version}; }
 };

@@ -61,6 +61,9 @@ int main(int argc, char** argv) {
       ("tls-key", po::value(&cc.tls.key)->required(), "its private key")
       ("placement", po::value(&placement)->default_value(placement), "most-free (spread) or binpack (fill)")
       ("claim-workers", po::value(&cc.claim_workers)->default_value(cc.claim_workers), "claim worker threads")
+      ("creates-per-node", po::value(&cc.creates_per_node)->default_value(cc.creates_per_node),
+       "CreateVolume calls in flight to one node at most, so a slow node cannot hold every claim worker (0: "
+       "claim-workers - 1)")
       ("volume-workers", po::value(&cc.volume_workers)->default_value(cc.volume_workers), "volume worker threads")
       ("orphan-sweep-seconds", po::value<long>()->default_value(600),
        "how often to look for volumes whose claim and PV are gone (0 = never)")

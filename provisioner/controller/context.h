@@ -13,6 +13,7 @@
 #include "controller/in_flight.h"
 #include "controller/node_view.h"
 #include "controller/names.h"
+#include "controller/node_load.h"
 #include "controller/stop_flag.h"
 #include "controller/volume_view.h"
 #include "controller/waiting_claims.h"
@@ -58,6 +59,7 @@ struct ControllerContext {
   Attempts* attempts = nullptr;
   WaitingClaims* waiting = nullptr;  // claims that failed for room or reachability
   InFlight* in_flight = nullptr;     // volumes a pass is working on (the sweep skips them)
+  NodeLoad* load = nullptr;          // CreateVolume calls in flight per node (null: no limit)
   StopFlag* stop = nullptr;
   ControllerOptions options;
 };

@@ -45,6 +45,10 @@ struct ControllerConfig {
   int node_port = 9809;
   nodes::TlsClientFiles tls;
   int claim_workers = 4;
+  // CreateVolume calls in flight per node: a slow node holds at most this
+  // many claim workers (controller/node_load.h). 0: all workers but one,
+  // so one is always left for the other nodes' claims.
+  int creates_per_node = 0;
   int volume_workers = 4;
   int max_failures = 15;  // the reference library gives up after 15 until the object changes
   std::chrono::milliseconds resync{std::chrono::minutes(15)};
@@ -143,6 +147,7 @@ class Controller {
   std::mutex uid_mu_;
   std::map<std::string, std::string> claim_keys_;  // claim uid -> namespace/name
   InFlight in_flight_;
+  std::unique_ptr<NodeLoad> load_;
   GivenUp given_up_;
   std::mutex mirror_mu_;
   std::set<std::string> mirror_dirty_;  // nodes whose capacity changed

@@ -189,7 +189,17 @@ Status Pass::PlaceWithSiblings(const PlacementRequest& req, const std::string& p
   auto rooms = ctx_.ledger->Rooms(except);
   PlacementRequest all = req;
   all.bytes = need[pool];
-  Status st = Place(rooms, all, ctx_.options.policy, node);
+  Status st;
+  // A claim free to go anywhere avoids nodes busy with other creates
+  // (NodeLoad), unless only they have room.
+  if (ctx_.load && !req.restrict_nodes && siblings.empty()) {
+    auto busy = ctx_.load->Busy();
+    std::vector<PoolRoom> idle;
+    for (const auto& r : rooms)
+      if (busy.count(r.seen.node) == 0) idle.push_back(r);
+    if (!busy.empty() && Place(idle, all, ctx_.options.policy, node).ok()) return Status::Ok();
+  }
+  st = Place(rooms, all, ctx_.options.policy, node);
   if (!st.ok() || siblings.empty()) {
     if (!st.ok() && need[pool] > req.bytes)
       return Status(st.code(), st.message() + " (" + FormatSize(need[pool]) + " for this claim and " +
@@ -331,8 +341,6 @@ Outcome Pass::Run(const std::string& key) {
   const bool from_source = source.kind != VolumeSource::Kind::kNone;
   const std::string source_where = from_source ? source.description + " is on node " + source.node : "";
 
-  Event("Normal", "Provisioning",
-                      "External provisioner is provisioning volume for claim \"" + claim_.Key() + "\"");
 
   // Place and reserve under one lock, so racing claims see each other.
   PlacementRequest req;
@@ -413,6 +421,27 @@ Outcome Pass::Run(const std::string& key) {
     csi = false;
     Event("Normal", "FlexVolumeFallback", why + ": this claim gets a flexVolume PV");
   }
+  // At most NodeLoad's limit of workers wait on one node; this claim waits
+  // its turn outside them (no failure counted, its promise released, no
+  // event: it is retried every second).
+  if (ctx_.load && !ctx_.load->TryAcquire(node)) {
+    if (reserved) ctx_.ledger->Settle(claim_.uid, false);
+    spdlog::debug("claim {}: node {} has its share of creates in flight; later", key, node);
+    return Outcome::kLater;
+  }
+  struct Slot {  // held until CreateVolume has answered
+    NodeLoad* load;
+    std::string node;
+    void Done() {
+      if (load) load->Release(node);
+      load = nullptr;
+    }
+    ~Slot() { Done(); }
+  } slot{ctx_.load, node};
+  // Once a node is chosen and free: placement failures say why in
+  // ProvisioningFailed alone, and a claim waiting for a busy node says
+  // nothing every second.
+  Event("Normal", "Provisioning", "External provisioner is provisioning volume for claim \"" + claim_.Key() + "\"");
   Took("decide", Since(start_) - event_seconds_);
   auto step = std::chrono::steady_clock::now();
   st = RecordAttempt(node);
@@ -443,6 +472,7 @@ Outcome Pass::Run(const std::string& key) {
   for (const auto& [k, v] : vparams) (*create.mutable_parameters())[k] = v;
   step = std::chrono::steady_clock::now();
   st = client->CreateVolume(create, &created);
+  slot.Done();
   Took("create_volume", Since(step));
   if (reserved) ctx_.ledger->Settle(claim_.uid, st.ok(), CapacityLedger::Clock::now(), created.capacity_sample());
   if (!st.ok()) {

@@ -59,6 +59,39 @@ TEST(Provision, AQueuedUidOfAReplacedClaimDoesNothing) {
   EXPECT_TRUE(a.HasVolume("pvc-u2"));
 }
 
+// A node busy with other creates (a slow disk, a hung nodevold) gets no
+// more workers: a free claim goes to another node with room, one that
+// must go there waits outside the workers without a failure or an event.
+TEST(Provision, ANodeBusyWithCreatesIsAvoidedOrWaitedFor) {
+  World w;
+  NodeLoad load(1);
+  FakeNode a("a"), b("b");
+  w.view.Add(&a, "fast", 20 * GiB);  // the roomier one
+  w.view.Add(&b, "fast", 10 * GiB);
+  json pinned = Claim("p1");
+  pinned["metadata"]["annotations"]["volume.kubernetes.io/selected-node"] = "a";
+  json wffc = Class();
+  wffc["volumeBindingMode"] = "WaitForFirstConsumer";
+  wffc["metadata"]["name"] = "later";
+  pinned["spec"]["storageClassName"] = "later";
+  w.Load({Claim("f1"), pinned}, {}, {Class(), wffc});
+  w.ctx.load = &load;
+  ASSERT_TRUE(load.TryAcquire("a"));  // another pass is waiting on a
+  EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-f1"), Outcome::kDone);
+  EXPECT_TRUE(b.HasVolume("pvc-f1"));
+  EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-p1"), Outcome::kLater);
+  EXPECT_FALSE(a.HasVolume("pvc-p1"));
+  std::string node, pool;
+  CapacityLedger::Kind kind;
+  EXPECT_FALSE(w.ledger.Find("p1", &node, &pool, &kind) && kind == CapacityLedger::Kind::kCreating);
+  auto reasons = w.api.EventReasons();
+  EXPECT_EQ(std::count(reasons.begin(), reasons.end(), "ProvisioningFailed"), 0);
+  EXPECT_EQ(std::count(reasons.begin(), reasons.end(), "Provisioning"), 1);  // f1's only
+  load.Release("a");
+  EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-p1"), Outcome::kDone);
+  EXPECT_TRUE(a.HasVolume("pvc-p1"));
+}
+
 // volumeMode Block: a raw block volume on the node and a Block CSI PV
 // without fsType; refused, with nothing made, where it cannot work.
 TEST(Provision, BlockClaimsGetARawBlockVolumeThroughCsiOnly) {

@@ -50,6 +50,9 @@ bool Workers::ProcessNext(const std::string& name, WorkQueue* queue, int max_fai
     case Outcome::kGiveUp:
       if (gave_up) gave_up(key, true);
       break;
+    case Outcome::kLater:
+      queue->AddAfter(key, kLaterDelay);
+      break;
   }
   queue->Done(key);
   return true;

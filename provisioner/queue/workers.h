@@ -5,12 +5,15 @@
 //    `max_failures` times (0: no limit); then it is dropped WITHOUT being
 //    forgotten, so it gets one more try, still counted, each time the object
 //    changes and is added again (the library's "give up until it changes");
-//  - kGiveUp: dropped the same way at once (a permanent error: no retry storm).
+//  - kGiveUp: dropped the same way at once (a permanent error: no retry storm);
+//  - kLater: not now, and not a failure: added again after `later` (1 s)
+//    with its backoff untouched (e.g. its node is busy with other calls).
 // An exception from `process` counts as kRetry. `gave_up` (optional) hears
 // of both kinds of giving up, so the caller can keep the key given up until
 // its object really changes (a periodic resync is not a change).
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <string>
 #include <thread>
@@ -22,7 +25,8 @@ namespace nodevol {
 
 class Workers {
  public:
-  enum class Outcome { kDone, kRetry, kGiveUp };
+  enum class Outcome { kDone, kRetry, kGiveUp, kLater };
+  static constexpr std::chrono::seconds kLaterDelay{1};
   using Process = std::function<Outcome(const std::string& key)>;
   // `permanent`: kGiveUp (else: max_failures reached).
   using GaveUp = std::function<void(const std::string& key, bool permanent)>;

@@ -302,8 +302,8 @@ int main(int argc, char** argv) {
     // once, without draining its queues or releasing the lease (a
     // successor may lead as soon as the lease expires; nothing of ours may
     // still act then). Whatever was in flight is finished by the next
-    // leader: every step is idempotent and a create's node is recorded on
-    // the claim first (controller/provision.cc).
+    // leader: every step is idempotent, and a new leader reads the nodes'
+    // volumes before it places a claim (controller/seed_attempts.h).
     cb.on_stopped_leading = [&] {
       leading = false;
       if (stopping) {

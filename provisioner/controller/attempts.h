@@ -1,9 +1,12 @@
-// Attempts: which node a claim's CreateVolume was last sent to, for this
-// process (the claim's annotation nodevol.io/provisioning-node says the
-// same across restarts and failovers; this covers the informer's lag after
-// our own patch). A create whose outcome is unknown (DEADLINE_EXCEEDED,
-// UNAVAILABLE, a lost PV save) may have made the volume there, so the claim
-// stays with that node until it says the volume does not exist.
+// Attempts: which node a claim's CreateVolume was last sent to, as this
+// process knows it: set before each create, and, for a process that has
+// just started leading, read from the nodes themselves (SeedAttempts: the
+// volumes pvc-<uid> there whose claim has no PV yet). A create whose
+// outcome is unknown (DEADLINE_EXCEEDED, UNAVAILABLE, a lost PV save) may
+// have made the volume there, so the claim stays with that node until it
+// says the volume does not exist; such a claim also carries the node in its
+// annotation nodevol.io/provisioning-node, for a node that cannot be read
+// when the next leader starts.
 //
 // And whose PV this process saved, until the volume cache shows it: a
 // claim queued again by our own annotation patch is then done at once,
@@ -23,6 +26,11 @@ class Attempts {
   void Set(const std::string& claim_uid, const std::string& node) {
     std::lock_guard<std::mutex> lock(mu_);
     nodes_[claim_uid] = node;
+  }
+  // Set unless this process already knows an attempt for the claim.
+  void SetIfAbsent(const std::string& claim_uid, const std::string& node) {
+    std::lock_guard<std::mutex> lock(mu_);
+    nodes_.emplace(claim_uid, node);
   }
   std::string Get(const std::string& claim_uid) const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -46,10 +54,24 @@ class Attempts {
     saved_.erase(claim_uid);
   }
 
+  // Nodes whose volumes SeedAttempts has read. seed_mu() is held while it
+  // reads them, so that passes wait for a node's first read, not race it.
+  std::mutex& seed_mu() { return seed_mu_; }
+  bool Seeded(const std::string& node) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return seeded_.count(node) > 0;
+  }
+  void SetSeeded(const std::string& node) {
+    std::lock_guard<std::mutex> lock(mu_);
+    seeded_.insert(node);
+  }
+
  private:
   mutable std::mutex mu_;
   std::map<std::string, std::string> nodes_;
   std::set<std::string> saved_;
+  std::set<std::string> seeded_;
+  std::mutex seed_mu_;
 };
 
 }  // namespace nodevol::provisioner

@@ -143,18 +143,19 @@ Controller::Controller(kube::Client* client, ControllerConfig config)
 Extender* Controller::ServingExtender() {
   if (!Ready()) return nullptr;
   if (extender_warm_) return extender_.get();
-  bool heard = std::chrono::steady_clock::now() - started_at_ > std::chrono::seconds(15);
-  if (!heard) {
-    heard = true;
-    for (const auto& n : registry_->Snapshot())
-      if (!n.reachable && n.last_error.empty() && n.pools.empty()) heard = false;
-  }
+  bool heard = std::chrono::steady_clock::now() - started_at_ > kFirstContact || EveryNodeHeard();
   if (!heard) return nullptr;
   extender_warm_ = true;
   return extender_.get();
 }
 
 Controller::~Controller() { Stop(); }
+
+bool Controller::EveryNodeHeard() const {
+  for (const auto& n : registry_->Snapshot())
+    if (!n.reachable && n.last_error.empty() && n.pools.empty()) return false;
+  return true;
+}
 
 bool Controller::Start(std::chrono::milliseconds sync_timeout) {
   std::lock_guard<std::mutex> life(lifecycle_mu_);
@@ -165,6 +166,13 @@ bool Controller::Start(std::chrono::milliseconds sync_timeout) {
     if (!i->WaitForSync(sync_timeout)) return false;
   if (stopping()) return false;
   OnNodesChanged();
+  // Claims are placed once every node has answered or failed once (at most
+  // kFirstContact): a pass reads a node's volumes before it places a claim
+  // (SeedAttempts), so an earlier leader's create there is finished there,
+  // not made again on a node that happened to answer first.
+  const auto contact_by = std::chrono::steady_clock::now() + kFirstContact;
+  while (!EveryNodeHeard() && std::chrono::steady_clock::now() < contact_by)
+    if (!stop_.WaitFor(std::chrono::milliseconds(50))) return false;
   claim_workers_ = std::make_unique<Workers>(
       "claim", &claim_queue_, config_.claim_workers, config_.max_failures,
       [this](const std::string& k) { return ProcessClaim(k); },

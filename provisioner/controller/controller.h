@@ -97,6 +97,9 @@ class Controller {
   Extender* ServingExtender();
 
  private:
+  // How long a new leader waits for each node's first answer (or failure).
+  static constexpr std::chrono::seconds kFirstContact{15};
+  bool EveryNodeHeard() const;
   void OnNodesChanged();
   void OnCapacityChanged(const std::string& node);
   void PokePublisher() {

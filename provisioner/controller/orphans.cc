@@ -57,18 +57,8 @@ std::vector<std::string> SweepOrphans(ControllerContext& ctx, std::chrono::secon
     if (ctx.stop && ctx.stop->IsSet()) break;
     auto client = ctx.node_view->Client(node);
     if (!client) continue;
-    // In pages, as a node with many volumes needs (gRPC's 4 MiB limit).
     v1::ListVolumesResponse list;
-    v1::ListVolumesRequest req;
-    req.set_max_entries(1000);
-    Status st;
-    for (;;) {
-      v1::ListVolumesResponse page;
-      if (st = client->ListVolumes(req, &page); !st.ok()) break;
-      for (auto& v : *page.mutable_volumes()) *list.add_volumes() = std::move(v);
-      if (page.next_token().empty()) break;
-      req.set_starting_token(page.next_token());
-    }
+    Status st = client->ListAllVolumes(&list);
     if (!st.ok()) {
       spdlog::warn("orphan sweep: {}", st.message());
       continue;

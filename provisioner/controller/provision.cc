@@ -10,6 +10,7 @@
 #include "controller/data_source.h"
 #include "controller/pod_claims.h"
 #include "controller/pv.h"
+#include "controller/seed_attempts.h"
 #include "kube/fields.h"
 #include "placement/topology.h"
 #include "storageclass/class_params.h"
@@ -103,7 +104,13 @@ class Pass {
   Status PriorAttempt(bool wffc, std::string* node);
   // Records on the claim (and in memory) that CreateVolume goes to `node`,
   // before it is sent.
-  Status RecordAttempt(const std::string& node);
+  Status RecordAttempt(const std::string& node, bool on_claim);
+  // The create on `node` may or may not have made the volume: say so on
+  // the claim (best effort; logged when it fails).
+  void RecordUncertain(const std::string& node) {
+    Status st = RecordAttempt(node, true);
+    if (!st.ok()) spdlog::warn("claim {}: {}", claim_.Key(), st.message());
+  }
   // kOk: saved, or it already exists for this claim on `node`.
   // kAlreadyExists: a PV of the name exists for another node (our volume
   // on `node` is a duplicate). Anything else: not saved, or unknown.
@@ -263,10 +270,18 @@ Status Pass::PriorAttempt(bool wffc, std::string* node) {
   return Status::Ok();
 }
 
-Status Pass::RecordAttempt(const std::string& node) {
+// Before CreateVolume (on_claim false) this process remembers the node,
+// and a new leader would find the volume there (SeedAttempts): no apiserver
+// write, unless the claim's annotation names another node (it must never
+// point away from a volume). After an uncertain outcome (on_claim true)
+// the node is written on the claim too, for a node the next leader cannot
+// read. A failed write is logged: the memory still holds the node.
+Status Pass::RecordAttempt(const std::string& node, bool on_claim) {
   if (ctx_.attempts) ctx_.attempts->Set(claim_.uid, node);
   auto it = claim_.annotations.find(kAnnProvisioningNode);
-  if (it != claim_.annotations.end() && it->second == node) return Status::Ok();
+  const bool recorded = it != claim_.annotations.end();
+  if (recorded && it->second == node) return Status::Ok();
+  if (!recorded && !on_claim) return Status::Ok();
   json patch = {{"metadata", {{"uid", claim_.uid}, {"annotations", {{kAnnProvisioningNode, node}}}}}};
   auto r = ctx_.client->MergePatch("/api/v1/namespaces/" + claim_.ns + "/persistentvolumeclaims/" + claim_.name,
                                    patch);
@@ -366,6 +381,7 @@ Outcome Pass::Run(const std::string& key) {
   // timeout, a restart of nodevold, a lost PV save) and a second
   // placement would make a second volume.
   std::string node;
+  SeedAttempts(ctx_);
   st = PriorAttempt(wffc, &node);
   if (!st.ok()) return Fail(st.message(), Outcome::kRetry);
   bool reserved = false;
@@ -444,7 +460,7 @@ Outcome Pass::Run(const std::string& key) {
   Event("Normal", "Provisioning", "External provisioner is provisioning volume for claim \"" + claim_.Key() + "\"");
   Took("decide", Since(start_) - event_seconds_);
   auto step = std::chrono::steady_clock::now();
-  st = RecordAttempt(node);
+  st = RecordAttempt(node, false);
   Took("record_attempt", Since(step));
   if (!st.ok()) {
     if (reserved) ctx_.ledger->Settle(claim_.uid, false);
@@ -475,6 +491,8 @@ Outcome Pass::Run(const std::string& key) {
   slot.Done();
   Took("create_volume", Since(step));
   if (reserved) ctx_.ledger->Settle(claim_.uid, st.ok(), CapacityLedger::Clock::now(), created.capacity_sample());
+  if (!st.ok() && st.code() != Status::Code::kInvalidArgument && st.code() != Status::Code::kResourceExhausted)
+    RecordUncertain(node);
   if (!st.ok()) {
     // Only a definite "no room" may move a WaitForFirstConsumer claim: an
     // unreachable node may have made the volume (the next pass asks it).
@@ -523,6 +541,7 @@ Outcome Pass::Run(const std::string& key) {
   if (!st.ok()) {
     // Stopping, or a PV that may exist: keep the volume; the next pass (on
     // this replica or the next leader) finds it on the recorded node.
+    RecordUncertain(node);
     if (st.code() == Status::Code::kAborted) return Outcome::kRetry;
     return Fail(st.message(), Outcome::kRetry);
   }

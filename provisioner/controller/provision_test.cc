@@ -36,9 +36,9 @@ TEST(Provision, CreatesOnTheRoomiestNodeAndSavesThePv) {
   EXPECT_FALSE(a.HasVolume("pvc-u1"));
   json pv = w.api.Object(kPvs + "/pvc-u1");
   EXPECT_EQ(pv["metadata"]["annotations"].value("nodevol.io/node", ""), "b");
-  // The node was recorded on the claim before CreateVolume went out.
-  json claim = w.api.Object("/api/v1/namespaces/app/persistentvolumeclaims/data-u1");
-  EXPECT_EQ(claim["metadata"]["annotations"].value("nodevol.io/provisioning-node", ""), "b");
+  // A clean create writes nothing on the claim: a new leader would read
+  // the node from the nodes (SeedAttempts).
+  EXPECT_EQ(w.api.Writes("/persistentvolumeclaims/"), 0);
   auto reasons = w.api.EventReasons();
   EXPECT_NE(std::find(reasons.begin(), reasons.end(), "ProvisioningSucceeded"), reasons.end());
 }
@@ -178,6 +178,9 @@ TEST(Provision, AnUncertainCreateStaysWithItsNode) {
     EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-u2"), Outcome::kRetry);
     ASSERT_TRUE(b.HasVolume("pvc-u2"));
     EXPECT_FALSE(w.api.Has(kPvs + "/pvc-u2"));
+    // Written on the claim too, for a next leader that cannot reach b.
+    json claim = w.api.Object("/api/v1/namespaces/app/persistentvolumeclaims/data-u2");
+    EXPECT_EQ(claim["metadata"]["annotations"].value("nodevol.io/provisioning-node", ""), "b");
     w.view.SetFree("b", 5 * GiB);
 
     EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-u2"), Outcome::kDone);
@@ -203,6 +206,76 @@ TEST(Provision, TheRecordedNodeSurvivesARestart) {
   EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-u3"), Outcome::kDone);
   EXPECT_EQ(a.creates(), 0);
   EXPECT_EQ(w.api.Object(kPvs + "/pvc-u3")["metadata"]["annotations"].value("nodevol.io/node", ""), "b");
+}
+
+// A provisioner killed between CreateVolume and the PV save: the next
+// leader (no memory, nothing on the claim) reads the volume from node b
+// before placing the claim, and finishes it there instead of making a
+// second volume on a (the roomier node).
+TEST(Provision, ANewLeaderFinishesAVolumeFoundOnItsNode) {
+  FakeNode a("a"), b("b");
+  {
+    World before;
+    before.view.Add(&b, "fast", 20 * GiB);
+    before.Load({Claim("u6")});
+    ASSERT_EQ(ProvisionClaim(before.ctx, "app/data-u6"), Outcome::kDone);
+    ASSERT_TRUE(b.HasVolume("pvc-u6"));
+  }
+  World w;  // the PV was never saved
+  w.view.Add(&a, "fast", 20 * GiB);
+  w.view.Add(&b, "fast", 5 * GiB);
+  w.Load({Claim("u6")});
+  EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-u6"), Outcome::kDone);
+  EXPECT_EQ(a.creates(), 0) << "a second volume was made on a";
+  EXPECT_EQ(w.api.Object(kPvs + "/pvc-u6")["metadata"]["annotations"].value("nodevol.io/node", ""), "b");
+}
+
+// What a node holds is only taken for the claim it was made for: a volume
+// of a claim made again under the same name (another uid), or one that
+// already has its PV, leaves placement alone.
+TEST(Provision, ANewLeaderIgnoresVolumesOfOtherClaims) {
+  FakeNode a("a"), b("b");
+  {
+    World before;
+    before.view.Add(&b, "fast", 20 * GiB);
+    before.Load({Claim("u7")});
+    ASSERT_EQ(ProvisionClaim(before.ctx, "app/data-u7"), Outcome::kDone);
+  }
+  json again = Claim("u8");
+  again["metadata"]["name"] = "data-u7";  // data-u7 deleted and made again
+  World w;
+  w.view.Add(&a, "fast", 20 * GiB);
+  w.view.Add(&b, "fast", 5 * GiB);
+  w.Load({again});
+  EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-u7"), Outcome::kDone);
+  EXPECT_TRUE(a.HasVolume("pvc-u8"));
+  EXPECT_EQ(b.creates(), 1);
+}
+
+// A node that cannot be read when the new leader starts is read by a
+// later pass, once it can be: from then on its volumes count.
+TEST(Provision, ANodeUnreadAtStartIsReadLater) {
+  FakeNode a("a"), b("b"), c("c");
+  {
+    World before;
+    before.view.Add(&b, "fast", 20 * GiB);
+    before.Load({Claim("u9")});
+    ASSERT_EQ(ProvisionClaim(before.ctx, "app/data-u9"), Outcome::kDone);
+  }
+  World w;
+  w.view.Add(&a, "fast", 5 * GiB);
+  w.view.Add(&b, "fast", 5 * GiB);
+  w.view.Add(&c, "fast", 1 * GiB);
+  w.Load({Claim("u10", "2Gi"), Claim("u9")});
+  b.SetDown(true);
+  EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-u10"), Outcome::kDone);  // b not read
+  EXPECT_FALSE(w.attempts.Seeded("b"));
+  EXPECT_TRUE(w.attempts.Seeded("a"));
+  b.SetDown(false);
+  EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-u9"), Outcome::kDone);
+  EXPECT_TRUE(w.attempts.Seeded("b"));
+  EXPECT_EQ(w.api.Object(kPvs + "/pvc-u9")["metadata"]["annotations"].value("nodevol.io/node", ""), "b");
+  EXPECT_EQ(a.creates(), 1);  // u10 only
 }
 
 // The recorded node cannot tell: wait for it, create nowhere else.
@@ -274,6 +347,8 @@ TEST(Provision, APvThatCannotBeReadBackKeepsTheVolume) {
   w.api.Script("GET", kPvs + "/pvc-u8", kube::Result::NetworkError("connection refused"));
   EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-u8"), Outcome::kRetry);
   EXPECT_TRUE(a.HasVolume("pvc-u8"));
+  json claim = w.api.Object("/api/v1/namespaces/app/persistentvolumeclaims/data-u8");
+  EXPECT_EQ(claim["metadata"]["annotations"].value("nodevol.io/provisioning-node", ""), "a");
 }
 
 // A PV known not to be saved: the volume is cleaned up.
@@ -299,6 +374,8 @@ TEST(Provision, StoppingDuringThePvSaveKeepsTheVolume) {
   w.stop.Set();
   EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-u10"), Outcome::kRetry);
   EXPECT_TRUE(a.HasVolume("pvc-u10"));
+  json claim = w.api.Object("/api/v1/namespaces/app/persistentvolumeclaims/data-u10");
+  EXPECT_EQ(claim["metadata"]["annotations"].value("nodevol.io/provisioning-node", ""), "a");
 }
 
 // Item 6: no room marks the claim as waiting for room (requeued on a

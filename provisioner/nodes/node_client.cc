@@ -41,6 +41,20 @@ Status NodeClient::GetVolume(const v1::GetVolumeRequest& req, v1::GetVolumeRespo
 Status NodeClient::ListVolumes(const v1::ListVolumesRequest& req, v1::ListVolumesResponse* out) const {
   return Call("ListVolumes", &v1::Node::Stub::ListVolumes, req, out);
 }
+
+Status NodeClient::ListAllVolumes(v1::ListVolumesResponse* out) const {
+  out->Clear();
+  v1::ListVolumesRequest req;
+  req.set_max_entries(1000);
+  for (;;) {
+    v1::ListVolumesResponse page;
+    if (Status st = ListVolumes(req, &page); !st.ok()) return st;
+    for (auto& v : *page.mutable_volumes()) *out->add_volumes() = std::move(v);
+    if (page.next_token().empty()) return Status::Ok();
+    req.set_starting_token(page.next_token());
+  }
+}
+
 Status NodeClient::CreateSnapshot(const v1::CreateSnapshotRequest& req, v1::CreateSnapshotResponse* out) const {
   return Call("CreateSnapshot", &v1::Node::Stub::CreateSnapshot, req, out);
 }

@@ -1,0 +1,54 @@
+#include "controller/seed_attempts.h"
+
+#include <spdlog/spdlog.h>
+
+#include <set>
+
+namespace nodevol::provisioner {
+namespace {
+
+std::string Param(const v1::Volume& v, const char* key) {
+  auto it = v.parameters().find(key);
+  return it == v.parameters().end() ? "" : it->second;
+}
+
+// Seeds from one node's volumes; false when they could not be read.
+bool SeedFrom(ControllerContext& ctx, const std::string& node) {
+  auto client = ctx.node_view->Client(node);
+  if (!client) return false;
+  v1::ListVolumesResponse list;
+  if (Status st = client->ListAllVolumes(&list); !st.ok()) {
+    spdlog::warn("earlier creates on node {} not known yet: {}", node, st.message());
+    return false;
+  }
+  int found = 0;
+  for (const auto& v : list.volumes()) {
+    if (v.ephemeral() || v.name().rfind("pvc-", 0) != 0) continue;
+    if (!ctx.options.Serves(Param(v, "nodevol.io/provisioner"))) continue;
+    if (ctx.volumes->Get(v.name())) continue;  // its PV is saved
+    auto claim = ctx.claims->Get(Param(v, "nodevol.io/pvc-namespace") + "/" + Param(v, "nodevol.io/pvc-name"));
+    if (!claim || claim->PvName() != v.name() || !claim->volume_name.empty()) continue;
+    ctx.attempts->SetIfAbsent(claim->uid, node);
+    ++found;
+  }
+  if (found > 0) spdlog::info("node {} holds {} volume(s) of claims not yet provisioned: finishing them there", node, found);
+  ctx.attempts->SetSeeded(node);
+  return true;
+}
+
+}  // namespace
+
+void SeedAttempts(ControllerContext& ctx) {
+  if (!ctx.attempts || !ctx.node_view) return;
+  std::set<std::string> unread;
+  for (const auto& p : ctx.node_view->Pools())
+    if (p.reachable && !ctx.attempts->Seeded(p.node)) unread.insert(p.node);
+  if (unread.empty()) return;
+  std::lock_guard<std::mutex> lock(ctx.attempts->seed_mu());
+  for (const auto& node : unread) {
+    if (ctx.stop && ctx.stop->IsSet()) return;
+    if (!ctx.attempts->Seeded(node)) SeedFrom(ctx, node);
+  }
+}
+
+}  // namespace nodevol::provisioner

@@ -7,6 +7,9 @@
 #     exactly 200 PVs, 200 volumes across the nodes' nodevolds (one per PV,
 #     on the node its PV names), every claim Bound to pvc-<its uid>; all
 #     deleted -> no PV and no volume left. Prints how long each part took.
+#  6b. a volume the leader made but saved no PV for (the leader frozen and
+#     killed): the next leader reads it from its node and saves the PV
+#     there, though placement alone would choose another node.
 #  7. claims in flight while kube-apiserver is restarted and etcd compacted,
 #     both replicas electing (the leader's watches resume from an expired
 #     resourceVersion and relist, or, cut off past the renew deadline, it
@@ -116,6 +119,10 @@ step "all $N PVs saved $all_pvs s and all claims bound $(elapsed "$t0") s after 
 [[ -n $p_at_kill ]] && ((p_at_kill < N)) ||
   pn_fail "the leader was killed at ${killed_at:-never}, when all $N PVs already existed: nothing was interrupted"
 check_consistent "$N"
+# What the new leader found on the nodes: volumes the killed one made and
+# did not save a PV for (finished there, not made again elsewhere).
+found=$({ grep -h "of claims not yet provisioned" "$K8S_WORK"/logs/prov-*.log || true; } | sed 's/.*node \([^ ]*\) holds \([0-9]*\).*/\1: \2/' | tr '\n' ' ')
+step "creates of the killed leader finished on their nodes: ${found:-none in flight}"
 # Later passes (resync, the restarted replica) must not add any.
 sleep 5
 check_consistent "$N"
@@ -129,6 +136,48 @@ for _ in $(seq 60); do
 done
 [[ -z $(for n in "${PN_NAMES[@]}"; do pn_volumes "$n"; done) ]] || fail "volumes left on the nodes"
 step "all $N deleted (claims, PVs, volumes) $(elapsed "$t0") s after the delete"
+
+# --- 6b.
+step "6b. a volume the leader made but saved no PV for: the next leader finishes it on its node"
+# pn-3 made the fullest (a filler volume), so placement alone would never
+# choose it; the volume of the claim is made there "by the leader", which
+# is then frozen and killed before it saves a PV.
+pn_ctl pn-3 volume create filler --pool default --size 300Mi >/dev/null || fail "filler volume on pn-3"
+lead=$(leader) || pn_fail "no replica leads"
+kill -STOP "$(cat "$K8S_WORK/prov-$lead.pid")"
+claims_yaml seeded 1 1 nv-now 1Mi | k create -f - >/dev/null || fail "create claim seeded-1"
+uid=
+for _ in $(seq 60); do
+  uid=$(k get pvc seeded-1 -o jsonpath='{.metadata.uid}{" "}{.metadata.annotations.volume\.kubernetes\.io/storage-provisioner}')
+  [[ $uid == *" nodevol.io" ]] && break
+  sleep 0.5
+done
+[[ $uid == *" nodevol.io" ]] || fail "claim seeded-1 not handed over to nodevol.io: '$uid'"
+uid=${uid%% *}
+pn_ctl pn-3 volume create "pvc-$uid" --pool default --size 1Mi --param nodevol.io/provisioner=nodevol.io \
+  --param nodevol.io/pvc-namespace=default --param nodevol.io/pvc-name=seeded-1 \
+  --param nodevol.io/reclaim-policy=Delete --param nodevol.io/storage-class=nv-now \
+  --param "nodevol.io/pv-name=pvc-$uid" >/dev/null ||
+  fail "volume pvc-$uid on pn-3"
+kill -9 "$(cat "$K8S_WORK/prov-$lead.pid")"
+t0=$(date +%s.%N)
+node=
+for _ in $(seq 120); do
+  node=$(k get pv "pvc-$uid" -o jsonpath='{.metadata.annotations.nodevol\.io/node}' 2>/dev/null) && [[ -n $node ]] && break
+  sleep 0.5
+done
+[[ $node == pn-3 ]] || pn_fail "claim seeded-1's PV names node '${node:-(none after 60 s)}', not pn-3 where its volume is"
+for n in pn-1 pn-2; do
+  ! pn_volumes "$n" | grep -qx "pvc-$uid" || fail "a second volume pvc-$uid was made on $n"
+done
+grep -h "node pn-3 holds 1 volume(s) of claims not yet provisioned" "$K8S_WORK"/logs/prov-*.log >/dev/null ||
+  fail "no replica logged finding pvc-$uid on pn-3"
+step "PV saved on pn-3 $(elapsed "$t0") s after the kill (lease takeover included); no second volume"
+k delete pvc seeded-1 >/dev/null || fail "delete seeded-1"
+pn_ctl pn-3 volume delete filler >/dev/null || fail "delete the filler volume"
+wait_counts 0 0 120
+for _ in $(seq 60); do [[ -z $(pn_volumes pn-3) ]] && break; sleep 0.5; done
+[[ -z $(pn_volumes pn-3) ]] || fail "volumes left on pn-3: $(pn_volumes pn-3 | tr '\n' ' ')"
 
 # --- 7.
 step "7. claims in flight while kube-apiserver restarts and etcd is compacted"

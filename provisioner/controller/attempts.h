@@ -14,6 +14,7 @@
 // Thread-safe.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <set>
@@ -56,14 +57,28 @@ class Attempts {
 
   // Nodes whose volumes SeedAttempts has read. seed_mu() is held while it
   // reads them, so that passes wait for a node's first read, not race it.
+  // A node whose read failed is tried again kSeedRetry later, not by every
+  // pass in between.
+  static constexpr std::chrono::seconds kSeedRetry{10};
   std::mutex& seed_mu() { return seed_mu_; }
   bool Seeded(const std::string& node) const {
     std::lock_guard<std::mutex> lock(mu_);
     return seeded_.count(node) > 0;
   }
+  bool SeedDue(const std::string& node, std::chrono::steady_clock::time_point now) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (seeded_.count(node)) return false;
+    auto it = seed_failed_.find(node);
+    return it == seed_failed_.end() || now - it->second >= kSeedRetry;
+  }
   void SetSeeded(const std::string& node) {
     std::lock_guard<std::mutex> lock(mu_);
     seeded_.insert(node);
+    seed_failed_.erase(node);
+  }
+  void SeedFailed(const std::string& node, std::chrono::steady_clock::time_point now) {
+    std::lock_guard<std::mutex> lock(mu_);
+    seed_failed_[node] = now;
   }
 
  private:
@@ -71,6 +86,7 @@ class Attempts {
   std::map<std::string, std::string> nodes_;
   std::set<std::string> saved_;
   std::set<std::string> seeded_;
+  std::map<std::string, std::chrono::steady_clock::time_point> seed_failed_;
   std::mutex seed_mu_;
 };
 

@@ -208,19 +208,23 @@ TEST(Provision, TheRecordedNodeSurvivesARestart) {
   EXPECT_EQ(w.api.Object(kPvs + "/pvc-u3")["metadata"]["annotations"].value("nodevol.io/node", ""), "b");
 }
 
+// Volume pvc-<uid> made on `node` by an earlier process (another World),
+// which then saved no PV (the next World does not load one).
+void MadeBefore(FakeNode* node, const std::string& uid) {
+  World before;
+  before.view.Add(node, "fast", 20 * GiB);
+  before.Load({Claim(uid)});
+  ASSERT_EQ(ProvisionClaim(before.ctx, "app/data-" + uid), Outcome::kDone);
+  ASSERT_TRUE(node->HasVolume("pvc-" + uid));
+}
+
 // A provisioner killed between CreateVolume and the PV save: the next
 // leader (no memory, nothing on the claim) reads the volume from node b
 // before placing the claim, and finishes it there instead of making a
 // second volume on a (the roomier node).
 TEST(Provision, ANewLeaderFinishesAVolumeFoundOnItsNode) {
   FakeNode a("a"), b("b");
-  {
-    World before;
-    before.view.Add(&b, "fast", 20 * GiB);
-    before.Load({Claim("u6")});
-    ASSERT_EQ(ProvisionClaim(before.ctx, "app/data-u6"), Outcome::kDone);
-    ASSERT_TRUE(b.HasVolume("pvc-u6"));
-  }
+  MadeBefore(&b, "u6");
   World w;  // the PV was never saved
   w.view.Add(&a, "fast", 20 * GiB);
   w.view.Add(&b, "fast", 5 * GiB);
@@ -230,17 +234,12 @@ TEST(Provision, ANewLeaderFinishesAVolumeFoundOnItsNode) {
   EXPECT_EQ(w.api.Object(kPvs + "/pvc-u6")["metadata"]["annotations"].value("nodevol.io/node", ""), "b");
 }
 
-// What a node holds is only taken for the claim it was made for: a volume
-// of a claim made again under the same name (another uid), or one that
-// already has its PV, leaves placement alone.
+// What a node holds is only taken for the claim it was made for: the
+// volume of a claim since made again under the same name (another uid)
+// leaves placement alone.
 TEST(Provision, ANewLeaderIgnoresVolumesOfOtherClaims) {
   FakeNode a("a"), b("b");
-  {
-    World before;
-    before.view.Add(&b, "fast", 20 * GiB);
-    before.Load({Claim("u7")});
-    ASSERT_EQ(ProvisionClaim(before.ctx, "app/data-u7"), Outcome::kDone);
-  }
+  MadeBefore(&b, "u7");
   json again = Claim("u8");
   again["metadata"]["name"] = "data-u7";  // data-u7 deleted and made again
   World w;
@@ -252,30 +251,44 @@ TEST(Provision, ANewLeaderIgnoresVolumesOfOtherClaims) {
   EXPECT_EQ(b.creates(), 1);
 }
 
-// A node that cannot be read when the new leader starts is read by a
-// later pass, once it can be: from then on its volumes count.
-TEST(Provision, ANodeUnreadAtStartIsReadLater) {
+// A node unreachable when the new leader starts is read once it is
+// reachable, before a claim is placed again: from then on its volumes
+// count (b has less room than a, so placement alone would choose a).
+TEST(Provision, ANodeUnreachableAtStartIsReadLater) {
   FakeNode a("a"), b("b"), c("c");
-  {
-    World before;
-    before.view.Add(&b, "fast", 20 * GiB);
-    before.Load({Claim("u9")});
-    ASSERT_EQ(ProvisionClaim(before.ctx, "app/data-u9"), Outcome::kDone);
-  }
+  MadeBefore(&b, "u9");
   World w;
   w.view.Add(&a, "fast", 5 * GiB);
-  w.view.Add(&b, "fast", 5 * GiB);
+  w.view.Add(&b, "fast", 3 * GiB / 2);
   w.view.Add(&c, "fast", 1 * GiB);
   w.Load({Claim("u10", "2Gi"), Claim("u9")});
-  b.SetDown(true);
-  EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-u10"), Outcome::kDone);  // b not read
+  w.view.SetReachable("b", false);
+  EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-u10"), Outcome::kDone);
   EXPECT_FALSE(w.attempts.Seeded("b"));
   EXPECT_TRUE(w.attempts.Seeded("a"));
-  b.SetDown(false);
+  w.view.SetReachable("b", true);
   EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-u9"), Outcome::kDone);
   EXPECT_TRUE(w.attempts.Seeded("b"));
   EXPECT_EQ(w.api.Object(kPvs + "/pvc-u9")["metadata"]["annotations"].value("nodevol.io/node", ""), "b");
   EXPECT_EQ(a.creates(), 1);  // u10 only
+}
+
+// A reachable node whose volumes cannot be read is not asked again by
+// every pass, only after Attempts::kSeedRetry; the claim is placed
+// meanwhile (a second copy there would be swept).
+TEST(Provision, ANodeThatCannotListIsAskedAgainLater) {
+  FakeNode a("a"), b("b");
+  World w;
+  w.view.Add(&a, "fast", 5 * GiB);
+  w.view.Add(&b, "fast", 1 * GiB);
+  w.Load({Claim("u11")});
+  b.SetDown(true);  // reported reachable, answers nothing
+  auto before = std::chrono::steady_clock::now();
+  EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-u11"), Outcome::kDone);
+  EXPECT_TRUE(a.HasVolume("pvc-u11"));
+  EXPECT_FALSE(w.attempts.Seeded("b"));
+  EXPECT_FALSE(w.attempts.SeedDue("b", std::chrono::steady_clock::now()));
+  EXPECT_TRUE(w.attempts.SeedDue("b", before + Attempts::kSeedRetry + std::chrono::seconds(1)));
 }
 
 // The recorded node cannot tell: wait for it, create nowhere else.

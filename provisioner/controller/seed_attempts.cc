@@ -40,14 +40,16 @@ bool SeedFrom(ControllerContext& ctx, const std::string& node) {
 
 void SeedAttempts(ControllerContext& ctx) {
   if (!ctx.attempts || !ctx.node_view) return;
+  const auto now = std::chrono::steady_clock::now();
   std::set<std::string> unread;
   for (const auto& p : ctx.node_view->Pools())
-    if (p.reachable && !ctx.attempts->Seeded(p.node)) unread.insert(p.node);
+    if (p.reachable && ctx.attempts->SeedDue(p.node, now)) unread.insert(p.node);
   if (unread.empty()) return;
   std::lock_guard<std::mutex> lock(ctx.attempts->seed_mu());
   for (const auto& node : unread) {
     if (ctx.stop && ctx.stop->IsSet()) return;
-    if (!ctx.attempts->Seeded(node)) SeedFrom(ctx, node);
+    // Another pass may have read it (or failed to) while this one waited.
+    if (ctx.attempts->SeedDue(node, now) && !SeedFrom(ctx, node)) ctx.attempts->SeedFailed(node, now);
   }
 }
 

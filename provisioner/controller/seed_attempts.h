@@ -6,7 +6,7 @@
 //
 // Each reachable node is read once per process (ListVolumes, paged), the
 // first time a pass finds it unread; a node that fails is read again by a
-// later pass. A node unreachable at that time, or a create still running
+// pass at least Attempts::kSeedRetry (10 s) later. A node unreachable at that time, or a create still running
 // on a node as it is read, can leave a second copy once the claim is placed
 // elsewhere: its PV then names another node and the orphan sweep deletes
 // it. Ends early when ctx.stop is set.

@@ -102,8 +102,9 @@ class Pass {
   // the volume is gone there), the node to create on again when it is
   // there; an error (retry) when that node cannot tell.
   Status PriorAttempt(bool wffc, std::string* node);
-  // Records on the claim (and in memory) that CreateVolume goes to `node`,
-  // before it is sent.
+  // Remembers that CreateVolume goes to `node`; writes it on the claim
+  // only when on_claim (an uncertain outcome) or the claim names another
+  // node (see the definition).
   Status RecordAttempt(const std::string& node, bool on_claim);
   // The create on `node` may or may not have made the volume: say so on
   // the claim (best effort; logged when it fails).

@@ -8,10 +8,7 @@
 namespace nodevol::provisioner {
 namespace {
 
-std::string Param(const v1::Volume& v, const char* key) {
-  auto it = v.parameters().find(key);
-  return it == v.parameters().end() ? "" : it->second;
-}
+using nodes::VolumeParam;
 
 // Why volume `v` on `node` is an orphan, or "" when it is not (or we
 // cannot tell: the cluster could not be read).
@@ -36,8 +33,8 @@ std::string Orphaned(ControllerContext& ctx, const v1::Volume& v, const std::str
     if (!ctx.options.Serves(pv.provisioned_by)) return "";
     return "its PV names node " + pv.node;
   }
-  if (Param(v, "nodevol.io/reclaim-policy") != "Delete") return "";
-  std::string ns = Param(v, "nodevol.io/pvc-namespace"), name = Param(v, "nodevol.io/pvc-name");
+  if (VolumeParam(v, "nodevol.io/reclaim-policy") != "Delete") return "";
+  std::string ns = VolumeParam(v, "nodevol.io/pvc-namespace"), name = VolumeParam(v, "nodevol.io/pvc-name");
   nlohmann::json claim;
   r = ctx.client->Get("/api/v1/namespaces/" + ns + "/persistentvolumeclaims/" + name, &claim);
   if (r.ok() && "pvc-" + claim["metadata"].value("uid", "") == v.name()) return "";
@@ -65,7 +62,7 @@ std::vector<std::string> SweepOrphans(ControllerContext& ctx, std::chrono::secon
     }
     for (const auto& v : list.volumes()) {
       if (ctx.stop && ctx.stop->IsSet()) break;
-      if (!ctx.options.Serves(Param(v, "nodevol.io/provisioner"))) continue;
+      if (!ctx.options.Serves(VolumeParam(v, "nodevol.io/provisioner"))) continue;
       if (v.ephemeral() || v.created_unix() + grace.count() > now) continue;
       if (v.name().rfind("pvc-", 0) != 0) continue;
       if (ctx.in_flight && ctx.in_flight->Contains(v.name())) continue;  // a pass is saving its PV

@@ -7,10 +7,7 @@
 namespace nodevol::provisioner {
 namespace {
 
-std::string Param(const v1::Volume& v, const char* key) {
-  auto it = v.parameters().find(key);
-  return it == v.parameters().end() ? "" : it->second;
-}
+using nodes::VolumeParam;
 
 // Seeds from one node's volumes; false when they could not be read.
 bool SeedFrom(ControllerContext& ctx, const std::string& node) {
@@ -24,14 +21,16 @@ bool SeedFrom(ControllerContext& ctx, const std::string& node) {
   int found = 0;
   for (const auto& v : list.volumes()) {
     if (v.ephemeral() || v.name().rfind("pvc-", 0) != 0) continue;
-    if (!ctx.options.Serves(Param(v, "nodevol.io/provisioner"))) continue;
+    if (!ctx.options.Serves(VolumeParam(v, "nodevol.io/provisioner"))) continue;
     if (ctx.volumes->Get(v.name())) continue;  // its PV is saved
-    auto claim = ctx.claims->Get(Param(v, "nodevol.io/pvc-namespace") + "/" + Param(v, "nodevol.io/pvc-name"));
+    const std::string key = VolumeParam(v, "nodevol.io/pvc-namespace") + "/" + VolumeParam(v, "nodevol.io/pvc-name");
+    auto claim = ctx.claims->Get(key);
     if (!claim || claim->PvName() != v.name() || !claim->volume_name.empty()) continue;
     ctx.attempts->SetIfAbsent(claim->uid, node);
     ++found;
   }
-  if (found > 0) spdlog::info("node {} holds {} volume(s) of claims not yet provisioned: finishing them there", node, found);
+  if (found > 0)
+    spdlog::info("node {} holds {} volume(s) of claims not yet provisioned: finishing them there", node, found);
   ctx.attempts->SetSeeded(node);
   return true;
 }

@@ -23,6 +23,12 @@ namespace nodevol::nodes {
 // The gRPC status as a nodevol::Status, message prefixed with context.
 Status FromGrpc(const grpc::Status& status, std::string_view context);
 
+// Parameter `key` a volume was created with ("" when absent).
+inline std::string VolumeParam(const v1::Volume& v, const char* key) {
+  auto it = v.parameters().find(key);
+  return it == v.parameters().end() ? "" : it->second;
+}
+
 class NodeClient {
  public:
   NodeClient(std::string node, std::shared_ptr<grpc::Channel> channel,

@@ -168,21 +168,41 @@ std::vector<NodeScore> Extender::Prioritize(const ExtenderArgs& args) {
     lo = std::min(lo, v.left);
     hi = std::max(hi, v.left);
   }
-  const std::string best = Best(verdicts, policy_);
+  // The node Filter promised the pod's bytes to is the best, not the best
+  // by the ledger now: between the two calls a burst moves promises to
+  // selected nodes and settles creates, and a best recomputed here would
+  // send the scheduler elsewhere while the promise stays; the next pods'
+  // filters would overcommit the node it did pick until its selected-node
+  // is read (a reschedule).
+  std::string best = PromisedNode(claims);
+  if (best.empty() || !verdicts[best].fits) best = Best(verdicts, policy_);
   for (const auto& node : args.node_names) {
     const Verdict& v = verdicts[node];
     int score = 0;
-    if (v.fits) {
-      // Linear between the fitting nodes' extremes; the policy's best is 10.
+    if (node == best) {
+      score = kMaxScore;
+    } else if (v.fits) {
+      // Linear between the fitting nodes' extremes, 1..kOtherMaxScore: far
+      // below the promised node, so in-tree scores rarely outvote it.
       double span = static_cast<double>(hi - lo);
       double t = span > 0 ? static_cast<double>(v.left - lo) / span : 1.0;
       if (policy_ == PlacementPolicy::kBinpack && span > 0) t = 1.0 - t;
-      score = static_cast<int>(t * (kMaxScore - 1) + 0.5) + 1;  // a fitting node scores at least 1
-      if (score >= kMaxScore && node != best) score = kMaxScore - 1;  // one best: the promised node
+      score = static_cast<int>(t * (kOtherMaxScore - 1) + 0.5) + 1;  // a fitting node scores at least 1
     }
     out.push_back({node, score});
   }
   return out;
+}
+
+std::string Extender::PromisedNode(const std::vector<PendingClaim>& claims) const {
+  std::string node;
+  for (const auto& c : claims) {
+    std::string n, pool;
+    CapacityLedger::Kind kind;
+    if (!ledger_->Find(c.uid, &n, &pool, &kind) || (!node.empty() && n != node)) return "";
+    node = n;
+  }
+  return node;
 }
 
 }  // namespace nodevol::provisioner

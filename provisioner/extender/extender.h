@@ -16,8 +16,9 @@
 // the pod's claims (kScheduling, `hold`), so the next pod of a burst sees
 // those bytes as taken; when the scheduler then writes selected-node, the
 // claim's promise moves to the node it chose (controller/pod_claims.h).
-// Prioritize scores the kept nodes 0-10 by the same policy: the filter's
-// promised node scores 10.
+// Prioritize scores the node holding the pod's promise 10 (the best by
+// policy when it has none, or no longer fits) and the other kept nodes
+// 1-kOtherMaxScore by the same policy.
 //
 // Rooms are read with the pod's own claims' promises left out, so a pod
 // filtered twice (a retry) is not counted against itself.
@@ -65,6 +66,7 @@ struct NodeScore {
 };
 
 inline constexpr int kMaxScore = 10;
+inline constexpr int kOtherMaxScore = 5;  // the best of the nodes not promised
 
 class Extender {
  public:
@@ -75,6 +77,9 @@ class Extender {
   std::vector<NodeScore> Prioritize(const ExtenderArgs& args);
 
  private:
+  // The node all of claims' promises are on ("" none, or several).
+  std::string PromisedNode(const std::vector<PendingClaim>& claims) const;
+
   CapacityLedger* ledger_;
   ClaimFinder finder_;
   PlacementPolicy policy_;

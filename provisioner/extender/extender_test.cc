@@ -184,6 +184,27 @@ TEST_F(ExtenderTest, PrioritizeScoresByPolicyAndThePromisedNodeIsBest) {
   EXPECT_EQ(binpack.Filter(Args({"a"}, {"n1", "n2", "n3"})).promised, "n1");
 }
 
+TEST_F(ExtenderTest, PrioritizeFavoursTheNodeFilterPromisedEvenIfTheLedgerMovedMeanwhile) {
+  Claim("a", "fast", 50 * MiB);
+  ASSERT_EQ(ext.Filter(Args({"a"})).promised, "n3");
+  // Between filter and prioritize, other claims take most of n3 (a burst
+  // moving promises to selected nodes): n2 is now the roomiest by policy.
+  ledger.Promise("uid-other", "n3", "fast", 300 * MiB, Kind::kSelected);
+  std::map<std::string, int> by;
+  for (const auto& s : ext.Prioritize(Args({"a"}))) by[s.node] = s.score;
+  EXPECT_EQ(by["n3"], kMaxScore);  // still fits: the scheduler must go where the bytes are held
+  EXPECT_LE(by["n2"], kOtherMaxScore);
+  EXPECT_GE(by["n2"], by["n1"]);
+  EXPECT_GE(by["n1"], 1);
+
+  // Once the promised node no longer fits, the best that does is preferred.
+  ledger.Promise("uid-other", "n3", "fast", 380 * MiB, Kind::kSelected);
+  by.clear();
+  for (const auto& s : ext.Prioritize(Args({"a"}))) by[s.node] = s.score;
+  EXPECT_EQ(by["n3"], 0);
+  EXPECT_EQ(by["n2"], kMaxScore);
+}
+
 TEST_F(ExtenderTest, EqualNodesHaveOneBest) {
   Claim("a", "fast", 50 * MiB);
   // n3 and n4 hold the same; make n4 reachable by leaving it out: just n3 and a twin.
@@ -198,7 +219,7 @@ TEST_F(ExtenderTest, EqualNodesHaveOneBest) {
   auto scores = e.Prioritize(Args({"a"}, {"x2", "x1"}));
   ASSERT_EQ(scores.size(), 2u);
   EXPECT_EQ(scores[0].node, "x2");
-  EXPECT_EQ(scores[0].score, kMaxScore - 1);
+  EXPECT_EQ(scores[0].score, kOtherMaxScore);
   EXPECT_EQ(scores[1].score, kMaxScore);  // x1: ties go to the smaller name, as in Place
   EXPECT_EQ(e.Filter(Args({"a"}, {"x2", "x1"})).promised, "x1");
 }

@@ -106,7 +106,7 @@ scheduler_with false
 step "1. a burst of 40 pods through the extender"
 burst extender
 r=$(reschedules)
-((r == 0)) || pn_fail "$r reschedules with the extender: $(our_events | grep 'pick another' | head -3)"
+((r == 0)) || pn_fail "$r reschedules with the extender: $(k get events --field-selector reason=ProvisioningFailed -o jsonpath='{range .items[*]}{.involvedObject.name}: {.message}{"\n"}{end}' | head -3)"
 clean extender
 
 step "2. a claim that fits no node: Pending with the extender's figures, nothing made"

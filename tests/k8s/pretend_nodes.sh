@@ -27,6 +27,8 @@ pn_fail() {
     echo "---- $f (tail)" >&2
     tail -15 "$f" >&2
   done
+  # Placement disagreements are the usual cause of a reschedule.
+  grep -h "extender had promised\|cannot take the volume" "$K8S_WORK"/logs/prov*.log 2>/dev/null | head -10 >&2 || true
   fail "$@"
 }
 

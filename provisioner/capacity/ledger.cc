@@ -71,12 +71,14 @@ bool CapacityLedger::Promise(const std::string& key, const std::string& node, co
   {
     std::lock_guard<std::mutex> lock(mu_);
     const auto now = Clock::now();
-    for (auto it = entries_.begin(); it != entries_.end();)  // ended ones go here, not in Rooms (const)
-      it = now >= it->second.until && now >= it->second.made_until ? entries_.erase(it) : std::next(it);
+    SweepLocked(now);
     auto it = entries_.find(key);
     // A create running, or done: its volume is (or is about to be) in the
     // node's figures, and a weaker promise would count it twice.
-    if (it != entries_.end() && it->second.kind == Kind::kCreating && kind != Kind::kCreating) return false;
+    if (kind != Kind::kCreating) {
+      if (it != entries_.end() && it->second.kind == Kind::kCreating && now < it->second.until) return false;
+      if (auto m = made_.find(key); m != made_.end() && now < m->second) return false;
+    }
     if (kind == Kind::kCreating) until = Clock::time_point::max();
     Entry e;
     e.node = node;
@@ -105,10 +107,11 @@ void CapacityLedger::Settle(const std::string& key, bool ok, Clock::time_point n
       it->second.settled_at = now;
       it->second.included_from = included_from;
       it->second.until = now + linger_;
-      it->second.made_until = now + kMadeFor;
+      made_[key] = now + kMadeFor;
       return;  // still counted: no change
     }
     entries_.erase(it);
+    made_.erase(key);
   }
   Changed();
 }
@@ -116,15 +119,13 @@ void CapacityLedger::Settle(const std::string& key, bool ok, Clock::time_point n
 void CapacityLedger::Release(const std::string& key) {
   {
     std::lock_guard<std::mutex> lock(mu_);
+    // Done: the claim went (or bound), so nothing needs to be kept out
+    // any longer; its bytes count until the node's figures include the
+    // volume, as before.
+    made_.erase(key);
     auto it = entries_.find(key);
     if (it == entries_.end()) return;
-    if (it->second.kind == Kind::kCreating) {
-      // Running: it ends with Settle. Done: it counts until the node's
-      // figures include the volume, as before, but the claim went (or
-      // bound), so nothing needs to be kept out any longer.
-      if (it->second.settled) it->second.made_until = {};
-      return;
-    }
+    if (it->second.kind == Kind::kCreating) return;  // running: it ends with Settle
     entries_.erase(it);
   }
   Changed();
@@ -146,8 +147,16 @@ CapacityLedger::Clock::time_point CapacityLedger::NextExpiry() const {
   const auto now = Clock::now();
   auto next = Clock::time_point::max();
   for (const auto& [_, e] : entries_)
-    if (e.until > now) next = std::min(next, e.until);  // ended ones linger in the map until the next Promise
+    if (e.until > now) next = std::min(next, e.until);  // ended ones linger in the map until a sweep
   return next;
+}
+
+void CapacityLedger::SweepLocked(Clock::time_point now) {
+  if (now < swept_ + std::chrono::seconds(1)) return;
+  swept_ = now;
+  for (auto it = entries_.begin(); it != entries_.end();)
+    it = now >= it->second.until ? entries_.erase(it) : std::next(it);
+  for (auto it = made_.begin(); it != made_.end();) it = now >= it->second ? made_.erase(it) : std::next(it);
 }
 
 void CapacityLedger::SetOnChange(std::function<void()> on_change) {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "base/po_error.h"
 #include "commands.h"
 #include "printable.h"
 #include "base/version.h"
@@ -247,7 +248,7 @@ int Main(int argc, char** argv) {
     }
     return command->run(invocation);
   } catch (const po::error& e) {
-    std::cerr << "nodevolctl: " << Printable(e.what()) << "\nRun `" << help << "` for usage.\n";
+    std::cerr << "nodevolctl: " << Printable(PoErrorText(e)) << "\nRun `" << help << "` for usage.\n";
     return kExitUsage;
   } catch (const UsageError& e) {
     std::cerr << "nodevolctl: " << Printable(e.what()) << "\nRun `" << help << "` for usage.\n";

@@ -1,5 +1,7 @@
 #include "config.h"
 
+#include "base/po_error.h"
+
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
@@ -53,7 +55,7 @@ bool ReadFile(const std::string& path, bool required, Config* c, std::string* er
     po::store(po::parse_config_file(in, desc), vm);
     po::notify(vm);
   } catch (const po::error& e) {
-    *error = path + ": " + e.what() + " (known keys: socket, timeout, connect-timeout)";
+    *error = path + ": " + PoErrorText(e) + " (known keys: socket, timeout, connect-timeout)";
     return false;
   }
   if (vm.count("socket")) c->socket = socket;

@@ -42,6 +42,11 @@ bool ParseJson(std::string_view json, StringMap* out, std::string* error) {
     // say only where it went wrong.
     *error = "the options are not valid JSON (error at byte " + std::to_string(e.byte) + ")";
     return false;
+  } catch (const nlohmann::json::exception&) {
+    // A number too large for a double is out_of_range, not parse_error
+    // (found by tests/fuzz: it ended the driver with no answer at all).
+    *error = "the options are not valid JSON (a number out of range)";
+    return false;
   }
   if (!j.is_object()) {
     *error = "the options must be a JSON object of strings";

@@ -12,6 +12,7 @@
 #include <iostream>
 #include <thread>
 
+#include "base/po_error.h"
 #include "base/version.h"
 #include "controller/controller.h"
 #include "extender/http.h"
@@ -101,6 +102,9 @@ int main(int argc, char** argv) {
       return 0;
     }
     po::notify(vm);
+  } catch (const po::error& e) {
+    std::cerr << "nodevol-provisioner: " << nodevol::PoErrorText(e) << " (see --help)\n";
+    return 2;
   } catch (const std::exception& e) {
     std::cerr << "nodevol-provisioner: " << e.what() << " (see --help)\n";
     return 2;

@@ -10,6 +10,7 @@
 
 #include "base/names.h"
 #include "base/parse.h"
+#include "base/po_error.h"
 #include "base/size.h"
 #include "base/version.h"
 
@@ -175,7 +176,7 @@ Status ParseConfig(int argc, const char* const* argv, Config* c, ParseOutcome* o
     }
     po::notify(vm);
   } catch (const po::error& e) {
-    return Status::InvalidArgument(std::string(e.what()) + " (see nodevold --help)");
+    return Status::InvalidArgument(PoErrorText(e) + " (see nodevold --help)");
   }
 
   NODEVOL_RETURN_IF_ERROR(CheckAbsolute("socket", c->socket));

@@ -105,7 +105,7 @@ Status ParseFullReport(std::string_view text, LvmReport* out) {
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number too large
     return Bad(std::string("not JSON: ") + e.what());
   }
   auto reports = j.find("report");

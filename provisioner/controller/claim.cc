@@ -55,6 +55,7 @@ ClaimView DecodeClaim(const nlohmann::json& pvc) {
   if (ref->empty()) ref = &kube::Obj(spec, "dataSource");
   c.data_source = {Str(*ref, "kind"), Str(*ref, "apiGroup"), Str(*ref, "name"), Str(*ref, "namespace")};
   c.status_bytes = StorageBytes(kube::Obj(status, "capacity"));
+  c.bound = kube::Str(status, "phase") == "Bound";
   if (auto it = status.find("conditions"); it != status.end() && it->is_array() && !it->empty()) c.conditions = *it;
 
   if (c.name.empty() || c.ns.empty() || c.uid.empty()) {

@@ -38,6 +38,7 @@ struct ClaimView {
   struct DataSource {
     std::string kind, api_group, name, ns;
   } data_source;
+  bool bound = false;              // status.phase is Bound
   uint64_t status_bytes = 0;       // status.capacity.storage (0: none)
   nlohmann::json conditions;       // status.conditions, null when none
 

@@ -11,8 +11,8 @@
 #include "backend/dir/project_quota.h"
 #include "backend/dir/remove_tree.h"
 #include "backend/volume_root.h"
-#include "base/unique_fd.h"
 #include "mount/target.h"
+#include "state/atomic_file.h"
 
 namespace nodevol {
 namespace {
@@ -23,14 +23,6 @@ constexpr uint32_t kFirstProjectId = 1000000;
 // Project ids are per filesystem, and several pools may share one: id
 // allocation is serialized across all dir pools of the process.
 std::mutex project_id_mu;
-
-// fsync of `path`, a directory.
-Status SyncDir(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (fd.get() < 0) return Status::FromErrno("open " + path, errno);
-  if (::fsync(fd.get()) != 0) return Status::FromErrno("fsync " + path, errno);
-  return Status::Ok();
-}
 
 }  // namespace
 
@@ -85,8 +77,8 @@ Status DirBackend::Create(VolumeRecord* record) {
   // The ready record written next must not outlive, through a power loss,
   // the directory it names (the pool and the state directory are often
   // different filesystems): its owner, mode and name on disk first.
-  NODEVOL_RETURN_IF_ERROR(SyncDir(dir));
-  return SyncDir(path_);
+  NODEVOL_RETURN_IF_ERROR(FsyncDir(dir));
+  return FsyncDir(path_);
 }
 
 Status DirBackend::ApplyQuota(const std::string& dir, uint64_t bytes, Params* attributes) {

@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <future>
+#include <thread>
+
 #include "controller/fakes_test.h"
 
 namespace nodevol::provisioner {
@@ -70,16 +73,18 @@ TEST(Events, AnAsyncRecorderWritesInOrderOffTheCallersThread) {
 TEST(Events, AFullQueueDropsAndShutdownDoesNotWait) {
   FakeApi api;
   FakeClock clock;
-  std::mutex gate;
-  gate.lock();
-  api.SetBlock([&] { std::lock_guard<std::mutex> l(gate); });
+  // A future, not a mutex locked here and unlocked by the other thread
+  // (undefined behaviour, which ThreadSanitizer reported).
+  std::promise<void> open;
+  std::shared_future<void> gate = open.get_future().share();
+  api.SetBlock([gate] { gate.wait(); });
   auto rec = std::make_unique<EventRecorder>(&api, "test", &clock, /*async=*/true);
   for (size_t i = 0; i < EventRecorder::kMaxQueued + 10; ++i)
     rec->Record(Obj("o" + std::to_string(i)), "Normal", "Provisioning", "provisioning");
   auto t0 = std::chrono::steady_clock::now();
   std::thread release([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    gate.unlock();
+    open.set_value();
   });
   rec.reset();  // waits for the one write in flight only
   release.join();

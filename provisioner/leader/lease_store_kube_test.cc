@@ -141,7 +141,7 @@ class FakeLeaseServer {
     if (method == "GET") return {200, *lease_};
     if (method == "PUT") {
       json lease = json::parse(body);
-      if (lease["metadata"].value("resourceVersion", "") != (*lease_)["metadata"]["resourceVersion"]) {
+      if (lease["metadata"].value("resourceVersion", "") != (*lease_)["metadata"].value("resourceVersion", "")) {
         return {409, StatusObject(409, "Conflict", "the object has been modified; please apply your changes to "
                                                     "the latest version and try again")};
       }

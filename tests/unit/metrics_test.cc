@@ -207,6 +207,16 @@ TEST_F(HttpServerTest, UnknownPathIs404AndOtherMethods405) {
   EXPECT_NE(res.find("Allow: GET, HEAD\r\n"), std::string::npos) << res;
 }
 
+// A 1.0 client is answered in 1.0 (the http_request fuzz target's
+// property allows it); a version other than 1.0 and 1.1 is refused by
+// Beast's parser and the connection closed without an answer.
+TEST_F(HttpServerTest, AnswersOnlyHttp1InTheClientsVersion) {
+  std::string res = RoundTrip(port_, "GET /healthz HTTP/1.0\r\n\r\n");
+  EXPECT_EQ(res.rfind("HTTP/1.0 200 OK\r\n", 0), 0u) << res;
+  EXPECT_EQ(RoundTrip(port_, "GET /healthz HTTP/1.9\r\nHost: x\r\n\r\n"), "");
+  EXPECT_EQ(RoundTrip(port_, "GET /healthz HTTP/9.9\r\nHost: x\r\n\r\n"), "");
+}
+
 TEST_F(HttpServerTest, KeepAliveServesSeveralRequests) {
   std::string res = RoundTrip(port_,
                               "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"

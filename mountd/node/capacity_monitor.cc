@@ -32,7 +32,7 @@ void CapacityMonitor::Start() {
   // The first sample too on the thread: a pool whose figures come from a
   // server (NFS) may wait for it, and nodevold's start must not.
   thread_ = std::thread([this] {
-    Sample();
+    Sample(false);
     Loop();
   });
 }
@@ -63,14 +63,15 @@ void CapacityMonitor::Loop() {
   while (!stopped_) {
     wake_.wait_for(l, poll_, [this] { return stopped_ || poked_; });
     if (stopped_) break;
+    bool poked = poked_;
     poked_ = false;
     l.unlock();
-    Sample();
+    Sample(poked);
     l.lock();
   }
 }
 
-void CapacityMonitor::Sample() {
+void CapacityMonitor::Sample(bool poked) {
   uint64_t number;
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -80,13 +81,20 @@ void CapacityMonitor::Sample() {
   Status st = node_->GetCapacity("", &now);
   if (!st.ok()) {
     spdlog::warn("capacity sample failed: {}", st.ToString());
+    std::lock_guard<std::mutex> l(mu_);
+    owed_ = owed_ || poked;  // the next sample that succeeds is news
     return;
   }
   if (on_sample_) on_sample_(now);
   std::lock_guard<std::mutex> l(mu_);
   // Samples run one at a time on this thread, so numbers finish in order.
   sample_ = number;
-  if (version_ != 0 && !Significant(now, figures_)) return;
+  // A poked sample is always news: its number was promised to a caller
+  // (Poke), and a stream must carry it even when an earlier sample already
+  // saw the change, or the provisioner keeps counting the new volume as
+  // promised on top of the figures until the next heartbeat.
+  if (version_ != 0 && !poked && !owed_ && !Significant(now, figures_)) return;
+  owed_ = false;
   figures_ = std::move(now);
   ++version_;
   changed_.notify_all();

@@ -34,8 +34,9 @@ class CapacityMonitor {
 
   // Latest figures and their version (0 before the first sample); *sample
   // (optional): the number of the latest sample, which took or confirmed
-  // them (samples are numbered from 1; a sample that changes nothing
-  // significant confirms the figures without a new version).
+  // them (samples are numbered from 1; a periodic sample that changes
+  // nothing significant confirms the figures without a new version, a
+  // poked one always makes a new version).
   uint64_t Snapshot(std::vector<PoolCapacityView>* out, uint64_t* sample = nullptr) const;
   // Blocks until the version differs from `seen`, the timeout passes, or
   // Stop(); returns false once stopped.
@@ -43,7 +44,7 @@ class CapacityMonitor {
 
  private:
   void Loop();
-  void Sample();
+  void Sample(bool poked);
 
   Node* const node_;
   const std::chrono::milliseconds poll_;
@@ -53,6 +54,7 @@ class CapacityMonitor {
   std::condition_variable wake_;              // the sampling thread
   bool stopped_ = false;
   bool poked_ = false;
+  bool owed_ = false;  // a poked sample failed: publish the next one
   uint64_t version_ = 0;
   uint64_t started_ = 0;  // samples begun
   uint64_t sample_ = 0;   // the latest sample finished

@@ -342,7 +342,13 @@ class FakeNodeView : public NodeView {
  public:
   void Add(FakeNode* node, const std::string& pool, uint64_t free_bytes, const std::string& backend = "lvm") {
     std::lock_guard<std::mutex> l(mu_);
-    pools_.push_back({node->name(), pool, backend, free_bytes, true});
+    PoolSeen p;
+    p.node = node->name();
+    p.pool = pool;
+    p.backend = backend;
+    p.free_bytes = free_bytes;
+    p.reachable = true;
+    pools_.push_back(p);
     clients_[node->name()] = node->Client();
   }
   void SetFree(const std::string& node, uint64_t free_bytes) {

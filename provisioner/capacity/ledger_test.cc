@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "placement/seen_test.h"
+
 namespace nodevol::provisioner {
 namespace {
 
@@ -18,22 +20,22 @@ uint64_t RoomOf(const CapacityLedger& l, const std::string& node, const std::str
 }
 
 std::vector<PoolSeen> Pools() {
-  return {{"n1", "fast", "lvm", 100 * MiB, true, 200 * MiB, 100 * MiB, true},
-          {"n2", "fast", "lvm", 100 * MiB, true, 200 * MiB, 100 * MiB, true}};
+  return {Seen("n1", "fast", "lvm", 100 * MiB, true, 200 * MiB, 100 * MiB, true),
+          Seen("n2", "fast", "lvm", 100 * MiB, true, 200 * MiB, 100 * MiB, true)};
 }
 
 TEST(CapacityLedger, UnenforcedPoolsCountTheSizesOfTheirVolumes) {
   // A tmpfs dir pool of 100 MiB, 90 free, with 60 MiB of (empty) volumes:
   // only 40 MiB may still be promised.
-  PoolSeen dir{"n", "d", "dir", 90 * MiB, true, 100 * MiB, 60 * MiB, false};
+  PoolSeen dir = Seen("n", "d", "dir", 90 * MiB, true, 100 * MiB, 60 * MiB, false);
   EXPECT_EQ(BaseRoom(dir), 40 * MiB);
   dir.allocated_bytes = 5 * MiB;  // the free space is the smaller figure
   EXPECT_EQ(BaseRoom(dir), 90 * MiB);
   dir.allocated_bytes = 300 * MiB;  // more made than the pool holds: none
   EXPECT_EQ(BaseRoom(dir), 0u);
-  PoolSeen enforced{"n", "l", "lvm", 90 * MiB, true, 100 * MiB, 300 * MiB, true};  // thin, overprovisioned
+  PoolSeen enforced = Seen("n", "l", "lvm", 90 * MiB, true, 100 * MiB, 300 * MiB, true);  // thin, overprovisioned
   EXPECT_EQ(BaseRoom(enforced), 90 * MiB);
-  PoolSeen nfs{"n", "s", "nfs", 90 * MiB, true, 100 * MiB, 300 * MiB, false};  // shared, sizes advisory
+  PoolSeen nfs = Seen("n", "s", "nfs", 90 * MiB, true, 100 * MiB, 300 * MiB, false);  // shared, sizes advisory
   EXPECT_EQ(BaseRoom(nfs), 90 * MiB);
 }
 
@@ -41,10 +43,10 @@ TEST(CapacityLedger, UnenforcedPoolsCountTheSizesOfTheirVolumes) {
 // whole free space; a promise made on one node's pool takes it from all of
 // them, or a burst over N nodes would promise the export N times.
 TEST(CapacityLedger, APromiseOnASharedExportCountsOnEveryNodeServingIt) {
-  std::vector<PoolSeen> pools = {{"n1", "shared", "nfs", 100 * MiB, true, 200 * MiB, 0, false},
-                                 {"n2", "shared", "nfs", 100 * MiB, true, 200 * MiB, 0, false},
-                                 {"n3", "other", "nfs", 100 * MiB, true, 200 * MiB, 0, false},
-                                 {"n1", "fast", "lvm", 100 * MiB, true, 200 * MiB, 0, true}};
+  std::vector<PoolSeen> pools = {Seen("n1", "shared", "nfs", 100 * MiB, true, 200 * MiB, 0, false),
+                                 Seen("n2", "shared", "nfs", 100 * MiB, true, 200 * MiB, 0, false),
+                                 Seen("n3", "other", "nfs", 100 * MiB, true, 200 * MiB, 0, false),
+                                 Seen("n1", "fast", "lvm", 100 * MiB, true, 200 * MiB, 0, true)};
   pools[0].shared_by = pools[1].shared_by = "nfs:10.0.0.5:/export";
   pools[2].shared_by = "nfs:10.0.0.5:/other";
   CapacityLedger l([&] { return pools; });

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "controller/fakes_test.h"
+#include "placement/seen_test.h"
 
 namespace nodevol::provisioner {
 namespace {
@@ -20,20 +21,9 @@ json ClassObj(const std::string& name, const std::string& provisioner, const std
   return {{"metadata", {{"name", name}}}, {"provisioner", provisioner}, {"parameters", {{"pool", pool}}}};
 }
 
-// A local lvm pool of node n as the registry sees it.
-PoolSeen Seen(const std::string& node, uint64_t free_bytes, bool reachable) {
-  PoolSeen p;
-  p.node = node;
-  p.pool = "fast";
-  p.backend = "lvm";
-  p.free_bytes = free_bytes;
-  p.reachable = reachable;
-  return p;
-}
-
 struct Fixture {
   FakeApi api;
-  std::vector<PoolSeen> pools = {Seen("n1", 100 * MiB, true), Seen("n3", 500 * MiB, false)};
+  std::vector<PoolSeen> pools = {Seen("n1", "fast", "lvm", 100 * MiB, true), Seen("n3", "fast", "lvm", 500 * MiB, false)};
   CapacityLedger ledger{[this] { return pools; }};
   std::unique_ptr<kube::Informer> classes = StaticCache(
       {ClassObj("fast", "nodevol.io", "fast"), ClassObj("old", "nodevol.io/provisioner", "fast"),
@@ -129,7 +119,7 @@ TEST(CapacityPublisher, NodesWithoutFiguresYetKeepTheirValue) {
   EXPECT_EQ(f.api.Writes(kColl), before);
   EXPECT_EQ(f.Object("n1")["capacity"], std::to_string(100 * MiB));
   // n1 reported, unreachable since: 0.
-  f.pools = {Seen("n1", 100 * MiB, false)};
+  f.pools = {Seen("n1", "fast", "lvm", 100 * MiB, false)};
   ASSERT_TRUE(f.pub->Sync().ok());
   EXPECT_EQ(f.Object("n1")["capacity"], "0");
 }

@@ -46,7 +46,7 @@ struct PendingClaim {
   uint64_t bytes = 0;
   // Made from a snapshot or a volume (a restore, a clone): only on the
   // node holding it; "" = anywhere. `source` says what it is, for reasons.
-  std::string node, source;
+  std::string node = {}, source = {};
 };
 
 // The pod's pending nodevol claims among `names` in namespace `ns`.

@@ -4,6 +4,8 @@
 
 #include <thread>
 
+#include "placement/seen_test.h"
+
 namespace nodevol::provisioner {
 namespace {
 
@@ -13,11 +15,11 @@ using Kind = CapacityLedger::Kind;
 // Three nodes with 100/200/400 MiB in pool "fast" (as tests/k8s does);
 // n3 also has a "bulk" lvm pool; n4 is unreachable; n5 runs no nodevold.
 std::vector<PoolSeen> Pools() {
-  return {{"n1", "fast", "dir", 100 * MiB, true, 100 * MiB, 0, true},
-          {"n2", "fast", "dir", 200 * MiB, true, 200 * MiB, 0, true},
-          {"n3", "fast", "dir", 400 * MiB, true, 400 * MiB, 0, true},
-          {"n3", "bulk", "lvm", 50 * MiB, true, 50 * MiB, 0, true},
-          {"n4", "fast", "dir", 400 * MiB, false, 400 * MiB, 0, true}};
+  return {Seen("n1", "fast", "dir", 100 * MiB, true, 100 * MiB, 0, true),
+          Seen("n2", "fast", "dir", 200 * MiB, true, 200 * MiB, 0, true),
+          Seen("n3", "fast", "dir", 400 * MiB, true, 400 * MiB, 0, true),
+          Seen("n3", "bulk", "lvm", 50 * MiB, true, 50 * MiB, 0, true),
+          Seen("n4", "fast", "dir", 400 * MiB, false, 400 * MiB, 0, true)};
 }
 
 struct ExtenderTest : ::testing::Test {
@@ -209,8 +211,8 @@ TEST_F(ExtenderTest, EqualNodesHaveOneBest) {
   Claim("a", "fast", 50 * MiB);
   // n3 and n4 hold the same; make n4 reachable by leaving it out: just n3 and a twin.
   CapacityLedger twin{[] {
-    return std::vector<PoolSeen>{{"x1", "fast", "dir", 100 * MiB, true, 100 * MiB, 0, true},
-                                 {"x2", "fast", "dir", 100 * MiB, true, 100 * MiB, 0, true}};
+    return std::vector<PoolSeen>{Seen("x1", "fast", "dir", 100 * MiB, true, 100 * MiB, 0, true),
+                                 Seen("x2", "fast", "dir", 100 * MiB, true, 100 * MiB, 0, true)};
   }};
   Extender e{&twin, [this](const std::string& ns, const std::vector<std::string>& n) {
                return std::vector<PendingClaim>{claims[ns + "/" + n[0]]};

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "placement/seen_test.h"
+
 namespace nodevol::provisioner {
 namespace {
 
@@ -12,8 +14,8 @@ constexpr uint64_t MiB = 1ull << 20;
 
 struct ExtenderHttpTest : ::testing::Test {
   CapacityLedger ledger{[] {
-    return std::vector<PoolSeen>{{"n1", "fast", "dir", 100 * MiB, true, 100 * MiB, 0, true},
-                                 {"n2", "fast", "dir", 300 * MiB, true, 300 * MiB, 0, true}};
+    return std::vector<PoolSeen>{Seen("n1", "fast", "dir", 100 * MiB, true, 100 * MiB, 0, true),
+                                 Seen("n2", "fast", "dir", 300 * MiB, true, 300 * MiB, 0, true)};
   }};
   Extender ext{&ledger,
                [](const std::string& ns, const std::vector<std::string>& names) {
@@ -66,7 +68,7 @@ TEST_F(ExtenderHttpTest, PrioritizeAnswersHostScorePairs) {
 }
 
 TEST_F(ExtenderHttpTest, BadRequestsGet400WithTheReasonAndChangeNothing) {
-  for (const std::string body : {std::string("{"), std::string("[]"), std::string("{\"Pod\":7}"),
+  for (const std::string& body : {std::string("{"), std::string("[]"), std::string("{\"Pod\":7}"),
                                  std::string(100, '['), Request("data", nullptr)}) {
     for (const char* path : {"/filter", "/prioritize"}) {
       auto r = h[path](body);

@@ -33,7 +33,7 @@ struct PoolSeen {
   // Storage several nodes share (an NFS pool's export): the same text on
   // every node serving it, so a promise there counts on all of them; ""
   // for a node's own storage.
-  std::string shared_by;
+  std::string shared_by = {};
 };
 
 // A pool and its room for one more volume.

@@ -52,7 +52,7 @@ struct PoolCapacity {
   bool size_enforced = true;
   // NFS: "nfs:<server>:<share>" from GetInfo, equal on every node serving
   // the export (PoolSeen::shared_by); "" otherwise.
-  std::string shared_by;
+  std::string shared_by = {};
   bool operator==(const PoolCapacity&) const = default;
 };
 

@@ -177,7 +177,9 @@ TEST(FromGrpc, MapsEveryCodeOneToOneAndNamesTheContext) {
     Status st = FromGrpc(grpc::Status(static_cast<grpc::StatusCode>(c), "why"), "node a: GetInfo");
     EXPECT_EQ(static_cast<int>(st.code()), c);
     EXPECT_EQ(st.message(), "node a: GetInfo: why");
-    if (c != 2) EXPECT_NE(st.code_name(), "UNKNOWN") << c << " has a name of its own";
+    if (c != 2) {
+      EXPECT_NE(st.code_name(), "UNKNOWN") << c << " has a name of its own";
+    }
   }
   EXPECT_TRUE(FromGrpc(grpc::Status::OK, "x").ok());
   EXPECT_EQ(FromGrpc(grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "no"), "c").code(),

@@ -224,7 +224,7 @@ Status Lvm::TakeReport(LvmReport* out, std::chrono::milliseconds max_age, bool f
 
 Lvm::Edit Lvm::AddLv(const std::string& vg, const std::string& lv, uint64_t bytes, const std::string& attr,
                      std::vector<std::string> tags, std::string pool_lv, std::string origin, bool takes_vg_space) {
-  return [=](LvmReport* report) {
+  return [=, this](LvmReport* report) {
     LvmVg* g = report->FindVg(vg);
     if (!g || report->FindLv(vg, lv) || !probe_) return false;
     LvmLv made;
@@ -323,7 +323,7 @@ Status Lvm::Extend(const std::string& vg, const std::string& lv, uint64_t bytes)
   auto edit = [vg, lv, bytes](LvmReport* report) {
     LvmLv* found = report->FindLv(vg, lv);
     LvmVg* g = report->FindVg(vg);
-    if (!found || !g || found->thin_pool() || !found->pool_lv.empty() && !found->thin_volume() ||
+    if (!found || !g || found->thin_pool() || (!found->pool_lv.empty() && !found->thin_volume()) ||
         found->size > bytes)
       return false;
     if (!found->thin_volume()) {

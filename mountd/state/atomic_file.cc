@@ -12,10 +12,25 @@
 
 namespace nodevol {
 
+Status FileChangeError(std::string_view what, int err) {
+  Status st = Status::FromErrno(what, err);
+  switch (err) {
+    case ENOSPC:
+    case EDQUOT:
+      return Status::Unavailable(st.message() + " (its filesystem is full: free space there)");
+    case EROFS:
+      return Status::Unavailable(st.message() +
+                                 " (its filesystem is read-only, e.g. remounted after an I/O error: see the kernel "
+                                 "log)");
+    default:
+      return st;
+  }
+}
+
 Status FsyncDir(const std::string& dir) {
   UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (fd.get() < 0) return Status::FromErrno("open " + dir, errno);
-  if (::fsync(fd.get()) != 0) return Status::FromErrno("fsync " + dir, errno);
+  if (::fsync(fd.get()) != 0) return FileChangeError("fsync " + dir, errno);
   return Status::Ok();
 }
 
@@ -24,7 +39,7 @@ Status WriteFileAtomic(const std::string& dir, const std::string& name, std::str
   std::string tmp = dir + "/" + std::string(kTempPrefix) + name;
   std::string path = dir + "/" + name;
   UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode));
-  if (fd.get() < 0) return Status::FromErrno("create " + tmp, errno);
+  if (fd.get() < 0) return FileChangeError("create " + tmp, errno);
   const char* p = contents.data();
   size_t left = contents.size();
   while (left > 0) {
@@ -33,7 +48,7 @@ Status WriteFileAtomic(const std::string& dir, const std::string& name, std::str
       if (errno == EINTR) continue;
       int err = errno;
       ::unlink(tmp.c_str());
-      return Status::FromErrno("write " + tmp, err);
+      return FileChangeError("write " + tmp, err);
     }
     p += n;
     left -= static_cast<size_t>(n);
@@ -41,13 +56,13 @@ Status WriteFileAtomic(const std::string& dir, const std::string& name, std::str
   if (durable && ::fsync(fd.get()) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
-    return Status::FromErrno("fsync " + tmp, err);
+    return FileChangeError("fsync " + tmp, err);
   }
   fd.reset();
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
-    return Status::FromErrno("rename " + tmp + " to " + path, err);
+    return FileChangeError("rename " + tmp + " to " + path, err);
   }
   return durable ? FsyncDir(dir) : Status::Ok();
 }
@@ -56,7 +71,7 @@ Status RemoveFile(const std::string& dir, const std::string& name, bool durable)
   std::string path = dir + "/" + name;
   if (::unlink(path.c_str()) != 0) {
     if (errno == ENOENT) return Status::Ok();
-    return Status::FromErrno("unlink " + path, errno);
+    return FileChangeError("unlink " + path, errno);
   }
   return durable ? FsyncDir(dir) : Status::Ok();
 }

@@ -37,4 +37,9 @@ Status EnsureDir(const std::string& dir, mode_t mode, bool enforce_mode = true);
 // Removes the ".tmp-*" files a crash may have left in dir.
 Status RemoveTempFiles(const std::string& dir);
 
+// The status of a failed change to a file: FromErrno's message, but a
+// filesystem full (ENOSPC, EDQUOT) or read-only (EROFS) is UNAVAILABLE, a
+// condition to clear and retry rather than a bug, and says so.
+Status FileChangeError(std::string_view what, int err);
+
 }  // namespace nodevol

@@ -150,7 +150,10 @@ Status Store::Open() {
   NODEVOL_RETURN_IF_ERROR(EnsureDir(dir_ + "/" + kPublications, 0700));
   NODEVOL_RETURN_IF_ERROR(EnsureDir(dir_ + "/" + kSnapshots, 0700));
   std::string lock = dir_ + "/lock";
-  lock_fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  // Read-only: flock needs no write access, and a descriptor open for
+  // writing would pin the state filesystem writable (a remount read-only
+  // fails with EBUSY while one is open).
+  lock_fd_ = ::open(lock.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (lock_fd_ < 0) return Status::FromErrno("open " + lock, errno);
   if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
     if (errno == EWOULDBLOCK)
@@ -239,7 +242,7 @@ Status Store::MovePublication(const PublicationRecord& p, PublicationState from,
   std::string a = dir + "/" + PublicationFile(p.target, from), b = dir + "/" + PublicationFile(p.target, p.state);
   if (::rename(a.c_str(), b.c_str()) != 0) {
     if (errno == ENOENT) return PutPublication(p, durable);
-    return Status::FromErrno("rename " + a + " to " + b, errno);
+    return FileChangeError("rename " + a + " to " + b, errno);
   }
   return durable ? FsyncDir(dir) : Status::Ok();
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 
 #include "backend/dir/project_quota.h"
 #include "backend/dir/remove_tree.h"
@@ -67,7 +68,14 @@ Status DirBackend::Create(VolumeRecord* record) {
   VolumeRoot root;
   NODEVOL_RETURN_IF_ERROR(ParseVolumeRoot("a dir volume", record->spec.parameters, &root));
   std::string dir = VolumeDir(record->spec.name);
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return Status::FromErrno("mkdir " + dir, errno);
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    // Out of blocks or inodes with figures that said there was room: no
+    // room all the same, and nothing made, so the caller may go elsewhere.
+    if (errno == ENOSPC || errno == EDQUOT)
+      return Status::ResourceExhausted("pool " + pool_ + " has no room for a new directory (mkdir " + dir + ": " +
+                                       std::strerror(errno) + "; out of blocks or inodes)");
+    return Status::FromErrno("mkdir " + dir, errno);
+  }
   struct stat st;
   if (::lstat(dir.c_str(), &st) != 0) return Status::FromErrno("stat " + dir, errno);
   if (!S_ISDIR(st.st_mode)) return Status::FailedPrecondition(dir + " exists and is not a directory");

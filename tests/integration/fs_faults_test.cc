@@ -1,7 +1,8 @@
-// Injected faults of the state directory: its filesystem full (ENOSPC) or
-// read-only (EROFS) while kubelet and the provisioner keep calling. The
-// state directory is a real tmpfs of 256 KiB mounted over the sandbox's,
-// filled with a file or remounted read-only under the running nodevold.
+// Injected faults of the filesystems nodevold writes: the state
+// directory's full (ENOSPC) or read-only (EROFS), and a dir pool's full,
+// while kubelet and the provisioner keep calling. Each is a real tmpfs
+// mounted over the sandbox's directory, filled with a file or remounted
+// read-only under the running nodevold.
 //
 // What must hold for each call: a failure the caller can act on (a status
 // naming the state directory and the kernel's reason), nothing half done
@@ -20,6 +21,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "daemon_fixture.h"
 
@@ -32,45 +35,51 @@ bool Contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-class StateFaultsTest : public DaemonFixture {
+class FsFaultsTest : public DaemonFixture {
  protected:
   void SetUp() override {
     DaemonFixture::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
-    fs::create_directories(state_dir_);
-    ASSERT_EQ(::mount("nodevol-state", state_dir_.c_str(), "tmpfs", 0, "size=256k,mode=0700"), 0)
-        << std::strerror(errno);
-    mounted_ = true;
+    // The pool has room for a few 1 MiB volumes (a dir pool refuses a
+    // size above its free space).
+    for (auto [dir, size] : {std::pair{&state_dir_, "256k"}, std::pair{&pool_dir_, "4m"}}) {
+      fs::create_directories(*dir);
+      std::string options = std::string("size=") + size + ",nr_inodes=200,mode=0700";
+      ASSERT_EQ(::mount("nodevol-test", dir->c_str(), "tmpfs", 0, options.c_str()), 0) << std::strerror(errno);
+      mounted_.push_back(*dir);
+    }
     StartDaemon();
   }
   void TearDown() override {
     if (DaemonRunning()) StopDaemon();
-    if (mounted_) ::umount2(state_dir_.c_str(), MNT_DETACH);
+    for (const std::string& dir : mounted_) ::umount2(dir.c_str(), MNT_DETACH);
     DaemonFixture::TearDown();
   }
 
-  // Fills the state filesystem to the last block.
-  void Fill() {
+  // Fills dir's filesystem (the state directory's by default) to the
+  // last block.
+  void Fill(const std::string& dir = "") {
+    std::string d = dir.empty() ? state_dir_ : dir;
     {
-      std::ofstream filler(state_dir_ + "/filler");
+      std::ofstream filler(d + "/filler");
       std::string block(4096, 'x');
       while (filler.write(block.data(), block.size()) && filler.flush()) {
       }
     }
-    ASSERT_EQ(WriteErrno(), ENOSPC) << "the state filesystem is not full";
+    ASSERT_EQ(WriteErrno(d), ENOSPC) << d << " is not full";
   }
-  void Unfill() { fs::remove(state_dir_ + "/filler"); }
+  void Unfill(const std::string& dir = "") { fs::remove((dir.empty() ? state_dir_ : dir) + "/filler"); }
 
   void ReadOnly(bool ro) {
     unsigned long flags = MS_REMOUNT | (ro ? MS_RDONLY : 0);
     ASSERT_EQ(::mount("nodevol-state", state_dir_.c_str(), "tmpfs", flags, "size=256k,mode=0700"), 0)
         << std::strerror(errno);
-    ASSERT_EQ(WriteErrno(), ro ? EROFS : 0);
+    ASSERT_EQ(WriteErrno(state_dir_), ro ? EROFS : 0);
   }
 
-  // errno of writing one byte to a new file of the state directory.
-  int WriteErrno() {
-    std::string probe = state_dir_ + "/probe";
+  // errno of writing one byte to a new file of dir.
+  int WriteErrno(const std::string& dir) {
+    std::string probe = dir + "/probe";
     int fd = ::open(probe.c_str(), O_CREAT | O_WRONLY, 0600);
     if (fd < 0) return errno;
     char c = 'x';
@@ -98,10 +107,10 @@ class StateFaultsTest : public DaemonFixture {
     return names;
   }
 
-  bool mounted_ = false;
+  std::vector<std::string> mounted_;
 };
 
-TEST_F(StateFaultsTest, CreateOnAFullStateFilesystemFailsMakesNothingAndWorksOnceFreed) {
+TEST_F(FsFaultsTest, CreateOnAFullStateFilesystemFailsMakesNothingAndWorksOnceFreed) {
   ASSERT_TRUE(CreateVolume("before", 1 << 20).ok());
   Fill();
   ExpectStateError(CreateVolume("v1", 1 << 20), "No space left on device");
@@ -120,7 +129,7 @@ TEST_F(StateFaultsTest, CreateOnAFullStateFilesystemFailsMakesNothingAndWorksOnc
   EXPECT_EQ(VolumeNames(), (std::vector<std::string>{"before", "v1"}));
 }
 
-TEST_F(StateFaultsTest, PublishOnAFullStateFilesystemMountsNothingAndWorksOnceFreed) {
+TEST_F(FsFaultsTest, PublishOnAFullStateFilesystemMountsNothingAndWorksOnceFreed) {
   ASSERT_TRUE(CreateVolume("v1", 1 << 20).ok());
   std::string t = MakeTarget("pod-1", "data");
   Fill();
@@ -135,7 +144,7 @@ TEST_F(StateFaultsTest, PublishOnAFullStateFilesystemMountsNothingAndWorksOnceFr
   EXPECT_TRUE(Unpublish(t).ok());
 }
 
-TEST_F(StateFaultsTest, ReadOnlyStateRefusesEveryChangeAndLeavesEverythingAsItWas) {
+TEST_F(FsFaultsTest, ReadOnlyStateRefusesEveryChangeAndLeavesEverythingAsItWas) {
   ASSERT_TRUE(CreateVolume("v1", 1 << 20).ok());
   ASSERT_TRUE(CreateVolume("v2", 1 << 20).ok());
   std::string a = MakeTarget("pod-1", "data"), b = MakeTarget("pod-2", "data");
@@ -177,6 +186,69 @@ TEST_F(StateFaultsTest, ReadOnlyStateRefusesEveryChangeAndLeavesEverythingAsItWa
   StartDaemon();
   EXPECT_EQ(VolumeNames(), (std::vector<std::string>{"v1", "v3"}));
   EXPECT_EQ(MountsBelow(pods_root_), 0);
+}
+
+}  // namespace
+}  // namespace nodevol::testing
+
+namespace nodevol::testing {
+namespace {
+
+// A dir pool whose filesystem is full: no room is no room, whatever the
+// pool's figures said a moment before. Volumes already there keep working
+// (a pod sees ENOSPC on its own writes) and can be deleted, which frees
+// the room for the next create.
+TEST_F(FsFaultsTest, ACreateInAFullDirPoolIsNoRoomAndDeleteStillFreesIt) {
+  ASSERT_TRUE(CreateVolume("v1", 1 << 20).ok());
+  std::string t = MakeTarget("pod-1", "data");
+  ASSERT_TRUE(Publish("v1", t).ok());
+  Fill(pool_dir_);
+  grpc::Status st = CreateVolume("v2", 1 << 20);
+  std::printf("  status %d: %s\n", static_cast<int>(st.error_code()), st.error_message().c_str());
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << st.error_message();
+  EXPECT_TRUE(Contains(st.error_message(), "default")) << "names the pool: " << st.error_message();
+  EXPECT_EQ(VolumeNames(), std::vector<std::string>{"v1"});
+  EXPECT_FALSE(fs::exists(pool_dir_ + "/v2"));
+  EXPECT_EQ(WriteErrno(t), ENOSPC) << "the pod's own writes";
+
+  EXPECT_TRUE(Unpublish(t).ok());
+  st = DeleteVolume("v1");
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  Unfill(pool_dir_);
+  st = CreateVolume("v2", 1 << 20);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+}
+
+// The pool's filesystem out of inodes with bytes to spare: the figures
+// say there is room, and only the mkdir finds out there is not.
+TEST_F(FsFaultsTest, ACreateInADirPoolOutOfInodesFailsAndLeavesNoRecord) {
+  ASSERT_TRUE(CreateVolume("v1", 1 << 20).ok());
+  int files = 0;
+  for (;; ++files) {
+    int fd = ::open((pool_dir_ + "/inode-" + std::to_string(files)).c_str(), O_CREAT | O_WRONLY, 0600);
+    if (fd < 0) {
+      ASSERT_EQ(errno, ENOSPC) << std::strerror(errno);
+      break;
+    }
+    ::close(fd);
+    ASSERT_LT(files, 1000000) << "tmpfs never ran out of inodes";
+  }
+  grpc::Status st = CreateVolume("v2", 1 << 20);
+  std::printf("  status %d: %s\n", static_cast<int>(st.error_code()), st.error_message().c_str());
+  // Nothing was made: no room, which lets the provisioner try another node.
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << st.error_message();
+  EXPECT_TRUE(Contains(st.error_message(), "pool default")) << st.error_message();
+  EXPECT_TRUE(Contains(st.error_message(), "No space left on device")) << st.error_message();
+  EXPECT_EQ(VolumeNames(), std::vector<std::string>{"v1"}) << "a record without its volume";
+  EXPECT_FALSE(fs::exists(pool_dir_ + "/v2"));
+
+  ::unlink((pool_dir_ + "/inode-0").c_str());
+  ::unlink((pool_dir_ + "/inode-1").c_str());
+  st = CreateVolume("v2", 1 << 20);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  ASSERT_EQ(StopDaemon(), 0);
+  StartDaemon();
+  EXPECT_EQ(VolumeNames(), (std::vector<std::string>{"v1", "v2"}));
 }
 
 }  // namespace

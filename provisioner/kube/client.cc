@@ -7,6 +7,8 @@
 
 #include <cctype>
 #include <mutex>
+#include <optional>
+#include <thread>
 
 namespace nodevol::kube {
 namespace {
@@ -160,7 +162,8 @@ std::string Client::EscapeQuery(std::string_view value) {
 }
 
 Result Client::Perform(Request& r) {
-  for (int attempt = 0;; ++attempt) {
+  bool token_reread = false;
+  for (int throttled = 0;;) {
     CURL* h = static_cast<CURL*>(Acquire());
     if (h == nullptr) return Result::NetworkError("curl_easy_init failed");
     r.curl = h;
@@ -279,12 +282,32 @@ Result Client::Perform(Request& r) {
     spdlog::debug("kube {} {} -> {} in {} ms", r.method, r.path,
                   result.ok() ? std::to_string(r.http_status) : result.ToString(), ms);
     // A rotated token: re-read the file once and retry.
-    if (result.code() == Result::Code::kUnauthorized && attempt == 0 && token_.from_file()) {
+    if (result.code() == Result::Code::kUnauthorized && !token_reread && token_.from_file()) {
+      token_reread = true;
       token_.Invalidate();
+      continue;
+    }
+    if (auto wait = ThrottleWait(r, result, throttled)) {
+      ++throttled;
+      spdlog::info("kube {} {}: {}; sending it again in {} s ({} of {})", r.method, r.path, result.ToString(),
+                   wait->count(), throttled, options_.throttle_retries);
+      std::this_thread::sleep_for(*wait);
       continue;
     }
     return result;
   }
+}
+
+std::optional<std::chrono::seconds> Client::ThrottleWait(const Request& r, const Result& result, int throttled) const {
+  int status = result.http_status();
+  bool asked = result.code() == Result::Code::kTooManyRequests || (status >= 500 && status <= 504);
+  if (!asked || result.retry_after().count() <= 0 || r.on_data != nullptr || throttled >= options_.throttle_retries)
+    return std::nullopt;
+  auto wait = std::min<std::chrono::seconds>(result.retry_after(), std::chrono::seconds(60));
+  // Not past the caller's deadline: it would rather have the answer.
+  if (auto deadline = ScopedCallTimeout::Deadline(); deadline && std::chrono::steady_clock::now() + wait >= *deadline)
+    return std::nullopt;
+  return wait;
 }
 
 Result Client::Do(const char* method, const std::string& path, std::string_view content_type,

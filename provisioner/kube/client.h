@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +35,11 @@ struct ClientOptions {
   std::chrono::milliseconds request_timeout{30000};  // whole request, non-streaming
   std::string user_agent = std::string("nodevol-provisioner/") + nodevol::Version();
   std::chrono::seconds token_refresh{60};
+  // A 429, or a 500-504 with Retry-After, is sent again after the time the
+  // server asked for (at most 60 s a time), this many times, as client-go's
+  // REST client does (maxRetries 10): the apiserver's priority and fairness
+  // sheds load that way and means "later", not "failed". Not for streams.
+  int throttle_retries = 10;
 };
 
 struct ListOptions {
@@ -95,6 +101,9 @@ class Client : public Api {
   Result Do(const char* method, const std::string& path, std::string_view content_type, const std::string* body,
             nlohmann::json* out);
   Result Perform(Request& request);
+  // How long to wait before sending request again after result (the
+  // server's Retry-After; ClientOptions::throttle_retries), or nothing.
+  std::optional<std::chrono::seconds> ThrottleWait(const Request& request, const Result& result, int throttled) const;
   void* Acquire();
   void Release(void* handle);
 

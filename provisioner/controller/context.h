@@ -10,6 +10,7 @@
 #include "controller/attempts.h"
 #include "controller/claim.h"
 #include "controller/events.h"
+#include "controller/deleted_volumes.h"
 #include "controller/in_flight.h"
 #include "controller/node_view.h"
 #include "controller/names.h"
@@ -59,6 +60,7 @@ struct ControllerContext {
   Attempts* attempts = nullptr;
   WaitingClaims* waiting = nullptr;  // claims that failed for room or reachability
   InFlight* in_flight = nullptr;     // volumes a pass is working on (the sweep skips them)
+  DeletedVolumes* deleted = nullptr;  // volumes deleted, their PVs not yet finished (null: none kept)
   NodeLoad* load = nullptr;          // CreateVolume calls in flight per node (null: no limit)
   StopFlag* stop = nullptr;
   ControllerOptions options;

@@ -122,6 +122,7 @@ Controller::Controller(kube::Client* client, ControllerConfig config)
   ctx_.attempts = &attempts_;
   ctx_.waiting = &waiting_;
   ctx_.in_flight = &in_flight_;
+  ctx_.deleted = &deleted_;
   load_ = std::make_unique<NodeLoad>(config_.creates_per_node > 0 ? config_.creates_per_node
                                                                   : std::max(1, config_.claim_workers - 1));
   ctx_.load = load_.get();

@@ -150,6 +150,7 @@ class Controller {
   std::mutex uid_mu_;
   std::map<std::string, std::string> claim_keys_;  // claim uid -> namespace/name
   InFlight in_flight_;
+  DeletedVolumes deleted_;
   std::unique_ptr<NodeLoad> load_;
   GivenUp given_up_;
   std::mutex mirror_mu_;

@@ -32,7 +32,11 @@ Workers::Outcome DeleteReleasedVolume(ControllerContext& ctx, const std::string&
   // the PV as it is now, as the reference library does.
   json live_pv;
   auto live = ctx.client->Get("/api/v1/persistentvolumes/" + pv_name, &live_pv);
-  if (live.code() == kube::Result::Code::kNotFound) return Outcome::kDone;
+  auto finished = [&](const std::string& uid) {
+    if (ctx.deleted) ctx.deleted->Remove(uid);
+    return Outcome::kDone;
+  };
+  if (live.code() == kube::Result::Code::kNotFound) return finished(cached->uid);
   if (!live.ok()) {
     spdlog::warn("volume {}: reading the PV: {}", pv_name, live.ToString());
     return Outcome::kRetry;
@@ -42,7 +46,7 @@ Workers::Outcome DeleteReleasedVolume(ControllerContext& ctx, const std::string&
   // deleted the volume and released the PV, which waits for the PV
   // controller's own finalizer now. Updates meanwhile queue it again;
   // asking the node once more would be a second DeleteVolume.
-  if (pv.deleting && !pv.our_finalizer) return Outcome::kDone;
+  if (pv.deleting && !pv.our_finalizer) return finished(pv.uid);
   if (!Deletable(ctx, pv)) {
     spdlog::info("volume {}: no longer Released with reclaim Delete; not deleting", pv_name);
     return Outcome::kDone;
@@ -73,26 +77,32 @@ Workers::Outcome DeleteReleasedVolume(ControllerContext& ctx, const std::string&
     if (ctx.metrics)
       ctx.metrics->DeleteSucceeded(cls,
                                    std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    return Outcome::kDone;
+    return finished(pv.uid);
   };
-  const std::string &node = pv.node, &pool = pv.pool, &backend = pv.backend;
-  std::string why;
-  auto client = VolumeNode(ctx, pv_name, node, pool, backend, &why);
-  if (!client) {
-    ctx.events->Record(pv.Ref(), "Warning", "VolumeFailedDelete",
-                       why + "; the volume is deleted once its nodevold answers again");
-    return failed();
+  // An earlier pass of this process deleted the volume and then failed on
+  // the PV: finish the PV only.
+  if (!ctx.deleted || !ctx.deleted->Contains(pv.uid)) {
+    const std::string &node = pv.node, &pool = pv.pool, &backend = pv.backend;
+    std::string why;
+    auto client = VolumeNode(ctx, pv_name, node, pool, backend, &why);
+    if (!client) {
+      ctx.events->Record(pv.Ref(), "Warning", "VolumeFailedDelete",
+                         why + "; the volume is deleted once its nodevold answers again");
+      return failed();
+    }
+    v1::DeleteVolumeRequest req;
+    req.set_name(pv_name);
+    if (backend == "nfs") req.set_shared_pool(pool);  // any node serving the pool can delete it
+    v1::DeleteVolumeResponse resp;
+    Status st = client->DeleteVolume(req, &resp);
+    if (!st.ok()) {
+      ctx.events->Record(pv.Ref(), "Warning", "VolumeFailedDelete", st.message());
+      return failed();
+    }
+    spdlog::info("volume {}: deleted on node {} ({})", pv_name, client->node(),
+                 resp.existed() ? "existed" : "was gone");
+    if (ctx.deleted) ctx.deleted->Add(pv.uid);
   }
-  v1::DeleteVolumeRequest req;
-  req.set_name(pv_name);
-  if (backend == "nfs") req.set_shared_pool(pool);  // any node serving the pool can delete it
-  v1::DeleteVolumeResponse resp;
-  Status st = client->DeleteVolume(req, &resp);
-  if (!st.ok()) {
-    ctx.events->Record(pv.Ref(), "Warning", "VolumeFailedDelete", st.message());
-    return failed();
-  }
-  spdlog::info("volume {}: deleted on node {} ({})", pv_name, client->node(), resp.existed() ? "existed" : "was gone");
 
   std::string path = "/api/v1/persistentvolumes/" + pv_name;
   auto r = ctx.client->Delete(path, {pv.uid, ""});

@@ -449,6 +449,7 @@ struct World {
   EventRecorder events{&api, "nodevol.io"};
   CapacityLedger ledger{[this] { return view.Pools(); }, std::chrono::milliseconds(0)};
   Attempts attempts;
+  DeletedVolumes deleted;
   WaitingClaims waiting;
   StopFlag stop;
   std::unique_ptr<ClaimCache> claims;
@@ -477,6 +478,7 @@ struct World {
     ctx.events = &events;
     ctx.ledger = &ledger;
     ctx.attempts = &attempts;
+    ctx.deleted = &deleted;
     ctx.waiting = &waiting;
     ctx.stop = &stop;
     ctx.options.pv_save_tries = 3;

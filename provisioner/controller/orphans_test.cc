@@ -235,5 +235,29 @@ TEST(DeleteVolume, APvAlreadyReleasedByUsIsNotDeletedTwice) {
   EXPECT_FALSE(a.HasVolume("pvc-d2"));
 }
 
+// Issue 19 and the apiserver fault test: a 500 on deleting the PV, after
+// the volume is gone, retries the pass; the retry finishes the PV without
+// asking the node again.
+TEST(DeleteVolume, AnApiFailureAfterTheVolumeIsGoneDoesNotAskTheNodeAgain) {
+  World w;
+  FakeNode a("a");
+  w.view.Add(&a, "fast", 10 * GiB);
+  a.AddVolume(Vol("x5"));
+  json pv = Pv("x5", "a", "Delete", "Released");
+  pv["metadata"]["finalizers"] = json::array({kFinalizer});
+  w.Load({}, {pv});
+  const std::string path = "/api/v1/persistentvolumes/pvc-x5";
+  w.api.Script("DELETE", path, kube::Result::FromHttp(500, StatusBody(500, "InternalError", "etcd hiccup").dump()));
+  EXPECT_EQ(DeleteReleasedVolume(w.ctx, "pvc-x5"), Workers::Outcome::kRetry);
+  EXPECT_EQ(a.deletes(), 1);
+  EXPECT_FALSE(a.HasVolume("pvc-x5"));
+  EXPECT_TRUE(w.deleted.Contains("pv-x5"));
+
+  EXPECT_EQ(DeleteReleasedVolume(w.ctx, "pvc-x5"), Workers::Outcome::kDone);
+  EXPECT_EQ(a.deletes(), 1) << "the retry asked the node again";
+  EXPECT_FALSE(w.api.Has(path));
+  EXPECT_FALSE(w.deleted.Contains("pv-x5")) << "finished PVs are forgotten";
+}
+
 }  // namespace
 }  // namespace nodevol::provisioner

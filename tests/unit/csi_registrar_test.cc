@@ -34,7 +34,10 @@ class RegistrarTest : public ::testing::Test {
     opts_.socket = dir_ + "/nodevol.io-reg.sock";
     opts_.endpoint = "/var/lib/kubelet/plugins/nodevol.io/csi.sock";
     opts_.driver = kDriverName;
-    opts_.notify_timeout = 300ms;
+    // Long enough for GetInfo then Notify from the test on a loaded
+    // machine (300 ms made AFailureReportGetsANewSocket flake in CI);
+    // NoReportAfterGetInfoGetsANewSocket shortens it.
+    opts_.notify_timeout = 2s;
     opts_.initial_backoff = 50ms;
     opts_.max_backoff = 200ms;
     opts_.check_every = 20ms;
@@ -127,6 +130,7 @@ TEST_F(RegistrarTest, AFailureReportGetsANewSocket) {
 }
 
 TEST_F(RegistrarTest, NoReportAfterGetInfoGetsANewSocket) {
+  opts_.notify_timeout = 300ms;
   Registrar r(opts_);
   ASSERT_TRUE(r.Start().ok());
   GetInfo();  // and kubelet never reports (its RegisterPlugin hung or failed silently)

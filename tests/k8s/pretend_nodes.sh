@@ -153,14 +153,16 @@ pn_volumes() { pn_ctl "$1" volume list | tail -n +2 | awk '{ print $1 }'; }
 pn_free() { pn_ctl "$1" -o json capacity default | sed -n 's/.*"free_bytes": *"\([0-9]*\)".*/\1/p' | head -1; }
 
 # prov_start LOG [ARGS...]: nodevol-provisioner out of cluster (admin
-# kubeconfig) in the namespace, log appended to logs/LOG.log; pid in
-# PROV_PID, log in PROV_LOG, where this run's lines start in PROV_OFF.
+# kubeconfig, or PROV_KUBECONFIG) in the namespace, log appended to
+# logs/LOG.log; pid in PROV_PID, log in PROV_LOG, where this run's lines
+# start in PROV_OFF.
 prov_start() {
   local log=$1 a metrics=--metrics-address=off; shift
   for a in "$@"; do [[ $a == --metrics-address=* ]] && metrics=; done
   PROV_LOG=$K8S_WORK/logs/$log.log
   PROV_OFF=$(($(stat -c %s "$PROV_LOG" 2>/dev/null || echo 0) + 1))
-  nsenter --net="/run/netns/$K8S_NETNS" "$NODEVOL_PROVISIONER" --kubeconfig="$K8S_WORK/admin.kubeconfig" \
+  nsenter --net="/run/netns/$K8S_NETNS" "$NODEVOL_PROVISIONER" \
+    --kubeconfig="${PROV_KUBECONFIG:-$K8S_WORK/admin.kubeconfig}" \
     --tls-ca="$PN_TLS/ca.crt" --tls-cert="$PN_TLS/provisioner.crt" --tls-key="$PN_TLS/provisioner.key" \
     ${metrics:+"$metrics"} "$@" >>"$K8S_WORK/logs/$log.log" 2>&1 &
   PROV_PID=$!

@@ -601,8 +601,8 @@ class CrashTest : public DaemonFixture {
   }
 
   // How each in-flight call ended up after the restart: 0 not done, 1 done,
-  // 2 half (a volume left CREATING, which a retry finishes).
-  std::vector<int> Outcomes(const std::vector<Model>& models) {
+  // 2 half (a volume left CREATING, which a retry finishes); with its kind.
+  std::vector<std::pair<OpKind, int>> Outcomes(const std::vector<Model>& models) {
     grpc::ClientContext ctx;
     ctx.set_deadline(Deadline());
     v1::ListVolumesResponse list;
@@ -613,19 +613,20 @@ class CrashTest : public DaemonFixture {
       listed[v.name()] = &v;
       published.insert(v.published_at().begin(), v.published_at().end());
     }
-    std::vector<int> out;
+    std::vector<std::pair<OpKind, int>> out;
     for (const Model& m : models) {
       if (!m.inflight) continue;
       const Op& op = *m.inflight;
       switch (op.kind) {
         case OpKind::kCreate:
-          out.push_back(!listed.count(op.volume) ? 0
-                        : listed[op.volume]->state() == v1::VOLUME_STATE_READY ? 1 : 2);
+          out.emplace_back(op.kind, !listed.count(op.volume)                                   ? 0
+                                       : listed[op.volume]->state() == v1::VOLUME_STATE_READY ? 1
+                                                                                              : 2);
           break;
-        case OpKind::kDelete: out.push_back(listed.count(op.volume) ? 0 : 1); break;
+        case OpKind::kDelete: out.emplace_back(op.kind, listed.count(op.volume) ? 0 : 1); break;
         case OpKind::kPublish:
-        case OpKind::kPublishInline: out.push_back(published.count(op.target) ? 1 : 0); break;
-        case OpKind::kUnpublish: out.push_back(published.count(op.target) ? 0 : 1); break;
+        case OpKind::kPublishInline: out.emplace_back(op.kind, published.count(op.target) ? 1 : 0); break;
+        case OpKind::kUnpublish: out.emplace_back(op.kind, published.count(op.target) ? 0 : 1); break;
       }
     }
     return out;
@@ -674,6 +675,7 @@ TEST_F(CrashTest, KillNineAnywhereLosesAndLeaksNothing) {
   auto start = Clock::now();
   int inflight_total = 0, recovery_kills = 0;
   int outcome[3] = {0, 0, 0};
+  int by_kind[5][3] = {};  // [OpKind][outcome]: where the kills landed, per operation
   int mid_start = 0;
   for (int round = 0; round < rounds; ++round) {
     std::string what;
@@ -694,7 +696,10 @@ TEST_F(CrashTest, KillNineAnywhereLosesAndLeaksNothing) {
     std::vector<std::string> errs = Check(models, /*count_drift=*/true);
     ASSERT_TRUE(errs.empty()) << ctx << ", after restart:\n" << Describe(models) << Join(errs);
 
-    for (int o : Outcomes(models)) ++outcome[o];
+    for (auto [kind, o] : Outcomes(models)) {
+      ++outcome[o];
+      ++by_kind[static_cast<int>(kind)][o];
+    }
     // Retry what was in flight: it must succeed and leave everything sound.
     for (Model& m : models) {
       if (!m.inflight) continue;
@@ -724,6 +729,14 @@ TEST_F(CrashTest, KillNineAnywhereLosesAndLeaksNothing) {
             << inflight_total << " in flight at a kill (" << outcome[1] << " found done, " << outcome[0]
             << " not done, " << outcome[2] << " half-created and finished by the retry), " << secs << " s"
             << std::endl;
+  // The kill points reached, per operation: before its commit point, after
+  // it, and in between (a volume left CREATING; the other operations'
+  // in-between states are the reconcile findings below).
+  const char* kind_names[5] = {"CreateVolume", "DeleteVolume", "Publish", "Publish inline", "Unpublish"};
+  std::cout << "crash test: kills inside a call, by operation (not done / half / done):";
+  for (int k = 0; k < 5; ++k)
+    std::cout << " " << kind_names[k] << " " << by_kind[k][0] << "/" << by_kind[k][2] << "/" << by_kind[k][1] << ";";
+  std::cout << std::endl;
   std::cout << "crash test: reconcile findings:";
   for (const auto& [kind, n] : drift_seen_) std::cout << " [" << kind << "] x" << n;
   std::cout << std::endl;

@@ -6,7 +6,10 @@
 # does. Three pretend nodes (tests/k8s/pretend_nodes.sh).
 # Checked:
 #  1. 200 claims at once (Immediate, 1 MiB) with 10 % of requests failed
-#     (half 500, half 429) and 5 % delayed 1 s: all Bound to pvc-<uid>, exactly 200 PVs and 200
+#     (half 500, half 429; one request, method and path, at most once, so
+#     that a claim's backoff stays bounded: a PV's delete makes four
+#     distinct requests, so at most four failed passes, 15+30+60+120 s)
+#     and 5 % delayed 1 s: all Bound to pvc-<uid>, exactly 200 PVs and 200
 #     volumes on the nodes, each on its PV's node; the proxy really failed
 #     requests (its counts are printed and must be non-zero); the
 #     provisioner never exited.
@@ -35,7 +38,7 @@ stats=$K8S_WORK/fault-proxy.json
 nsenter --net="/run/netns/$K8S_NETNS" python3 "$(dirname "$0")/fault-proxy" --listen 127.0.0.1:6444 --upstream 127.0.0.1:6443 \
   --ca "$pki/ca.crt" --cert "$pki/apiserver.crt" --key "$pki/apiserver.key" \
   --client-cert "$pki/admin.crt" --client-key "$pki/admin.key" \
-  --error-rate 0.1 --slow-rate 0.05 --slow-seconds 1 --stats "$stats" >"$K8S_WORK/logs/fault-proxy.log" 2>&1 &
+  --error-rate 0.1 --max-per-request 1 --slow-rate 0.05 --slow-seconds 1 --stats "$stats" >"$K8S_WORK/logs/fault-proxy.log" 2>&1 &
 PROXY_PID=$!
 CLEANUP_PIDS+=("$PROXY_PID")
 for _ in $(seq 50); do [[ -s $stats ]] && break; sleep 0.2; done
@@ -46,19 +49,12 @@ prov_wait_nodes
 proxy_counts() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(" ".join("%s=%s" % kv for kv in sorted(d.items())))' "$stats"; }
 step "provisioner started through the proxy: $(proxy_counts)"
 
-counts() {
-  local b p
-  b=$(k get pvc -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' | grep -c '^Bound$') || true
-  p=$(k get pv -o jsonpath='{range .items[*]}{.metadata.annotations.pv\.kubernetes\.io/provisioned-by}{"\n"}{end}' |
-    grep -c '^nodevol.io$') || true
-  echo "$b $p"
-}
 all_volumes() { local n; for n in "${PN_NAMES[@]}"; do pn_volumes "$n" | sed "s/\$/ $n/"; done | sort; }
 # wait_counts BOUND PVS SECONDS
 wait_counts() {
   local c
   for _ in $(seq "$3"); do
-    c=$(counts)
+    c=$(pn_counts)
     [[ $c == "$1 $2" ]] && return 0
     kill -0 "$PROV_PID" 2>/dev/null || pn_fail "the provisioner exited"
     sleep 1
@@ -91,7 +87,7 @@ step "1. $N claims at once, 10 % of requests failed, 5 % delayed"
 t0=$(date +%s.%N)
 creates0=$(node_calls CreateVolume)
 claims_yaml fault 1 "$N" nv-now 1Mi | k create -f - >/dev/null || fail "create $N claims"
-wait_counts "$N" "$N" 600
+wait_counts "$N" "$N" 900
 step "all $N bound in $(elapsed "$t0") s; proxy: $(proxy_counts)"
 consistent "$N"
 read -r e500 e429 <<<"$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["injected_500"], d["injected_429"])' "$stats")"
@@ -107,7 +103,7 @@ step "2. all deleted under the same faults"
 t0=$(date +%s.%N)
 deletes0=$(node_calls DeleteVolume)
 k delete pvc -l set=fault --wait=false >/dev/null
-wait_counts 0 0 600
+wait_counts 0 0 900
 for _ in $(seq 60); do [[ -z $(all_volumes) ]] && break; sleep 0.5; done
 [[ -z $(all_volumes) ]] || pn_fail "volumes left on the nodes: $(all_volumes | head)"
 step "all $N deleted (claims, PVs, volumes) in $(elapsed "$t0") s; DeleteVolume calls: $(($(node_calls DeleteVolume) - deletes0)) for $N PVs; proxy: $(proxy_counts)"

@@ -52,14 +52,6 @@ prov_wait_nodes
 holder=$(lease_holder)
 step "replica $lead leads as $holder and reaches the three nodes"
 
-# counts: "<claims Bound> <our PVs>"
-counts() {
-  local b p
-  b=$(k get pvc -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' | grep -c '^Bound$') || true
-  p=$(k get pv -o jsonpath='{range .items[*]}{.metadata.annotations.pv\.kubernetes\.io/provisioned-by}{"\n"}{end}' |
-    grep -c '^nodevol.io$') || true
-  echo "$b $p"
-}
 # check_consistent CLAIMS: every claim Bound to pvc-<uid>, exactly CLAIMS of
 # our PVs, and the volumes on the nodes are exactly the PVs, each on its
 # PV's node.
@@ -78,11 +70,11 @@ check_consistent() {
   diff "$K8S_WORK/pvs.txt" "$K8S_WORK/volumes.txt" >&2 || fail "volumes on the nodes differ from the PVs (above: < PV, > volume)"
   step "consistent: $want claims, PVs, volumes; per node: $(awk '{ print $2 }' "$K8S_WORK/volumes.txt" | sort | uniq -c | tr -s ' \n' ' ')"
 }
-# wait_counts BOUND PVS SECONDS: until `counts` says so.
+# wait_counts BOUND PVS SECONDS: until `pn_counts` says so.
 wait_counts() {
   local c
   for _ in $(seq "$3"); do
-    c=$(counts)
+    c=$(pn_counts)
     [[ $c == "$1 $2" ]] && return 0
     sleep 1
   done
@@ -97,7 +89,7 @@ step "$N claims created in $(elapsed "$t0") s"
 killed_at= t_kill= took_over= all_pvs= p_at_kill=
 # Polled every 0.2 s, so that the kill lands part way (checked below).
 for _ in $(seq 1500); do
-  read -r b p <<<"$(counts)"
+  read -r b p <<<"$(pn_counts)"
   if [[ -z $killed_at ]] && ((p >= N / 4)); then
     kill -9 "$(cat "$K8S_WORK/prov-$lead.pid")"
     t_kill=$(date +%s.%N)
@@ -206,7 +198,7 @@ chmod +x "$K8S_WORK/compact-etcd"
 claims_yaml r1 1 20 nv-now 1Mi | k create -f - >/dev/null || fail "create r1 claims"
 t0=$(date +%s.%N)
 "$K8S_WORK/bin/restart-apiserver" "$K8S_WORK/compact-etcd" || fail "restart-apiserver"
-step "kube-apiserver back after $(elapsed "$t0") s; $(counts) (bound claims, PVs) so far"
+step "kube-apiserver back after $(elapsed "$t0") s; $(pn_counts) (bound claims, PVs) so far"
 claims_yaml r2 1 20 nv-now 1Mi | k create -f - >/dev/null || fail "create r2 claims"
 wait_counts 40 40 240
 step "40 bound $(elapsed "$t0") s after the restart began"

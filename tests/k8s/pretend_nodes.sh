@@ -186,6 +186,15 @@ YAML
   done
 }
 
+# pn_counts: "<claims Bound> <PVs nodevol provisioned>".
+pn_counts() {
+  local b p
+  b=$(k get pvc -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' | grep -c '^Bound$') || true
+  p=$(k get pv -o jsonpath='{range .items[*]}{.metadata.annotations.pv\.kubernetes\.io/provisioned-by}{"\n"}{end}' |
+    grep -c '^nodevol.io$') || true
+  echo "$b $p"
+}
+
 # pv_nodes [SELECTOR...]: "PV NODE" per provisioned PV, NODE from its node
 # affinity (kubernetes.io/hostname).
 pv_nodes() {

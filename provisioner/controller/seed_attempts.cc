@@ -9,12 +9,20 @@ namespace {
 
 using nodes::VolumeParam;
 
+// A page of a node's volumes within this, not the 60 s of a node call:
+// every claim pass waits for the seeding (one lock), so a node that holds
+// its connections and answers nothing (a frozen nodevold) held up every
+// claim, for every node, for a minute (k8s_provisioner_node_cutoff). A
+// node failing this is read again 10 s later (Attempts::kSeedRetry), and
+// a page of 1000 volumes takes milliseconds.
+constexpr std::chrono::seconds kSeedPageTimeout{5};
+
 // Seeds from one node's volumes; false when they could not be read.
 bool SeedFrom(ControllerContext& ctx, const std::string& node) {
   auto client = ctx.node_view->Client(node);
   if (!client) return false;
   v1::ListVolumesResponse list;
-  if (Status st = client->ListAllVolumes(&list); !st.ok()) {
+  if (Status st = client->ListAllVolumes(&list, kSeedPageTimeout); !st.ok()) {
     spdlog::warn("earlier creates on node {} not known yet: {}", node, st.message());
     return false;
   }

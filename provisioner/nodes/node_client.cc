@@ -16,9 +16,10 @@ NodeClient::NodeClient(std::string node, std::shared_ptr<grpc::Channel> channel,
     : node_(std::move(node)), channel_(std::move(channel)), stub_(v1::Node::NewStub(channel_)), timeout_(timeout) {}
 
 template <typename Req, typename Resp, typename Method>
-Status NodeClient::Call(const char* name, Method method, const Req& req, Resp* out) const {
+Status NodeClient::Call(const char* name, Method method, const Req& req, Resp* out,
+                        std::chrono::milliseconds timeout) const {
   grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + timeout_);
+  ctx.set_deadline(std::chrono::system_clock::now() + (timeout.count() > 0 ? timeout : timeout_));
   grpc::Status st = (stub_.get()->*method)(&ctx, req, out);
   return FromGrpc(st, "node " + node_ + ": " + name);
 }
@@ -42,13 +43,13 @@ Status NodeClient::ListVolumes(const v1::ListVolumesRequest& req, v1::ListVolume
   return Call("ListVolumes", &v1::Node::Stub::ListVolumes, req, out);
 }
 
-Status NodeClient::ListAllVolumes(v1::ListVolumesResponse* out) const {
+Status NodeClient::ListAllVolumes(v1::ListVolumesResponse* out, std::chrono::milliseconds page_timeout) const {
   out->Clear();
   v1::ListVolumesRequest req;
   req.set_max_entries(1000);
   for (;;) {
     v1::ListVolumesResponse page;
-    if (Status st = ListVolumes(req, &page); !st.ok()) return st;
+    if (Status st = Call("ListVolumes", &v1::Node::Stub::ListVolumes, req, &page, page_timeout); !st.ok()) return st;
     for (auto& v : *page.mutable_volumes()) *out->add_volumes() = std::move(v);
     if (page.next_token().empty()) return Status::Ok();
     req.set_starting_token(page.next_token());

@@ -44,15 +44,17 @@ class NodeClient {
   Status ExpandVolume(const v1::ExpandVolumeRequest& req, v1::ExpandVolumeResponse* out) const;
   Status GetVolume(const v1::GetVolumeRequest& req, v1::GetVolumeResponse* out) const;
   Status ListVolumes(const v1::ListVolumesRequest& req, v1::ListVolumesResponse* out) const;
-  // Every volume on the node, read in pages of 1000 (gRPC's 4 MiB limit).
-  Status ListAllVolumes(v1::ListVolumesResponse* out) const;
+  // Every volume on the node, read in pages of 1000 (gRPC's 4 MiB limit);
+  // each page within page_timeout (0: the client's call timeout).
+  Status ListAllVolumes(v1::ListVolumesResponse* out, std::chrono::milliseconds page_timeout = {}) const;
   Status CreateSnapshot(const v1::CreateSnapshotRequest& req, v1::CreateSnapshotResponse* out) const;
   Status DeleteSnapshot(const v1::DeleteSnapshotRequest& req, v1::DeleteSnapshotResponse* out) const;
   Status GetSnapshot(const v1::GetSnapshotRequest& req, v1::GetSnapshotResponse* out) const;
 
  private:
   template <typename Req, typename Resp, typename Method>
-  Status Call(const char* name, Method method, const Req& req, Resp* out) const;
+  Status Call(const char* name, Method method, const Req& req, Resp* out,
+              std::chrono::milliseconds timeout = {}) const;
 
   std::string node_;
   std::shared_ptr<grpc::Channel> channel_;

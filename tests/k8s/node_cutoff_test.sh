@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Under the real control plane (run by cluster-up): a node's nodevold
+# frozen (SIGSTOP) while nodevol-provisioner works: its TCP connections
+# stay open and nothing answers, the worst way for a node to go, then
+# thawed. Three pretend nodes (tests/k8s/pretend_nodes.sh); pn-2 has the
+# most room, so placement picks it first.
+# Checked:
+#  1. pn-2 frozen, then 30 claims at once (Immediate, 1 MiB): within 40 s
+#     the claims bind on pn-1 and pn-3, but for at most the 3 creates in
+#     flight to pn-2 (NodeLoad's limit; the provisioner cannot know whether
+#     those made a volume, and must not make a second one elsewhere).
+#     40 s is well under the 60 s a node call may take: claims held up
+#     until a frozen node's calls time out fail it (they did: all 30 waited
+#     63 s, the seeding of earlier creates read the frozen node under one
+#     lock). Prints how many bound, and when.
+#  2. pn-2 thawed: every claim Bound to pvc-<uid>, exactly 30 PVs and 30
+#     volumes, each on its PV's node (none twice, none left over).
+#  3. all deleted: nothing left on any node.
+# Needs NODEVOL_PROVISIONER besides what lib.sh needs.
+K8S_TEST=node-cutoff
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/pretend_nodes.sh"
+N=30
+
+step "three pretend nodes, pn-2 with the most room"
+pn_init
+pn_add pn-1 10.99.0.11 256m
+pn_add pn-2 10.99.0.12 1g
+pn_add pn-3 10.99.0.13 256m
+storage_class nv-now pool=default
+prov_start prov
+prov_wait_nodes
+
+all_volumes() { local n; for n in "${PN_NAMES[@]}"; do pn_volumes "$n" | sed "s/\$/ $n/"; done | sort; }
+consistent() {
+  local c
+  c=$(k get pvc -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.uid} {.status.phase} {.spec.volumeName}{"\n"}{end}')
+  [[ $(grep -c . <<<"$c") == "$1" ]] || pn_fail "$(grep -c . <<<"$c") claims, expected $1"
+  awk '$3 != "Bound" || $4 != "pvc-" $2 { print; bad = 1 } END { exit bad }' <<<"$c" >&2 ||
+    pn_fail "claims not Bound to pvc-<their uid> (above)"
+  pv_nodes | sort >"$K8S_WORK/pvs.txt"
+  all_volumes >"$K8S_WORK/volumes.txt"
+  [[ $(grep -c . "$K8S_WORK/pvs.txt") == "$1" ]] || pn_fail "$(grep -c . "$K8S_WORK/pvs.txt") PVs, expected $1"
+  diff "$K8S_WORK/pvs.txt" "$K8S_WORK/volumes.txt" >&2 ||
+    pn_fail "volumes on the nodes differ from the PVs (above: < PV, > volume)"
+}
+
+# --- 1.
+step "1. pn-2's nodevold frozen; $N claims"
+kill -STOP "${PN_PID[pn-2]}"
+t0=$(date +%s.%N)
+claims_yaml cut 1 "$N" nv-now 1Mi | k create -f - >/dev/null || fail "create $N claims"
+# In flight to pn-2 at most: NodeLoad's limit of creates per node (3).
+want=$((N - 3)) progress= b=0
+for i in $(seq 40); do
+  read -r b _ <<<"$(pn_counts)"
+  ((i % 10 == 0)) && progress+=" ${i}s:$b"
+  ((b >= want)) && break
+  sleep 1
+done
+step "while pn-2 was frozen: $b of $N bound after $(elapsed "$t0") s (progress:${progress:- at once})"
+((b >= want)) || pn_fail "only $b of $N claims bound in 40 s with one node of three frozen; expected at least $want"
+[[ -z $(pv_nodes | awk '$2 == "pn-2"') ]] || pn_fail "a PV on pn-2 while it was frozen"
+
+# --- 2.
+step "2. pn-2 thawed"
+kill -CONT "${PN_PID[pn-2]}"
+t1=$(date +%s.%N)
+for _ in $(seq 180); do
+  read -r b p <<<"$(pn_counts)"
+  ((b == N && p == N)) && break
+  sleep 1
+done
+((b == N && p == N)) || pn_fail "after the thaw: $b of $N bound, $p PVs"
+consistent "$N"
+step "all $N bound $(elapsed "$t1") s after the thaw; per node: $(awk '{ print $2 }' "$K8S_WORK/volumes.txt" | sort | uniq -c | tr -s ' \n' ' ')"
+
+# --- 3.
+k delete pvc -l set=cut --wait=false >/dev/null
+for _ in $(seq 120); do [[ $(pn_counts) == "0 0" && -z $(all_volumes) ]] && break; sleep 1; done
+[[ $(pn_counts) == "0 0" && -z $(all_volumes) ]] || pn_fail "left after deleting: $(pn_counts) (bound, PVs); volumes: $(all_volumes | head)"
+step "PASS: all deleted, nothing left"

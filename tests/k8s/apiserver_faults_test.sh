@@ -49,7 +49,6 @@ prov_wait_nodes
 proxy_counts() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(" ".join("%s=%s" % kv for kv in sorted(d.items())))' "$stats"; }
 step "provisioner started through the proxy: $(proxy_counts)"
 
-all_volumes() { local n; for n in "${PN_NAMES[@]}"; do pn_volumes "$n" | sed "s/\$/ $n/"; done | sort; }
 # wait_counts BOUND PVS SECONDS
 wait_counts() {
   local c
@@ -60,20 +59,6 @@ wait_counts() {
     sleep 1
   done
   pn_fail "after $3 s: $c (bound claims, PVs); expected $1 $2; proxy: $(proxy_counts)"
-}
-# consistent WANT: every claim Bound to pvc-<uid>; the volumes on the nodes
-# are exactly the PVs, each on its PV's node.
-consistent() {
-  local c
-  c=$(k get pvc -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.uid} {.status.phase} {.spec.volumeName}{"\n"}{end}')
-  [[ $(grep -c . <<<"$c") == "$1" ]] || pn_fail "$(grep -c . <<<"$c") claims, expected $1"
-  awk '$3 != "Bound" || $4 != "pvc-" $2 { print; bad = 1 } END { exit bad }' <<<"$c" >&2 ||
-    pn_fail "claims not Bound to pvc-<their uid> (above)"
-  pv_nodes | sort >"$K8S_WORK/pvs.txt"
-  all_volumes >"$K8S_WORK/volumes.txt"
-  [[ $(grep -c . "$K8S_WORK/pvs.txt") == "$1" ]] || pn_fail "$(grep -c . "$K8S_WORK/pvs.txt") PVs, expected $1"
-  diff "$K8S_WORK/pvs.txt" "$K8S_WORK/volumes.txt" >&2 ||
-    pn_fail "volumes on the nodes differ from the PVs (above: < PV, > volume)"
 }
 # node_calls METHOD: OK calls of METHOD logged by the pretend nodevolds.
 node_calls() { cat "$PN_DIR"/*/nodevold.log | grep -c "$1 volume=.* outcome=OK" || true; }
@@ -89,7 +74,7 @@ creates0=$(node_calls CreateVolume)
 claims_yaml fault 1 "$N" nv-now 1Mi | k create -f - >/dev/null || fail "create $N claims"
 wait_counts "$N" "$N" 900
 step "all $N bound in $(elapsed "$t0") s; proxy: $(proxy_counts)"
-consistent "$N"
+pn_consistent "$N"
 read -r e500 e429 <<<"$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["injected_500"], d["injected_429"])' "$stats")"
 ((e500 > 0 && e429 > 0)) || pn_fail "the proxy injected $e500 500s and $e429 429s: nothing was tested"
 step "consistent: $N claims, PVs, volumes; CreateVolume calls on the nodes: $(($(node_calls CreateVolume) - creates0))"
@@ -104,8 +89,8 @@ t0=$(date +%s.%N)
 deletes0=$(node_calls DeleteVolume)
 k delete pvc -l set=fault --wait=false >/dev/null
 wait_counts 0 0 900
-for _ in $(seq 60); do [[ -z $(all_volumes) ]] && break; sleep 0.5; done
-[[ -z $(all_volumes) ]] || pn_fail "volumes left on the nodes: $(all_volumes | head)"
+for _ in $(seq 60); do [[ -z $(pn_all_volumes) ]] && break; sleep 0.5; done
+[[ -z $(pn_all_volumes) ]] || pn_fail "volumes left on the nodes: $(pn_all_volumes | head)"
 step "all $N deleted (claims, PVs, volumes) in $(elapsed "$t0") s; DeleteVolume calls: $(($(node_calls DeleteVolume) - deletes0)) for $N PVs; proxy: $(proxy_counts)"
 kill -0 "$PROV_PID" 2>/dev/null || pn_fail "the provisioner exited"
 
@@ -117,10 +102,10 @@ grep -q '"enabled": false' "$stats" || fail "the proxy did not stop injecting: $
 t0=$(date +%s.%N)
 claims_yaml after 1 20 nv-now 1Mi | k create -f - >/dev/null || fail "create 20 claims"
 wait_counts 20 20 60
-consistent 20
+pn_consistent 20
 step "20 bound in $(elapsed "$t0") s with the faults cleared"
 k delete pvc -l set=after --wait=false >/dev/null
 wait_counts 0 0 60
-for _ in $(seq 60); do [[ -z $(all_volumes) ]] && break; sleep 0.5; done
-[[ -z $(all_volumes) ]] || pn_fail "volumes left on the nodes: $(all_volumes | head)"
+for _ in $(seq 60); do [[ -z $(pn_all_volumes) ]] && break; sleep 0.5; done
+[[ -z $(pn_all_volumes) ]] || pn_fail "volumes left on the nodes: $(pn_all_volumes | head)"
 step "PASS: proxy $(proxy_counts)"

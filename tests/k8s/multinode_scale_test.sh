@@ -56,19 +56,8 @@ step "replica $lead leads as $holder and reaches the three nodes"
 # our PVs, and the volumes on the nodes are exactly the PVs, each on its
 # PV's node.
 check_consistent() {
-  local want=$1 c
-  c=$(k get pvc -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.uid} {.status.phase} {.spec.volumeName}{"\n"}{end}')
-  [[ $(wc -l <<<"$c") == "$want" ]] || fail "$(wc -l <<<"$c") claims, expected $want"
-  awk '$3 != "Bound" || $4 != "pvc-" $2 { print; bad = 1 } END { exit bad }' <<<"$c" >&2 ||
-    fail "claims not Bound to pvc-<their uid> (above)"
-  pv_nodes | sort >"$K8S_WORK/pvs.txt"
-  [[ $(wc -l <"$K8S_WORK/pvs.txt") == "$want" ]] || fail "$(wc -l <"$K8S_WORK/pvs.txt") PVs, expected $want"
-  local n
-  for n in "${PN_NAMES[@]}"; do pn_volumes "$n" | sed "s/\$/ $n/"; done | sort >"$K8S_WORK/volumes.txt"
-  [[ $(wc -l <"$K8S_WORK/volumes.txt") == "$want" ]] ||
-    fail "$(wc -l <"$K8S_WORK/volumes.txt") volumes on the nodes, expected $want: $(diff "$K8S_WORK/pvs.txt" "$K8S_WORK/volumes.txt" | head)"
-  diff "$K8S_WORK/pvs.txt" "$K8S_WORK/volumes.txt" >&2 || fail "volumes on the nodes differ from the PVs (above: < PV, > volume)"
-  step "consistent: $want claims, PVs, volumes; per node: $(awk '{ print $2 }' "$K8S_WORK/volumes.txt" | sort | uniq -c | tr -s ' \n' ' ')"
+  pn_consistent "$1"
+  step "consistent: $1 claims, PVs, volumes; per node: $(awk '{ print $2 }' "$K8S_WORK/volumes.txt" | sort | uniq -c | tr -s ' \n' ' ')"
 }
 # wait_counts BOUND PVS SECONDS: until `pn_counts` says so.
 wait_counts() {

@@ -31,20 +31,6 @@ storage_class nv-now pool=default
 prov_start prov
 prov_wait_nodes
 
-all_volumes() { local n; for n in "${PN_NAMES[@]}"; do pn_volumes "$n" | sed "s/\$/ $n/"; done | sort; }
-consistent() {
-  local c
-  c=$(k get pvc -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.uid} {.status.phase} {.spec.volumeName}{"\n"}{end}')
-  [[ $(grep -c . <<<"$c") == "$1" ]] || pn_fail "$(grep -c . <<<"$c") claims, expected $1"
-  awk '$3 != "Bound" || $4 != "pvc-" $2 { print; bad = 1 } END { exit bad }' <<<"$c" >&2 ||
-    pn_fail "claims not Bound to pvc-<their uid> (above)"
-  pv_nodes | sort >"$K8S_WORK/pvs.txt"
-  all_volumes >"$K8S_WORK/volumes.txt"
-  [[ $(grep -c . "$K8S_WORK/pvs.txt") == "$1" ]] || pn_fail "$(grep -c . "$K8S_WORK/pvs.txt") PVs, expected $1"
-  diff "$K8S_WORK/pvs.txt" "$K8S_WORK/volumes.txt" >&2 ||
-    pn_fail "volumes on the nodes differ from the PVs (above: < PV, > volume)"
-}
-
 # --- 1.
 step "1. pn-2's nodevold frozen; $N claims"
 kill -STOP "${PN_PID[pn-2]}"
@@ -72,11 +58,11 @@ for _ in $(seq 180); do
   sleep 1
 done
 ((b == N && p == N)) || pn_fail "after the thaw: $b of $N bound, $p PVs"
-consistent "$N"
+pn_consistent "$N"
 step "all $N bound $(elapsed "$t1") s after the thaw; per node: $(awk '{ print $2 }' "$K8S_WORK/volumes.txt" | sort | uniq -c | tr -s ' \n' ' ')"
 
 # --- 3.
 k delete pvc -l set=cut --wait=false >/dev/null
-for _ in $(seq 120); do [[ $(pn_counts) == "0 0" && -z $(all_volumes) ]] && break; sleep 1; done
-[[ $(pn_counts) == "0 0" && -z $(all_volumes) ]] || pn_fail "left after deleting: $(pn_counts) (bound, PVs); volumes: $(all_volumes | head)"
+for _ in $(seq 120); do [[ $(pn_counts) == "0 0" && -z $(pn_all_volumes) ]] && break; sleep 1; done
+[[ $(pn_counts) == "0 0" && -z $(pn_all_volumes) ]] || pn_fail "left after deleting: $(pn_counts) (bound, PVs); volumes: $(pn_all_volumes | head)"
 step "PASS: all deleted, nothing left"

@@ -201,6 +201,27 @@ pv_nodes() {
   k get pv "$@" -o jsonpath='{range .items[*]}{.metadata.name} {.spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].values[0]}{"\n"}{end}'
 }
 
+# pn_all_volumes: "VOLUME NODE" for every volume on every pretend node, sorted.
+pn_all_volumes() { local n; for n in "${PN_NAMES[@]}"; do pn_volumes "$n" | sed "s/\$/ $n/"; done | sort; }
+# pn_consistent WANT: WANT claims, each Bound to pvc-<its uid>; exactly WANT
+# of our PVs, and the volumes on the nodes exactly those, each on its PV's
+# node (none twice, none left over). Leaves the lists in
+# $K8S_WORK/pvs.txt and volumes.txt ("NAME NODE" lines).
+pn_consistent() {
+  local want=$1 c
+  c=$(k get pvc -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.uid} {.status.phase} {.spec.volumeName}{"\n"}{end}')
+  [[ $(grep -c . <<<"$c") == "$want" ]] || pn_fail "$(grep -c . <<<"$c") claims, expected $want"
+  awk '$3 != "Bound" || $4 != "pvc-" $2 { print; bad = 1 } END { exit bad }' <<<"$c" >&2 ||
+    pn_fail "claims not Bound to pvc-<their uid> (above)"
+  pv_nodes | sort >"$K8S_WORK/pvs.txt"
+  [[ $(grep -c . "$K8S_WORK/pvs.txt") == "$want" ]] || pn_fail "$(grep -c . "$K8S_WORK/pvs.txt") PVs, expected $want"
+  pn_all_volumes >"$K8S_WORK/volumes.txt"
+  [[ $(grep -c . "$K8S_WORK/volumes.txt") == "$want" ]] ||
+    pn_fail "$(grep -c . "$K8S_WORK/volumes.txt") volumes on the nodes, expected $want: $(diff "$K8S_WORK/pvs.txt" "$K8S_WORK/volumes.txt" | head)"
+  diff "$K8S_WORK/pvs.txt" "$K8S_WORK/volumes.txt" >&2 ||
+    pn_fail "volumes on the nodes differ from the PVs (above: < PV, > volume)"
+}
+
 # our_events NAME: reasons of events about NAME that nodevol-provisioner recorded.
 our_events() {
   k get events --all-namespaces --field-selector "involvedObject.name=$1" \

@@ -9,6 +9,9 @@
 
 namespace nodevol {
 
+inline constexpr uint64_t MiB = uint64_t{1} << 20;
+inline constexpr uint64_t GiB = uint64_t{1} << 30;
+
 // What ParseSize accepts, for usage errors.
 inline constexpr std::string_view kSizeForms =
     "a size is a positive whole number of bytes, optionally followed by "

@@ -3,16 +3,16 @@
 #include <gtest/gtest.h>
 
 #include "placement/seen_test.h"
+#include "base/size.h"
 
 namespace nodevol::provisioner {
 namespace {
 
-constexpr uint64_t MiB = 1ull << 20;
 using Kind = CapacityLedger::Kind;
-using Clock = CapacityLedger::Clock;
+using LedgerClock = CapacityLedger::Clock;
 
 uint64_t RoomOf(const CapacityLedger& l, const std::string& node, const std::string& pool,
-                const std::set<std::string>& except = {}, Clock::time_point now = Clock::now()) {
+                const std::set<std::string>& except = {}, LedgerClock::time_point now = LedgerClock::now()) {
   for (const auto& r : l.Rooms(except, now))
     if (r.seen.node == node && r.seen.pool == pool) return r.room();
   ADD_FAILURE() << "no pool " << node << "/" << pool;
@@ -70,7 +70,7 @@ TEST(CapacityLedger, OneKeyCountsOnceWhereverItsLatestPromiseIs) {
   int changes = 0;
   CapacityLedger l([] { return Pools(); });
   l.SetOnChange([&] { ++changes; });
-  auto soon = Clock::now() + std::chrono::seconds(30);
+  auto soon = LedgerClock::now() + std::chrono::seconds(30);
   ASSERT_TRUE(l.Promise("c1", "n1", "fast", 30 * MiB, Kind::kScheduling, soon));
   EXPECT_EQ(RoomOf(l, "n1", "fast"), 70 * MiB);
   // The scheduler picked n2 after all: the promise moves.
@@ -92,12 +92,12 @@ TEST(CapacityLedger, ACreateIsNotReleasedOrWeakenedWhileItRuns) {
   ASSERT_TRUE(l.Promise("c", "n1", "fast", 50 * MiB, Kind::kCreating));
   // The claim's informer update (still selected, not bound) and the
   // extender must not move or drop a running create.
-  EXPECT_FALSE(l.Promise("c", "n2", "fast", 50 * MiB, Kind::kSelected, Clock::now() + std::chrono::minutes(1)));
+  EXPECT_FALSE(l.Promise("c", "n2", "fast", 50 * MiB, Kind::kSelected, LedgerClock::now() + std::chrono::minutes(1)));
   l.Release("c");
   EXPECT_EQ(RoomOf(l, "n1", "fast"), 50 * MiB);
   // Done: counted `linger` more (nodevold's next report has the volume),
   // and the claim binding meanwhile does not drop it early.
-  auto t0 = Clock::now();
+  auto t0 = LedgerClock::now();
   l.Settle("c", true, t0);
   l.Release("c");
   EXPECT_EQ(RoomOf(l, "n1", "fast", {}, t0 + std::chrono::seconds(9)), 50 * MiB);
@@ -113,7 +113,7 @@ TEST(CapacityLedger, AFailedCreateGivesItsBytesBackAtOnce) {
 
 TEST(CapacityLedger, PromisesEnd) {
   CapacityLedger l([] { return Pools(); });
-  auto t0 = Clock::now();
+  auto t0 = LedgerClock::now();
   ASSERT_TRUE(l.Promise("pod-claim", "n1", "fast", 60 * MiB, Kind::kScheduling, t0 + std::chrono::seconds(30)));
   ASSERT_TRUE(l.Promise("sel", "n1", "fast", 10 * MiB, Kind::kSelected, t0 + std::chrono::minutes(10)));
   EXPECT_EQ(RoomOf(l, "n1", "fast", {}, t0), 30 * MiB);
@@ -132,11 +132,11 @@ TEST(CapacityLedger, PromisesEnd) {
 
 TEST(CapacityLedger, NextExpirySkipsEndedPromises) {
   CapacityLedger l([] { return Pools(); });
-  EXPECT_EQ(l.NextExpiry(), Clock::time_point::max());
-  ASSERT_TRUE(l.Promise("gone", "n1", "fast", MiB, Kind::kScheduling, Clock::now() - std::chrono::seconds(1)));
-  EXPECT_EQ(l.NextExpiry(), Clock::time_point::max());
+  EXPECT_EQ(l.NextExpiry(), LedgerClock::time_point::max());
+  ASSERT_TRUE(l.Promise("gone", "n1", "fast", MiB, Kind::kScheduling, LedgerClock::now() - std::chrono::seconds(1)));
+  EXPECT_EQ(l.NextExpiry(), LedgerClock::time_point::max());
   ASSERT_TRUE(l.Promise("c", "n1", "fast", MiB, Kind::kCreating));
-  EXPECT_EQ(l.NextExpiry(), Clock::time_point::max());  // a running create ends when it ends
+  EXPECT_EQ(l.NextExpiry(), LedgerClock::time_point::max());  // a running create ends when it ends
 }
 
 }  // namespace
@@ -148,7 +148,7 @@ namespace {
 // A finished create counts until the node's figures change after it (that
 // report has the volume), not twice for the rest of its linger.
 TEST(CapacityLedger, ANewReportEndsAFinishedCreate) {
-  auto t0 = Clock::now();
+  auto t0 = LedgerClock::now();
   std::vector<PoolSeen> seen = Pools();
   seen[0].figures_at = t0;
   CapacityLedger l([&] { return seen; }, std::chrono::seconds(10));
@@ -179,13 +179,13 @@ TEST(CapacityLedger, AMadeVolumeIsNotPromisedAgainUntilItsClaimIsReleased) {
   ASSERT_TRUE(l.Promise("c", "n1", "fast", 50 * MiB, Kind::kCreating));
   l.Settle("c", true);  // linger 0: no longer counted
   EXPECT_EQ(RoomOf(l, "n1", "fast"), 100 * MiB);
-  EXPECT_FALSE(l.Promise("c", "n1", "fast", 50 * MiB, Kind::kSelected, Clock::now() + std::chrono::minutes(1)));
-  EXPECT_FALSE(l.Promise("c", "n2", "fast", 50 * MiB, Kind::kScheduling, Clock::now() + std::chrono::minutes(1)));
+  EXPECT_FALSE(l.Promise("c", "n1", "fast", 50 * MiB, Kind::kSelected, LedgerClock::now() + std::chrono::minutes(1)));
+  EXPECT_FALSE(l.Promise("c", "n2", "fast", 50 * MiB, Kind::kScheduling, LedgerClock::now() + std::chrono::minutes(1)));
   EXPECT_EQ(RoomOf(l, "n1", "fast"), 100 * MiB);
   EXPECT_EQ(RoomOf(l, "n2", "fast"), 100 * MiB);
   // Bound (or deleted): released, and nothing of it is kept any longer.
   l.Release("c");
-  EXPECT_TRUE(l.Promise("c", "n2", "fast", 50 * MiB, Kind::kSelected, Clock::now() + std::chrono::minutes(1)));
+  EXPECT_TRUE(l.Promise("c", "n2", "fast", 50 * MiB, Kind::kSelected, LedgerClock::now() + std::chrono::minutes(1)));
   // A new create of the same key (a retry after a failed save) is always taken.
   ASSERT_TRUE(l.Promise("d", "n1", "fast", 10 * MiB, Kind::kCreating));
   l.Settle("d", true);
@@ -206,10 +206,10 @@ TEST(CapacityLedger, ABurstOfMadeVolumesIsRememberedWithoutBeingCounted) {
   std::string node, pool;
   Kind kind;
   EXPECT_FALSE(l.Find("c42", &node, &pool, &kind));
-  EXPECT_FALSE(l.Promise("c42", "n2", "fast", MiB, Kind::kSelected, Clock::now() + std::chrono::minutes(1)));
+  EXPECT_FALSE(l.Promise("c42", "n2", "fast", MiB, Kind::kSelected, LedgerClock::now() + std::chrono::minutes(1)));
   EXPECT_EQ(RoomOf(l, "n2", "fast"), 100 * MiB);
   l.Release("c42");
-  EXPECT_TRUE(l.Promise("c42", "n2", "fast", MiB, Kind::kSelected, Clock::now() + std::chrono::minutes(1)));
+  EXPECT_TRUE(l.Promise("c42", "n2", "fast", MiB, Kind::kSelected, LedgerClock::now() + std::chrono::minutes(1)));
   EXPECT_EQ(RoomOf(l, "n2", "fast"), 99 * MiB);
 }
 
@@ -224,7 +224,7 @@ namespace {
 // after the answer without the volume; one taken after it can arrive
 // before the answer).
 TEST(CapacityLedger, TheNamedSampleEndsAFinishedCreate) {
-  auto t0 = Clock::now();
+  auto t0 = LedgerClock::now();
   std::vector<PoolSeen> seen = Pools();
   seen[0].sample = 5;
   seen[0].figures_at = t0;

@@ -4,12 +4,12 @@
 
 #include "controller/fakes_test.h"
 #include "placement/seen_test.h"
+#include "base/size.h"
 
 namespace nodevol::provisioner {
 namespace {
 
 using namespace testing;
-constexpr uint64_t MiB = uint64_t{1} << 20;
 const std::string kColl = "/apis/storage.k8s.io/v1/namespaces/nodevol-system/csistoragecapacities";
 const std::string kList =
     kColl + "?labelSelector=csi.storage.k8s.io/managed-by%3Dnodevol-provisioner%2Ccsi.storage.k8s.io/drivername%3Dnodevol.io";

@@ -7,13 +7,13 @@
 #include "controller/fakes_test.h"
 #include "controller/pod_claims.h"
 #include "controller/provision.h"
+#include "base/size.h"
 
 namespace nodevol::provisioner {
 namespace {
 
 using namespace testing;
 using Outcome = Workers::Outcome;
-constexpr uint64_t GiB = uint64_t{1} << 30;
 const std::string kSnaps = "/apis/snapshot.storage.k8s.io/v1";
 
 json ClaimFromSnapshot(const std::string& uid, const std::string& snap, const std::string& size = "2Gi") {

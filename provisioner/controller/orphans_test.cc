@@ -6,12 +6,12 @@
 
 #include "controller/delete.h"
 #include "controller/fakes_test.h"
+#include "base/size.h"
 
 namespace nodevol::provisioner {
 namespace {
 
 using namespace testing;
-constexpr uint64_t GiB = uint64_t{1} << 30;
 
 v1::Volume Vol(const std::string& uid, const std::string& reclaim = "Delete", const std::string& backend = "lvm") {
   v1::Volume v;

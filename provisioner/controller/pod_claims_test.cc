@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "controller/fakes_test.h"
+#include "base/size.h"
 
 namespace nodevol::provisioner {
 namespace {
@@ -13,7 +14,6 @@ using testing::World;
 using nlohmann::json;
 using Kind = CapacityLedger::Kind;
 
-constexpr uint64_t GiB = 1ull << 30;
 
 json WaitingClass(const std::string& name = "fast") {
   json c = Class(name);

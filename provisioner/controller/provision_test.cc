@@ -5,13 +5,13 @@
 #include <gtest/gtest.h>
 
 #include "controller/fakes_test.h"
+#include "base/size.h"
 
 namespace nodevol::provisioner {
 namespace {
 
 using namespace testing;
 using Outcome = Workers::Outcome;
-constexpr uint64_t GiB = uint64_t{1} << 30;
 const std::string kPvs = "/api/v1/persistentvolumes";
 
 json PvFor(const std::string& uid, const std::string& node) {

@@ -5,11 +5,11 @@
 #include <thread>
 
 #include "placement/seen_test.h"
+#include "base/size.h"
 
 namespace nodevol::provisioner {
 namespace {
 
-constexpr uint64_t MiB = 1ull << 20;
 using Kind = CapacityLedger::Kind;
 
 // Three nodes with 100/200/400 MiB in pool "fast" (as tests/k8s does);

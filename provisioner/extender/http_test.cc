@@ -5,12 +5,12 @@
 #include <nlohmann/json.hpp>
 
 #include "placement/seen_test.h"
+#include "base/size.h"
 
 namespace nodevol::provisioner {
 namespace {
 
 using nlohmann::json;
-constexpr uint64_t MiB = 1ull << 20;
 
 struct ExtenderHttpTest : ::testing::Test {
   CapacityLedger ledger{[] {

@@ -1,4 +1,5 @@
 #include "placement/placement.h"
+#include "base/size.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +8,6 @@
 namespace nodevol::provisioner {
 namespace {
 
-constexpr uint64_t GiB = 1ull << 30;
 
 std::vector<PoolSeen> ThreeNodes() {
   return {{"n1", "fast", "lvm", 10 * GiB, true},

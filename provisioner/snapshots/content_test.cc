@@ -6,13 +6,13 @@
 
 #include "controller/fakes_test.h"
 #include "snapshots/names.h"
+#include "base/size.h"
 
 namespace nodevol::provisioner {
 namespace {
 
 using namespace testing;
 using Outcome = Workers::Outcome;
-constexpr uint64_t GiB = uint64_t{1} << 30;
 const std::string kContents = "/apis/snapshot.storage.k8s.io/v1/volumesnapshotcontents/";
 
 json SourcePv(const std::string& name, const std::string& node) {

@@ -75,7 +75,7 @@ void ToProto(const std::vector<PoolCapacityView>& pools, v1::GetCapacityResponse
 
 NodeService::NodeService(Node* node, CapacityMonitor* capacity, metrics::Registry* metrics, std::string node_name,
                          unsigned default_heartbeat_seconds, Listener listener)
-    : node_(node), capacity_(capacity), metrics_(metrics), node_name_(std::move(node_name)),
+    : node_(node), capacity_(capacity), node_name_(std::move(node_name)),
       heartbeat_seconds_(default_heartbeat_seconds), listener_(listener),
       calls_(metrics, listener == Listener::kRemote ? "tcp" : listener == Listener::kFlex ? "flex" : "") {}
 

@@ -77,7 +77,6 @@ class NodeService final : public v1::Node::Service {
 
   Node* node_;
   CapacityMonitor* capacity_;
-  metrics::Registry* metrics_;
   std::string node_name_;
   unsigned heartbeat_seconds_;
   Listener listener_;

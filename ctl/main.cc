@@ -171,6 +171,10 @@ int ReportRpcError(const grpc::Status& status, const Globals& g) {
            (socket_exists ? ")" : ", which does not exist)");
   } else if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
     hint = "a backend of nodevold does not answer; try again later";
+  } else if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && message != "Deadline Exceeded") {
+    // nodevold's own: a tool it ran past that tool's deadline.
+    hint = "a command nodevold ran did not finish in time: check the disk (kernel log) and `journalctl -u nodevold`, "
+           "then retry";
   } else if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
     hint = "nodevold did not answer within " + std::to_string(g.timeout.count()) +
            "s; raise --timeout or check `journalctl -u nodevold`";

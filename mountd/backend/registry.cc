@@ -2,10 +2,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "backend/dir/dir_backend.h"
 #include "backend/lvm/filesystem.h"
 #include "backend/lvm/lvm.h"
 #include "backend/lvm/lvm_backend.h"
+#include "backend/lvm/lvm_probe.h"
 #include "backend/nfs/nfs_backend.h"
 
 namespace nodevol {
@@ -24,10 +27,15 @@ Status MakeOfKind(const std::string& pool, const std::string& kind, const Params
       NODEVOL_RETURN_IF_ERROR(FindTool("lvm", &binary).WithContext("pool " + pool));
       // Without udevd (containers, minimal guests) lvm must not wait for it.
       bool udev = ::access("/run/udev/control", F_OK) == 0;
-      env->lvm = std::make_shared<Lvm>(binary, udev);
+      // A stamp is a sector per PV: one that takes seconds is a disk that
+      // stopped answering.
+      auto probe = MakeBoundedLvmProbe(MakeLvmProbe(), std::min<std::chrono::milliseconds>(env->lvm_timeout,
+                                                                                         std::chrono::seconds(5)));
+      env->lvm = std::make_shared<Lvm>(binary, udev, Lvm::Runner{}, probe);
+      env->lvm->set_timeout(env->lvm_timeout);
       env->lvm->RememberPvsIn(env->state_dir + "/lvm");
     }
-    return LvmBackend::Make(pool, options, env->state_dir, env->lvm, out);
+    return LvmBackend::Make(pool, options, env->state_dir, env->lvm, out, env->mkfs_timeout);
   }
   if (kind == "nfs") {
     if (!env) return Status::Internal("pool " + pool + ": nfs pools need the daemon's environment");

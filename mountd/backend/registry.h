@@ -2,6 +2,7 @@
 // options. New backends (lvm, nfs) register here and nowhere else.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,6 +17,9 @@ class Lvm;
 struct BackendEnv {
   std::string state_dir;      // backends keep staging mounts below it
   std::shared_ptr<Lvm> lvm;   // made by the first LVM pool, shared by the others
+  // Deadlines of one lvm command and of one mkfs or filesystem grow.
+  std::chrono::milliseconds lvm_timeout = std::chrono::minutes(2);
+  std::chrono::milliseconds mkfs_timeout = std::chrono::minutes(10);
 };
 
 // Backend kinds this build knows.

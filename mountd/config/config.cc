@@ -130,6 +130,10 @@ Status ParseConfig(int argc, const char* const* argv, Config* c, ParseOutcome* o
        "how often pool capacity is sampled for WatchCapacity")
       ("shutdown-grace-seconds", po::value(&c->shutdown_grace_seconds)->default_value(c->shutdown_grace_seconds),
        "how long SIGTERM waits for in-flight operations")
+      ("lvm-timeout-seconds", po::value(&c->lvm_timeout_seconds)->default_value(c->lvm_timeout_seconds),
+       "how long one lvm command may run before it is killed and its call fails")
+      ("mkfs-timeout-seconds", po::value(&c->mkfs_timeout_seconds)->default_value(c->mkfs_timeout_seconds),
+       "how long one mkfs, resize2fs or xfs_growfs may run before it is killed and its call fails")
       ("tls-listen", po::value(&c->tls_listen),
        "host:port of the Node API over TCP with mutual TLS, for nodevol-provisioner (default: off); "
        "serves only the provisioner's methods, never Publish/Unpublish/GetVolumeStats; needs "
@@ -200,6 +204,8 @@ Status ParseConfig(int argc, const char* const* argv, Config* c, ParseOutcome* o
     return Status::InvalidArgument("--log-target must be auto, journal or stderr, not \"" + c->log_target + "\"");
   if (c->heartbeat_seconds == 0) return Status::InvalidArgument("--heartbeat-seconds must be at least 1");
   if (c->capacity_poll_ms < 100) return Status::InvalidArgument("--capacity-poll-ms must be at least 100");
+  if (c->lvm_timeout_seconds == 0 || c->mkfs_timeout_seconds == 0)
+    return Status::InvalidArgument("--lvm-timeout-seconds and --mkfs-timeout-seconds must be at least 1");
   NODEVOL_RETURN_IF_ERROR(CheckTls(*c));
   if (c->max_tcp_connections == 0 || c->max_metrics_connections == 0)
     return Status::InvalidArgument("--max-tcp-connections and --max-metrics-connections must be at least 1");

@@ -32,6 +32,11 @@ struct Config {
   unsigned heartbeat_seconds = 10;
   unsigned capacity_poll_ms = 2000;
   unsigned shutdown_grace_seconds = 30;
+  // How long one lvm command, and one mkfs or filesystem grow, may run
+  // before it is killed and its call fails (DEADLINE_EXCEEDED): a disk that
+  // stops answering must not hold a volume's operation for ever.
+  unsigned lvm_timeout_seconds = 120;
+  unsigned mkfs_timeout_seconds = 600;
   // TCP listener with mutual TLS for nodevol-provisioner (docs/tls.md):
   // all of tls_listen, tls_ca, tls_cert, tls_key, or none (off).
   std::string tls_listen;  // host:port

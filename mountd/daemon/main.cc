@@ -109,7 +109,8 @@ int Run(const Config& c) {
   if (st = store.Open(); !st.ok()) return Fail(st);
 
   std::map<std::string, std::unique_ptr<Backend>> pools;
-  BackendEnv env{c.state_dir, nullptr};
+  BackendEnv env{c.state_dir, nullptr, std::chrono::seconds(c.lvm_timeout_seconds),
+                 std::chrono::seconds(c.mkfs_timeout_seconds)};
   for (const PoolConfig& pc : c.pools) {
     std::unique_ptr<Backend> b;
     if (st = MakeBackend(pc.name, pc.backend, pc.options, &b, &env); !st.ok()) return Fail(st);

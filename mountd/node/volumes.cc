@@ -224,9 +224,15 @@ Status Node::CreateLocked(const VolumeSpec& spec, bool ephemeral, VolumeView* ou
     // what Create made, so a failed request (no room, bad device) leaves
     // nothing behind. If undoing fails too, the record stays (creating)
     // and a retry or DeleteVolume finishes the job.
-    if (b->Delete(rec).ok() && store_->RemoveVolume(spec.name).ok()) {
+    Status undo = b->Delete(rec);
+    if (undo.ok()) undo = store_->RemoveVolume(spec.name);
+    if (undo.ok()) {
       std::lock_guard<std::mutex> l(mu_);
       EraseVolumeLocked(spec.name);
+    } else {
+      spdlog::warn("volume {}: undoing its failed create failed too ({}); it stays \"creating\" for a retry or "
+                   "DeleteVolume to finish",
+                   spec.name, undo.message());
     }
     ++generation_;
     return st.WithContext("create volume " + spec.name + " in pool " + spec.pool);

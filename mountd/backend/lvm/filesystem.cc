@@ -53,20 +53,18 @@ Status CheckFsTools(const std::string& fs) {
   return Status::InvalidArgument("unknown filesystem " + fs);
 }
 
-Status MakeFs(const std::string& fs, const std::string& device) {
-  // Large volumes take a while even with lazy init (journal, bitmaps).
-  constexpr std::chrono::minutes kTimeout(10);
+Status MakeFs(const std::string& fs, const std::string& device, std::chrono::milliseconds timeout) {
   if (fs == "ext4")
     return RunTool("mkfs.ext4", {"-q", "-F", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard", device},
-                   kTimeout);
-  if (fs == "xfs") return RunTool("mkfs.xfs", {"-q", "-f", "-K", device}, kTimeout);
+                   timeout);
+  if (fs == "xfs") return RunTool("mkfs.xfs", {"-q", "-f", "-K", device}, timeout);
   return Status::InvalidArgument("unknown filesystem " + fs);
 }
 
-Status GrowFs(const std::string& fs, const std::string& device, const std::string& mountpoint) {
-  constexpr std::chrono::minutes kTimeout(10);
-  if (fs == "ext4") return RunTool("resize2fs", {device}, kTimeout);
-  if (fs == "xfs") return RunTool("xfs_growfs", {mountpoint}, kTimeout);
+Status GrowFs(const std::string& fs, const std::string& device, const std::string& mountpoint,
+              std::chrono::milliseconds timeout) {
+  if (fs == "ext4") return RunTool("resize2fs", {device}, timeout);
+  if (fs == "xfs") return RunTool("xfs_growfs", {mountpoint}, timeout);
   return Status::InvalidArgument("unknown filesystem " + fs);
 }
 

@@ -112,6 +112,8 @@ class Lvm {
   // start with several pools reads one report, not one unstamped and one
   // more to stamp.
   void RememberPvsIn(const std::string& dir);
+  // How long one lvm command may run (default 2 minutes); set before use.
+  void set_timeout(std::chrono::milliseconds timeout) { options_.timeout = timeout; }
 
   // Number of lvm processes started so far (for the benchmark).
   uint64_t commands_run() const;

@@ -93,7 +93,8 @@ Status ZeroAll(const std::string& device) {
 }  // namespace
 
 Status LvmBackend::Make(const std::string& pool, const Params& options, const std::string& state_dir,
-                        std::shared_ptr<Lvm> lvm, std::unique_ptr<Backend>* out) {
+                        std::shared_ptr<Lvm> lvm, std::unique_ptr<Backend>* out,
+                        std::chrono::milliseconds mkfs_timeout) {
   LvmPoolOptions o;
   NODEVOL_RETURN_IF_ERROR(ParseLvmPoolOptions(pool, options, &o));
   NODEVOL_RETURN_IF_ERROR(CheckFsTools(o.fs).WithContext("pool " + pool + " (fs=" + o.fs + ")"));
@@ -103,6 +104,7 @@ Status LvmBackend::Make(const std::string& pool, const Params& options, const st
   NODEVOL_RETURN_IF_ERROR(MakeDir0700(root));
   std::unique_ptr<LvmBackend> b(new LvmBackend(pool, std::move(o), root, std::move(lvm)));
   b->vg_uuid_dir_ = state_dir + "/lvm";
+  b->mkfs_timeout_ = mkfs_timeout;
   if (Status st = b->SetUpVolumeGroup(); !st.ok())
     spdlog::error("pool {}: {}; the pool takes no volumes until this is fixed", pool, st.message());
   if (!b->options_.disks.empty()) {
@@ -179,6 +181,29 @@ Status LvmBackend::FindLv(const std::string& volume, const LvmReport& report, co
                                       " belongs to " + other + ", not pool " + pool_ + "; nodevold will not touch it");
   }
   *lv = found;
+  return Status::Ok();
+}
+
+Status LvmBackend::AfterFailedLvcreate(const std::string& name, bool snapshot, int64_t created_unix,
+                                       Params* attributes) {
+  LvmReport now;
+  const LvmLv* there = nullptr;
+  if (!lvm_->Report(&now, /*fresh=*/true).ok()) return Status::Ok();  // undecided: the undo reads again
+  Status found = snapshot ? FindSnapshotLv(name, now, &there) : FindLv(name, now, &there);
+  if (!found.ok()) {
+    (*attributes)[kFoundNotMade] = "";
+    return found;
+  }
+  if (!there) {
+    (*attributes)[kFoundNotMade] = "";  // nothing made: nothing to undo
+    return Status::Ok();
+  }
+  if (there->created_unix < created_unix) {
+    (*attributes)[kFoundNotMade] = there->uuid;
+    return NotMadeHere(name, *there);
+  }
+  spdlog::warn("pool {}: lvcreate for {} failed after making LV {}/{}; the undo removes it", pool_, name,
+               options_.vg, there->name);
   return Status::Ok();
 }
 
@@ -289,18 +314,8 @@ Status LvmBackend::CreateAttempt(VolumeRecord* record, bool resumed, bool may_re
       Status st = options_.thin ? lvm_->CreateThin(options_.vg, options_.thinpool, lv_name, name, bytes, extra)
                                 : lvm_->CreateThick(options_.vg, lv_name, name, bytes, extra);
       if (!st.ok()) {
-        // This call made no LV: its undo must remove none.
-        record->attributes[kFoundNotMade] = "";
-        // The cached report may have missed an LV made meanwhile by someone
-        // else ("already exists"): say what is there.
-        LvmReport now;
-        const LvmLv* there = nullptr;
-        if (lvm_->Report(&now, /*fresh=*/true).ok()) {
-          Status found = FindLv(name, now, &there);
-          if (!found.ok()) return found;
-          if (there) return NotMadeHere(name, *there);
-        }
-        return MapLvmNoSpace(st);
+        Status other = AfterFailedLvcreate(name, false, record->created_unix, &record->attributes);
+        return other.ok() ? MapLvmNoSpace(st) : other;
       }
       // What lvcreate just made is known; a second report for it would be
       // the dearest step of a create (an lvm process). DeviceOf still checks
@@ -352,7 +367,7 @@ Status LvmBackend::CreateAttempt(VolumeRecord* record, bool resumed, bool may_re
   bool mounted = false;
   dev_t shown = 0;
   NODEVOL_RETURN_IF_ERROR(IsMountPoint(dir, &mounted, &shown));
-  if (!mounted) NODEVOL_RETURN_IF_ERROR(MakeFs(fs, device));
+  if (!mounted) NODEVOL_RETURN_IF_ERROR(MakeFs(fs, device, mkfs_timeout_));
   record->attributes = {{"vg", options_.vg}, {"lv", lv->name},  {"device", device},
                         {"fs", fs},          {"path", dir},      {"lv_bytes", std::to_string(lv->size)}};
   bool mounted_now = false;
@@ -405,7 +420,11 @@ Status LvmBackend::Delete(const VolumeRecord& record) {
                                         " has " + list + ": remove them first (lvremove); nodevold removes nothing "
                                         "it did not make");
     }
-    if (!lv->thin_volume() && lv->active()) {
+    // The undo of a create that never became ready has nothing of a pod's
+    // to wipe (and a new LV's own start is zeroed by lvcreate -Zy): a disk
+    // failing writes, which may be why the create failed, must not keep the
+    // undo from removing the LV.
+    if (!lv->thin_volume() && lv->active() && record.state != VolumeState::kCreating) {
       std::string device;
       NODEVOL_RETURN_IF_ERROR(DeviceOf(*lv, &device));
       NODEVOL_RETURN_IF_ERROR(ZeroStart(device));
@@ -444,7 +463,7 @@ Status LvmBackend::Expand(VolumeRecord* record, uint64_t new_size) {
   NODEVOL_RETURN_IF_ERROR(EnsureMounted(*record, *lv, &mounted_now));
   std::string device;
   NODEVOL_RETURN_IF_ERROR(DeviceOf(*lv, &device));
-  Status grown = GrowFs(FsOf(*record), device, StagingDir(name));
+  Status grown = GrowFs(FsOf(*record), device, StagingDir(name), mkfs_timeout_);
   if (mounted_now) {
     Status st = Unmount(StagingDir(name));
     if (grown.ok()) grown = st;

@@ -22,6 +22,7 @@
 
 #include "backend/backend.h"
 #include "backend/lvm/disks.h"
+#include "backend/lvm/filesystem.h"
 #include "backend/lvm/lvm.h"
 #include "backend/lvm/pool_options.h"
 
@@ -34,7 +35,8 @@ class LvmBackend : public Backend {
   // that does not exist yet is logged, not fatal: the pool reports no
   // capacity until it appears (a disk may be hot-plugged later).
   static Status Make(const std::string& pool, const Params& options, const std::string& state_dir,
-                     std::shared_ptr<Lvm> lvm, std::unique_ptr<Backend>* out);
+                     std::shared_ptr<Lvm> lvm, std::unique_ptr<Backend>* out,
+                     std::chrono::milliseconds mkfs_timeout = kFsToolTimeout);
   ~LvmBackend() override;
 
   std::string kind() const override { return "lvm"; }
@@ -91,6 +93,15 @@ class LvmBackend : public Backend {
   // record was written. Only then may a create format it, or its undo
   // remove it.
   bool BegunByRecord(const VolumeRecord& record, const LvmLv& lv) const;
+  // After an lvcreate for volume (or snapshot) `name` failed: it may still
+  // have made the LV (killed at its deadline by a disk that stopped
+  // answering, or failing after writing the metadata). An LV of ours made
+  // after the record (created_unix) is this create's, for its undo to
+  // remove; one made before is not (kFoundNotMade = its UUID, and the
+  // error saying so is returned); no LV, nothing to undo (""). Without a
+  // fresh report nothing is marked: the undo reads again, or fails and
+  // leaves the record "creating" for a retry or a delete.
+  Status AfterFailedLvcreate(const std::string& name, bool snapshot, int64_t created_unix, Params* attributes);
   // FAILED_PRECONDITION: `lv` exists under the volume's name, not made by
   // this create.
   Status NotMadeHere(const std::string& volume, const LvmLv& lv) const;
@@ -118,6 +129,7 @@ class LvmBackend : public Backend {
   const std::string staging_root_;
   std::string vg_uuid_dir_;  // <state dir>/lvm
   std::shared_ptr<Lvm> lvm_;
+  std::chrono::milliseconds mkfs_timeout_ = kFsToolTimeout;  // of mkfs and grows
   // Serializes capacity check + lvcreate/lvextend in this pool: lvm
   // enforces a VG's free space but not a thin pool's overprovision ratio.
   std::mutex allocate_mu_;

@@ -19,6 +19,7 @@
 // answer as expected; none changes anything.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -44,6 +45,14 @@ class LvmProbe {
 
 // The real one: reads the PVs with O_DIRECT, sysfs and /dev/mapper/control.
 std::shared_ptr<LvmProbe> MakeLvmProbe();
+
+// `inner` with MetadataStamp bounded to `limit`: a PV that stops answering
+// (a dying disk, a suspended device-mapper device) blocks a read in the
+// kernel, uninterruptibly, and the caller would wait with it. The read
+// runs on a thread of its own; past the limit the caller gets UNAVAILABLE
+// (and asks lvm, whose commands have deadlines), and until that read
+// returns every later stamp fails at once rather than start another.
+std::shared_ptr<LvmProbe> MakeBoundedLvmProbe(std::shared_ptr<LvmProbe> inner, std::chrono::milliseconds limit);
 
 // lvm's dashed UUID (6-4-4-4-4-4-6) of 32 characters, or "" when `raw`
 // is not 32 characters.

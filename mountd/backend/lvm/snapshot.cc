@@ -74,7 +74,7 @@ Status LvmBackend::CreateSnapshot(const VolumeRecord& source, SnapshotRecord* sn
     Status st = lvm_->CreateSnapshot(options_.vg, origin->name, lv_name,
                                      {kSnapshotTagPrefix + name, kPoolTagPrefix + pool_}, /*activatable=*/false);
     if (!st.ok()) {
-      snapshot->attributes[kFoundNotMade] = "";
+      (void)AfterFailedLvcreate(name, /*snapshot=*/true, snapshot->created_unix, &snapshot->attributes);
       return MapLvmNoSpace(st);
     }
   }
@@ -158,8 +158,8 @@ Status LvmBackend::CreateFrom(VolumeRecord* record, const SnapshotRecord* snapsh
       Status st = lvm_->CreateSnapshot(options_.vg, origin->name, lv_name,
                                        {kVolumeTagPrefix + name, kPoolTagPrefix + pool_}, /*activatable=*/true);
       if (!st.ok()) {
-        record->attributes[kFoundNotMade] = "";
-        return MapLvmNoSpace(st);
+        Status other = AfterFailedLvcreate(name, false, record->created_unix, &record->attributes);
+        return other.ok() ? MapLvmNoSpace(st) : other;
       }
       NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report, /*fresh=*/true));
       NODEVOL_RETURN_IF_ERROR(FindLv(name, report, &lv));
@@ -194,7 +194,7 @@ Status LvmBackend::CreateFrom(VolumeRecord* record, const SnapshotRecord* snapsh
   const auto& source_attrs = snapshot ? snapshot->attributes : volume->attributes;
   auto source_bytes = source_attrs.find("lv_bytes");
   if (source_bytes == source_attrs.end() || source_bytes->second != std::to_string(lv->size))
-    NODEVOL_RETURN_IF_ERROR(GrowFs(fs, device, dir).WithContext("grow the filesystem of " + name + " to its LV"));
+    NODEVOL_RETURN_IF_ERROR(GrowFs(fs, device, dir, mkfs_timeout_).WithContext("grow the filesystem of " + name + " to its LV"));
   spdlog::info("pool {}: volume {} is thin LV {}/{} ({} bytes, {}) made from {}", pool_, name, options_.vg, lv->name,
                lv->size, fs, what);
   return Status::Ok();

@@ -150,6 +150,7 @@ vm_json_get() {
 # kernel sees it. vm_unplug_disk SERIAL removes it again (device_del).
 vm_hotplug_request() {  # op serial [size]
   local req=/vm/hotplug/$2-$1
+  rm -f "$req.done"  # a disk may be added again after its removal
   echo "$1 $2 ${3:-}" >"$req.tmp" && mv "$req.tmp" "$req.req"
   for _ in $(seq 100); do [[ -e $req.done ]] && return 0; sleep 0.1; done
   vm_fail "the host did not carry out hot-plug request '$1 $2'"

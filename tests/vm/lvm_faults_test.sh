@@ -13,7 +13,7 @@
 # For each: what the caller is told, that the other pools and volumes keep
 # working, that nothing is half done or leaked (record, LV, mount) and that
 # the same call succeeds once the fault clears.
-#   lvm_faults_test.sh      disks: lvm1 (512M); lvm2 hot-plugged
+#   lvm_faults_test.sh      disks: lvm1 (512M); lvm2 (128M) hot-plugged here
 source "$VM_LIB"
 
 export DM_DISABLE_UDEV=1  # for the lvm commands this script runs itself
@@ -40,9 +40,15 @@ pv_table() {
 }
 pv_linear() { pv_table "0 $sectors1 linear $raw1 0"; }
 
+# The second pool's disk, hot-plugged so that it can be pulled.
+raw2=$(vm_hotplug_disk lvm2 128M)
+vm_run lvm pvcreate -q -y "$raw2"
+vm_run lvm vgcreate -q nvx "$raw2"
+
 mkdir -p /run/dirpool
-vm_nodevold_start --lvm-timeout-seconds=5 --mkfs-timeout-seconds=5 \
-  --pool=name=fast,backend=lvm,vg=nv,type=thick,fs=ext4 --pool=name=dir,backend=dir,path=/run/dirpool
+pools=(--pool=name=fast,backend=lvm,vg=nv,type=thick,fs=ext4 --pool=name=other,backend=lvm,vg=nvx,type=thick
+       --pool=name=dir,backend=dir,path=/run/dirpool)
+vm_nodevold_start --lvm-timeout-seconds=5 --mkfs-timeout-seconds=5 "${pools[@]}"
 
 now() { cut -d' ' -f1 /proc/uptime; }
 since() { awk -v t0="$1" -v t1="$(now)" 'BEGIN {printf "%.1f", t1 - t0}'; }
@@ -144,5 +150,53 @@ expect_ok_data pod-late
 vm_run vm_ctl unpublish --target "$VM_PODS/pod-late/volumes/nodevol.io~volume/data"
 vm_run vm_ctl volume delete v-late
 expect_nothing_of v-late
+
+vm_step "4. the disk of pool other pulled under a published volume"
+vm_run vm_ctl volume create v-x --pool other --size 32Mi
+publish_with_data pod-x v-x
+vm_unplug_disk lvm2
+vm_log "pulled $raw2"
+x=$VM_PODS/pod-x/volumes/nodevol.io~volume/data
+if dd if=/dev/zero of="$x/after-pull" bs=4k count=16 conv=fsync status=none 2>/dev/null; then
+  vm_log "pod-x: a write after the pull still succeeded (cached)"
+else
+  vm_log "pod-x: writes fail, as they must"
+fi
+expect_ok_data pod-ok
+vm_log "capacity: $(vm_ctl capacity 2>&1 | tr '\n' ' ')"
+try_create v-y other 16Mi
+vm_log "create in pool other: exit $RC after ${TOOK}s: $OUT"
+((RC != 0)) || vm_fail "CreateVolume succeeded in a pool whose disk is gone"
+expect_nothing_of v-y
+try_create v-fine fast 16Mi
+((RC == 0)) || vm_fail "a create in pool fast while other's disk is gone: $OUT"
+
+vm_step "nodevold restarted while the disk is gone: no volume lost"
+vm_nodevold_stop
+vm_nodevold_start --lvm-timeout-seconds=5 --mkfs-timeout-seconds=5 "${pools[@]}"
+vm_log "info: $(vm_ctl info 2>&1 | tr '\n' ' ')"
+for v in v-ok v-x v-fine; do listed "$v" || vm_fail "volume $v is gone after a restart without pool other's disk"; done
+expect_ok_data pod-ok
+grep -q " $x " /proc/self/mountinfo || vm_fail "pod-x's publication was not kept"
+
+vm_step "kubelet tears pod-x down while the disk is gone"
+try_unpublish() { RC=0; OUT=$(vm_ctl unpublish --target "$1" 2>&1) || RC=$?; }
+try_unpublish "$x"
+vm_log "unpublish: exit $RC: $OUT"
+
+vm_step "the disk put back"
+raw2=$(vm_hotplug_disk lvm2 128M)
+vm_log "back as $raw2; lvs: $(lvm lvs --noheadings -o lv_name,lv_attr,devices nvx 2>&1 | xargs)"
+((RC == 0)) || { try_unpublish "$x"; vm_log "unpublish again: exit $RC: $OUT"; }
+((RC == 0)) || vm_fail "pod-x cannot be unpublished once its disk is back: $OUT"
+vm_run vm_ctl publish --target "$(vm_target pod-x2 data)" --volume v-x >/dev/null
+f=$VM_PODS/pod-x2/volumes/nodevol.io~volume/data/file
+[[ $(<"$f") == "data of pod-x" ]] || vm_fail "v-x's data, synced before the pull, does not read back: $(cat "$f" 2>&1)"
+vm_log "v-x's data reads back through a new publication"
+vm_run vm_ctl unpublish --target "$VM_PODS/pod-x2/volumes/nodevol.io~volume/data"
+vm_run vm_ctl unpublish --target "$VM_PODS/pod-ok/volumes/nodevol.io~volume/data"
+for v in v-x v-fine v-ok; do vm_run vm_ctl volume delete "$v"; done
+for v in v-x v-fine v-ok; do expect_nothing_of "$v"; done
+vm_nodevold_stop
 
 echo "lvm faults: OK"

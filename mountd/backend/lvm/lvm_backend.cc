@@ -254,8 +254,24 @@ Status LvmBackend::EnsureMounted(const VolumeRecord& record, const LvmLv& lv, bo
   // xfs refuses a second filesystem with the UUID of a mounted one, and a
   // volume made from a snapshot (or a clone) has its source's.
   const char* data = fs == "xfs" ? "nouuid" : nullptr;
-  if (::mount(device.c_str(), dir.c_str(), fs.c_str(), MS_NOSUID | MS_NODEV, data) != 0)
-    return Status::FromErrno("mount " + device + " (" + fs + ") on " + dir, errno);
+  int err = ::mount(device.c_str(), dir.c_str(), fs.c_str(), MS_NOSUID | MS_NODEV, data) == 0 ? 0 : errno;
+  if (err == EIO) {
+    // The LV's device-mapper table may still map a disk that was pulled
+    // and put back (under a new device number): reload it from the
+    // metadata and try once more. Only on this failure, so a pod start
+    // pays no lvm process.
+    spdlog::warn("pool {}: mount of LV {}/{} failed with an I/O error; reloading its table (lvchange --refresh) "
+                 "in case its disk was pulled and put back",
+                 pool_, lv.vg, lv.name);
+    if (Status st = lvm_->Refresh(lv.vg, lv.name); !st.ok())
+      spdlog::warn("pool {}: lvchange --refresh {}/{}: {}", pool_, lv.vg, lv.name, st.message());
+    else
+      err = ::mount(device.c_str(), dir.c_str(), fs.c_str(), MS_NOSUID | MS_NODEV, data) == 0 ? 0 : errno;
+  }
+  if (err != 0)
+    return Status::FromErrno("mount " + device + " (" + fs + ") on " + dir +
+                                 (err == EIO ? " (the disk under the volume fails reads: see the kernel log)" : ""),
+                             err);
   *mounted_now = true;
   return Status::Ok();
 }
@@ -497,6 +513,12 @@ Status LvmBackend::Stage(const VolumeRecord& record, std::string* path) {
   NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report));
   const LvmLv* lv = nullptr;
   NODEVOL_RETURN_IF_ERROR(FindLv(record.spec.name, report, &lv));
+  if (!lv) {
+    // Missing from the kept report, which may predate a disk put back (its
+    // stamp cannot see a PV it did not know): decide on a new one.
+    NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report, /*fresh=*/true));
+    NODEVOL_RETURN_IF_ERROR(FindLv(record.spec.name, report, &lv));
+  }
   if (!lv)
     return Status::NotFound("logical volume " + options_.vg + "/" + LvNameFor(record.spec.name) + " of volume " +
                             record.spec.name + " is missing");

@@ -1,5 +1,6 @@
 #include "backend/lvm/lvm_probe.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/dm-ioctl.h>
 #include <sys/ioctl.h>
@@ -10,6 +11,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <sstream>
 
 #include "base/unique_fd.h"
@@ -19,6 +21,22 @@ namespace nodevol {
 namespace {
 
 constexpr size_t kBlock = 4096;
+
+// The kernel's block devices by name (/sys/class/block), one line. A disk
+// put back, or a new one holding a PV of the VG, changes no metadata on the
+// PVs a report knew: without this the stamp would keep a report that
+// misses it (or still shows a pulled disk's VG) for kStampedReportAge.
+Status BlockDevices(std::string* out) {
+  DIR* dir = ::opendir("/sys/class/block");
+  if (!dir) return Status::FromErrno("open /sys/class/block", errno);
+  std::set<std::string> names;
+  while (struct dirent* e = ::readdir(dir))
+    if (e->d_name[0] != '.') names.insert(e->d_name);
+  ::closedir(dir);
+  *out = "block=";
+  for (const auto& n : names) *out += n + ",";
+  return Status::Ok();
+}
 
 // Reads `bytes` at `offset` (both multiples of kBlock) with O_DIRECT: lvm
 // writes its metadata so, and a read through the page cache could see an
@@ -71,6 +89,9 @@ class DevProbe : public LvmProbe {
       NODEVOL_RETURN_IF_ERROR(StampFromLabel(label, read_mda, stamp).WithContext(device));
       *stamp += "\n";
     }
+    std::string devices;
+    NODEVOL_RETURN_IF_ERROR(BlockDevices(&devices));
+    *stamp += devices;
     return Status::Ok();
   }
 

@@ -6,7 +6,9 @@
 //   from each PV's label and metadata area header (where the current
 //   metadata text is and its checksum). Every lvm command that changes a
 //   VG writes new metadata, so an unchanged stamp means an unchanged VG:
-//   a cached report is as good as a fresh one.
+//   a cached report is as good as a fresh one. The kernel's block device
+//   names are part of it: a disk pulled or put back changes no metadata
+//   on the PVs the report knew.
 // - ActiveLv: the UUID and device number of an active LV, from its
 //   device-mapper device (lvm names it "LVM-<vg uuid><lv uuid>").
 // - TargetTypes: the device-mapper targets an active device is made of

@@ -1,0 +1,212 @@
+#!/bin/bash
+# Runs inside a vm-run guest, twice (tests/vm/power_loss_run: vm_power_loss_ops):
+# the power cut in the middle of a stream of volume operations, then the
+# next boot on the same disks.
+#   before: nodevold with its state dir, kubelet's pods dir and a dir pool
+#           on the "persist" disk, a thick and a thin LVM pool on "lvm1".
+#           Three base volumes (one per pool) are published with a synced
+#           marker; then one worker runs creates, deletes, expands,
+#           publishes (each writing a synced marker) and unpublishes at
+#           random across the pools, logging each call's start and end to
+#           the host (9p), until the power is cut (sysrq b: no sync, no
+#           unmount) at a random moment 3-20 s in.
+#   after:  nodevold starts on what the disks kept; then, as kubelet and the
+#           provisioner would, the call in flight is made again and every
+#           publication replayed. Checked: every volume whose create ended
+#           (and was not deleted) is listed READY at least at its last
+#           expanded size, a finished delete stays deleted, no LV or pool
+#           directory without a volume, every marker whose write returned
+#           reads back, and after tearing everything down nothing is left.
+#   power_ops_test.sh before|after   disks: persist, lvm1
+source "$VM_LIB"
+export DM_DISABLE_UDEV=1
+
+phase=${1:?before or after}
+persist=/persist
+export VM_SANDBOX=$persist/sandbox
+pools=(--pool=name=dir,backend=dir,path=$persist/pool
+       "--pool=name=thick,backend=lvm,vg=nv,type=thick,fs=ext4,devices=$(vm_disk lvm1)"
+       --pool=name=thin,backend=lvm,vg=nv,type=thin,thinpool=tp,thinpool-size=40%,overprovision=2)
+pool_names=(dir thick thin)
+target_of() { echo "$VM_PODS/$1/volumes/nodevol.io~volume/data"; }
+MiB=$((1024 * 1024))
+
+if [[ $phase == before ]]; then
+  seed=${POWER_SEED:-$RANDOM}
+  RANDOM=$seed
+  log=$VM_OUT/ops
+  : >"$log"
+  note() { echo "$*" >>"$log"; }  # one write per line, to the host
+  vm_step "boot 1 (seed $seed): state dir, pods dir and dir pool on a disk; thick and thin pools"
+  vm_mkfs_mount ext4 persist $persist
+  mkdir -p $persist/pool
+  vm_nodevold_start "${pools[@]}"
+
+  # MiB size of each volume, which pod has it, and what markers were written.
+  declare -A size pod_of
+  volumes=() pods=()
+  call() {  # OP ARGS...: logs start and end, returns nodevolctl's status
+    local rc=0 out
+    note "start $*"
+    out=$(vm_ctl "${@:2}" 2>&1) || rc=$?
+    note "done rc=$rc $1 ${*:2}"
+    ((rc == 0)) || vm_log "$1 failed ($rc): $out"
+    return $rc
+  }
+  mark() {  # POD VOLUME: a synced marker file through the pod's target
+    local text="marker of $2 by $1"
+    printf '%s\n' "$text" | dd of="$(target_of "$1")/marker" conv=fsync status=none &&
+      note "marker $2 $text"
+  }
+  make_volume() {  # NAME POOL SIZE_MIB
+    call create volume create "$1" --pool "$2" --size "${3}Mi" >/dev/null && { size[$1]=$3; volumes+=("$1"); }
+  }
+  forget() {  # VOLUME: out of the list of volumes
+    local kept=() x
+    for x in "${volumes[@]}"; do [[ $x == "$1" ]] || kept+=("$x"); done
+    volumes=("${kept[@]}")
+  }
+  publish_volume() {  # POD VOLUME
+    mkdir -p "$(target_of "$1")"
+    call publish publish --target "$(target_of "$1")" --volume "$2" && { pod_of[$2]=$1; pods+=("$1"); mark "$1" "$2"; }
+  }
+
+  for p in "${pool_names[@]}"; do
+    make_volume "base-$p" "$p" 32 || vm_fail "base volume in $p"
+    publish_volume "pod-base-$p" "base-$p" || vm_fail "publish base-$p"
+  done
+  sync
+  note "base done"
+
+  cut_after=$((3000 + RANDOM % 17000))
+  vm_step "operations until the power is cut, ${cut_after} ms from now"
+  (
+    sleep "$((cut_after / 1000)).$(printf %03d $((cut_after % 1000)))"
+    echo 1 >/proc/sys/kernel/sysrq
+    echo POWER-CUT
+    echo b >/proc/sysrq-trigger
+  ) &
+  for ((i = 1; i < 400; i++)); do
+    n=${#volumes[@]}
+    v=${volumes[RANDOM % n]}
+    case $((RANDOM % 6)) in
+      0 | 1) make_volume "o-$i" "${pool_names[RANDOM % 3]}" $((16 + RANDOM % 3 * 8)) || true ;;
+      2) [[ $v == base-* || -n ${pod_of[$v]:-} ]] && continue
+         call delete volume delete "$v" >/dev/null && { unset "size[$v]"; forget "$v"; } ;;
+      3) s=$((size[$v] + 16))
+         call expand volume expand "$v" --size "${s}Mi" >/dev/null && size[$v]=$s ;;
+      4) [[ -n ${pod_of[$v]:-} ]] && continue
+         publish_volume "pod-$i" "$v" || true ;;
+      5) [[ $v == base-* || -z ${pod_of[$v]:-} ]] && continue
+         call unpublish unpublish --target "$(target_of "${pod_of[$v]}")" >/dev/null && unset "pod_of[$v]" ;;
+    esac
+  done
+  sleep 60
+  vm_fail "the power was not cut"
+fi
+
+[[ $phase == after ]] || vm_fail "phase must be before or after, not $phase"
+log=${POWER_OUT:?}/ops
+[[ -s $log ]] || vm_fail "boot 1 left no log of its operations"
+mkdir -p $persist
+vm_run mount -t ext4 "$(vm_disk persist)" $persist
+rm -f "$VM_SANDBOX/nodevold.sock"  # a socket file outlives its server
+
+# What the log says, from the calls that ended: volumes created (not
+# deleted since), their last size, which pod has each, the markers
+# written; and the call in flight.
+declare -A want_size want_pool marker pod_of
+pod_in() { local p=${1#"$VM_PODS/"}; echo "${p%%/*}"; }
+inflight=""
+done_ops=0
+while read -r kind rc op a1 a2 a3 a4 a5 a6 a7; do
+  case $kind in
+    start) inflight="$rc $op $a1 $a2 $a3 $a4 $a5 $a6 $a7"; continue ;;
+    marker) marker[$rc]="$op $a1 $a2 $a3 $a4 $a5"; marker[$rc]=${marker[$rc]%"${marker[$rc]##*[! ]}"}; continue ;;
+    done) inflight=""; done_ops=$((done_ops + 1)) ;;
+    *) continue ;;
+  esac
+  [[ $rc == rc=0 ]] || continue
+  case $op in
+    create) want_size[$a3]=${a7%Mi}; want_pool[$a3]=$a5 ;;                 # volume create V --pool P --size S
+    delete) unset "want_size[$a3]" "want_pool[$a3]" ;;                     # volume delete V
+    expand) want_size[$a3]=${a5%Mi} ;;                                      # volume expand V --size S
+    publish) pod_of[$a5]=$(pod_in "$a3") ;;                                 # publish --target T --volume V
+    unpublish) for v in "${!pod_of[@]}"; do [[ ${pod_of[$v]} == "$(pod_in "$a3")" ]] && unset "pod_of[$v]"; done ;;
+  esac
+done <"$log"
+inflight=${inflight%"${inflight##*[! ]}"}
+vm_step "boot 2: $done_ops calls had ended before the cut; in flight: ${inflight:-nothing}"
+
+vm_nodevold_start "${pools[@]}"
+vm_log "drift: $(vm_ctl info 2>&1 | sed -n '/Drift/,$p' | tr '\n' ' ')"
+
+declare -A listed listed_size
+while read -r name pool backend size unit state rest; do
+  [[ $name == NAME ]] && continue
+  listed[$name]=$state
+done < <(vm_ctl volume list | sed 's/MiB/ MiB/')
+read -r -a fly <<<"$inflight"
+fly_op=${fly[0]:-} fly_vol=""
+case $fly_op in
+  create | delete | expand) fly_vol=${fly[3]} ;;
+  publish) fly_vol=${fly[5]} ;;
+esac
+
+vm_step "every volume whose create ended is there; nothing else but the one in flight"
+for v in "${!want_size[@]}"; do
+  [[ $v == "$fly_vol" && $fly_op == delete ]] && continue
+  [[ ${listed[$v]:-} == READY ]] || vm_fail "volume $v (created before the cut) is ${listed[$v]:-not listed}"
+done
+for v in "${!listed[@]}"; do
+  [[ -n ${want_size[$v]:-} || $v == "$fly_vol" ]] ||
+    vm_fail "volume $v is listed (${listed[$v]}) but no create of it ended, and it was not in flight"
+done
+lvs_left() { lvm lvs --noheadings -o lv_name,lv_tags nv 2>/dev/null | awk '$2 ~ /nodevol.io\/volume=/ {sub(/.*nodevol.io\/volume=/, "", $2); sub(/,.*/, "", $2); print $2}'; }
+for v in $(lvs_left); do [[ -n ${listed[$v]:-} ]] || vm_fail "orphan LV of volume $v"; done
+for d in "$persist"/pool/*; do
+  [[ -e $d ]] || continue
+  [[ -n ${listed[${d##*/}]:-} ]] || vm_fail "orphan directory $d in the dir pool"
+done
+vm_log "${#want_size[@]} volumes expected, ${#listed[@]} listed"
+
+vm_step "the call in flight made again: ${inflight:-none}"
+if [[ -n $inflight ]]; then
+  out=$(vm_ctl "${fly[@]:1}" 2>&1) || vm_fail "retrying '${fly[*]:1}' after the power loss: $out"
+  case $fly_op in
+    create) want_size[$fly_vol]=${fly[6]%Mi}; want_pool[$fly_vol]=${fly[5]} ;;
+    delete) unset "want_size[$fly_vol]" "want_pool[$fly_vol]" ;;
+    expand) want_size[$fly_vol]=${fly[5]%Mi} ;;
+    publish) pod=${fly[3]#"$VM_PODS/"}; pod_of[$fly_vol]=${pod%%/*} ;;
+    unpublish) for v in "${!pod_of[@]}"; do [[ $(target_of "${pod_of[$v]}") == "${fly[3]}" ]] && unset "pod_of[$v]"; done ;;
+  esac
+fi
+
+vm_step "kubelet replays every publication; each volume's marker and size"
+for v in "${!want_size[@]}"; do
+  pod=${pod_of[$v]:-check-$v}
+  t=$(target_of "$pod")
+  mkdir -p "$t"
+  out=$(vm_ctl publish --target "$t" --volume "$v" 2>&1) || vm_fail "publish $v at $t after the power loss: $out"
+  if [[ -n ${marker[$v]:-} ]]; then
+    [[ $(cat "$t/marker" 2>&1) == "${marker[$v]}" ]] || vm_fail "volume $v: its synced marker is lost: '$(cat "$t/marker" 2>&1)'"
+  fi
+  if [[ ${want_pool[$v]} != dir ]]; then
+    total=$(($(stat -f -c '%b' "$t") * $(stat -f -c '%S' "$t") / MiB))
+    ((total >= want_size[$v] * 75 / 100)) || vm_fail "volume $v: its filesystem has ${total} MiB, its last expand asked ${want_size[$v]} MiB"
+  fi
+  [[ -n ${pod_of[$v]:-} ]] || vm_run vm_ctl unpublish --target "$t" >/dev/null
+done
+vm_log "markers read back: $(for v in "${!marker[@]}"; do [[ -n ${want_size[$v]:-} ]] && echo x; done | wc -l)"
+
+vm_step "everything torn down; nothing left"
+for v in "${!pod_of[@]}"; do
+  [[ -n ${want_size[$v]:-} ]] && vm_run vm_ctl unpublish --target "$(target_of "${pod_of[$v]}")" >/dev/null
+done
+for v in $(vm_ctl volume list | awk 'NR > 1 {print $1}'); do vm_run vm_ctl volume delete "$v" >/dev/null; done
+[[ -z $(vm_ctl volume list | awk 'NR > 1') ]] || vm_fail "volumes left: $(vm_ctl volume list)"
+[[ -z $(lvs_left) ]] || vm_fail "LVs left: $(lvs_left | xargs)"
+[[ -z $(ls -A $persist/pool) ]] || vm_fail "dir pool not empty: $(ls -A $persist/pool)"
+! grep -q " $VM_PODS/" /proc/self/mountinfo || vm_fail "mounts left: $(grep " $VM_PODS/" /proc/self/mountinfo)"
+vm_nodevold_stop
+echo "power loss during operations: OK ($done_ops calls ended before the cut; in flight: ${inflight:-nothing})"

@@ -24,6 +24,7 @@ export DM_DISABLE_UDEV=1
 phase=${1:?before or after}
 persist=/persist
 export VM_SANDBOX=$persist/sandbox
+VM_PODS=$VM_SANDBOX/pods  # as vm_nodevold_start sets it; the log is read before
 pools=(--pool=name=dir,backend=dir,path=$persist/pool
        "--pool=name=thick,backend=lvm,vg=nv,type=thick,fs=ext4,devices=$(vm_disk lvm1)"
        --pool=name=thin,backend=lvm,vg=nv,type=thin,thinpool=tp,thinpool-size=40%,overprovision=2)

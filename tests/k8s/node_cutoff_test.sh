@@ -16,6 +16,14 @@
 #  2. pn-2 thawed: every claim Bound to pvc-<uid>, exactly 30 PVs and 30
 #     volumes, each on its PV's node (none twice, none left over).
 #  3. all deleted: nothing left on any node.
+#  4. the provisioner cut off in the middle of CreateVolume: pn-2 frozen
+#     again and 30 more claims; once 27 are bound elsewhere, pn-2's answers
+#     are dropped (iptables in the provisioner's network namespace, its TCP
+#     connections left open) and it is thawed, so the creates waiting in
+#     its sockets run there and their answers never come back. 15 s later
+#     there are still exactly 30 volumes (none placed twice); once the
+#     answers flow again every claim binds, the volumes pn-2 made without
+#     an answer becoming their claims' PVs; nothing left after deleting.
 # Needs NODEVOL_PROVISIONER besides what lib.sh needs.
 K8S_TEST=node-cutoff
 source "$(dirname "$0")/lib.sh"
@@ -63,6 +71,47 @@ step "all $N bound $(elapsed "$t1") s after the thaw; per node: $(awk '{ print $
 
 # --- 3.
 k delete pvc -l set=cut --wait=false >/dev/null
+for _ in $(seq 120); do [[ $(pn_counts) == "0 0" && -z $(pn_all_volumes) ]] && break; sleep 1; done
+[[ $(pn_counts) == "0 0" && -z $(pn_all_volumes) ]] || pn_fail "left after deleting: $(pn_counts) (bound, PVs); volumes: $(pn_all_volumes | head)"
+step "all deleted, nothing left"
+
+# --- 4.
+step "4. pn-2 frozen, $N claims, then its answers dropped and it thawed: creates run there, unanswered"
+kill -STOP "${PN_PID[pn-2]}"
+t0=$(date +%s.%N)
+claims_yaml net 1 "$N" nv-now 1Mi | k create -f - >/dev/null || fail "create $N claims"
+b=0
+for _ in $(seq 40); do
+  read -r b _ <<<"$(pn_counts)"
+  ((b >= want)) && break
+  sleep 1
+done
+((b >= want)) || pn_fail "only $b of $N claims bound in 40 s with pn-2 frozen; expected at least $want"
+# The creates sent to pn-2 wait in its sockets; it runs them once thawed,
+# and the answers are lost: the provisioner cut off in the middle of them.
+drop=(INPUT -p tcp -s "${PN_IP[pn-2]}" --sport 9809 -j DROP)
+in_ns iptables -A "${drop[@]}" || fail "iptables"
+kill -CONT "${PN_PID[pn-2]}"
+made=0
+for _ in $(seq 20); do made=$(pn_volumes pn-2 | wc -l); ((made >= N - b)) && break; sleep 0.5; done
+step "$b of $N bound on pn-1 and pn-3 in $(elapsed "$t0") s; pn-2 thawed with its answers dropped made $made volumes"
+((made > 0)) || pn_fail "pn-2 made no volume once thawed: the cut did not land in the middle of a create"
+sleep 15
+read -r b p <<<"$(pn_counts)"
+total=$(pn_all_volumes | wc -l)
+step "15 s later, the answers still dropped: $b bound, $p PVs, $total volumes on the nodes"
+((total == N)) || pn_fail "$total volumes for $N claims while pn-2's answers were dropped: a claim was placed twice"
+in_ns iptables -D "${drop[@]}" || fail "iptables -D"
+t1=$(date +%s.%N)
+for _ in $(seq 180); do
+  read -r b p <<<"$(pn_counts)"
+  ((b == N && p == N)) && break
+  sleep 1
+done
+((b == N && p == N)) || pn_fail "after the answers flowed again: $b of $N bound, $p PVs"
+pn_consistent "$N"
+step "all $N bound $(elapsed "$t1") s after the cut ended, pn-2's unanswered volumes became their PVs; per node: $(awk '{ print $2 }' "$K8S_WORK/volumes.txt" | sort | uniq -c | tr -s ' \n' ' ')"
+k delete pvc -l set=net --wait=false >/dev/null
 for _ in $(seq 120); do [[ $(pn_counts) == "0 0" && -z $(pn_all_volumes) ]] && break; sleep 1; done
 [[ $(pn_counts) == "0 0" && -z $(pn_all_volumes) ]] || pn_fail "left after deleting: $(pn_counts) (bound, PVs); volumes: $(pn_all_volumes | head)"
 step "PASS: all deleted, nothing left"

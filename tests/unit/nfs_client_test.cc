@@ -245,7 +245,8 @@ TEST(ProcessesUsing, FindsOpenFilesAndCwdButNotNeighbours) {
   int nfd = ::open((dir + "-neighbour").c_str(), O_RDONLY | O_DIRECTORY);
   EXPECT_FALSE(mine(ProcessesUsing({dir})));
   ::close(nfd);
-  std::system(("rm -rf " + dir + " " + dir + "-neighbour").c_str());
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(dir + "-neighbour");
 }
 
 }  // namespace

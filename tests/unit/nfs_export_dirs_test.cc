@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "backend/nfs/export_dirs.h"
@@ -31,7 +32,10 @@ class ExportDirs : public ::testing::Test {
     ASSERT_NE(::mkdtemp(out), nullptr);
     outside_ = out;
   }
-  void TearDown() override { std::system(("rm -rf " + root_ + " " + outside_).c_str()); }
+  void TearDown() override {
+    std::filesystem::remove_all(root_);
+    std::filesystem::remove_all(outside_);
+  }
   bool IsDir(const std::string& rel) {
     struct stat st;
     return ::lstat((root_ + "/" + rel).c_str(), &st) == 0 && S_ISDIR(st.st_mode);

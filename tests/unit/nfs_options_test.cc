@@ -4,6 +4,8 @@
 
 #include <unistd.h>
 
+#include <filesystem>
+
 #include "backend/nfs/mount_options.h"
 #include "backend/nfs/nfs_backend.h"
 #include "backend/nfs/pool_options.h"
@@ -162,7 +164,7 @@ class NfsParams : public ::testing::Test {
                     .ok());
   }
   void TearDown() override {
-    if (!dir_.empty()) std::system(("rm -rf " + dir_).c_str());
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
   std::string Check(Params p) {
     p.emplace("nodevol.io/pvc-namespace", "ns");

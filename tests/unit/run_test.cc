@@ -96,8 +96,9 @@ TEST(Run, TimeoutKillsTheWholeGroupAndReturnsOnTime) {
   FILE* stat = ::fopen(("/proc/" + pid + "/stat").c_str(), "r");
   if (stat) {
     char buf[256] = {};
-    ::fgets(buf, sizeof buf, stat);
+    bool read = ::fgets(buf, sizeof buf, stat) != nullptr;
     ::fclose(stat);
+    ASSERT_TRUE(read) << "cannot read /proc/" << pid << "/stat";
     std::string line = buf;
     EXPECT_NE(line.find(") Z"), std::string::npos) << "background child still alive: " << line;
   }

@@ -1,8 +1,10 @@
 #include "calls.h"
 
 #include <charconv>
+#include <memory>
 #include <string_view>
 
+#include "base/utf8.h"
 #include "client.h"
 #include "config.h"
 #include "options.h"
@@ -16,7 +18,7 @@ using Args = std::vector<std::string>;
 // Connects to nodevold; on failure fills *reply and returns null. The
 // client is never destroyed: the process ends with _exit right after its
 // answer.
-Client* Connect(Reply* reply) {
+std::unique_ptr<Client> Connect(Reply* reply) {
   Config config;
   std::string error;
   if (!LoadConfig(&config, &error)) {
@@ -27,7 +29,7 @@ Client* Connect(Reply* reply) {
   ArmWatchdog(config.timeout + std::chrono::seconds(1),
               "nodevol-flex gave up waiting for nodevold at " + config.socket +
                   "; check `systemctl status nodevold`");
-  auto* client = new Client(config);
+  auto client = std::make_unique<Client>(config);
   if (!client->Connect(&error)) {
     *reply = Reply::Failure(error);
     return nullptr;
@@ -64,7 +66,7 @@ Reply Mount(const Args& a) {
   pod->set_service_account(o.pod.service_account);
 
   Reply reply;
-  Client* client = Connect(&reply);
+  std::unique_ptr<Client> client = Connect(&reply);
   if (!client) return reply;
   v1::DoorResponse resp;
   if (!client->Call(door, &resp, &error)) return Reply::Failure("publish: " + error);
@@ -74,7 +76,7 @@ Reply Mount(const Args& a) {
 
 Reply Unmount(const Args& a) {
   Reply reply;
-  Client* client = Connect(&reply);
+  std::unique_ptr<Client> client = Connect(&reply);
   if (!client) return reply;
   v1::DoorRequest req;
   req.mutable_unpublish()->set_target(a[1]);
@@ -97,7 +99,7 @@ Reply ExpandFs(const Args& a) {
     return Reply::Failure("expandfs: new size \"" + text + "\" is not a positive number of bytes");
 
   Reply reply;
-  Client* client = Connect(&reply);
+  std::unique_ptr<Client> client = Connect(&reply);
   if (!client) return reply;
   {
     v1::DoorRequest req;
@@ -142,6 +144,11 @@ constexpr std::string_view kNotSupported[] = {
 
 Reply RunCall(const Args& args) {
   if (args.empty()) return Reply::Failure("no call given; kubelet calls e.g. `init`, `mount <dir> <json>`");
+  // What is forwarded goes in protobuf strings, which nodevold would refuse
+  // whole ("not a DoorRequest"): say which argument is wrong instead.
+  for (size_t i = 0; i < args.size(); ++i)
+    if (!IsValidUtf8(args[i]))
+      return Reply::Failure("argument " + std::to_string(i) + " is not valid UTF-8; kubelet passes UTF-8 paths and JSON");
   for (std::string_view name : kNotSupported)
     if (args[0] == name) return Reply::NotSupported("nodevol volumes are not attachable; " + args[0] + " is not used");
   for (const Call& call : kCalls) {

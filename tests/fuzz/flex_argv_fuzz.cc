@@ -1,0 +1,144 @@
+// The FlexVolume driver's calls as kubelet makes them (flex/calls.h): the
+// input is split at NUL bytes into argv (at most 8 arguments), the options
+// JSON of mount among them. nodevold is stood in for by a thread serving
+// the flex door on a socket of the fuzzer's own, answering every request
+// with success at once (the real door's side is fuzzed through node_api).
+// Properties: every argv gets one reply whose JSON parses, with status
+// Success, Failure (with a message) or Not supported; a secret passed in
+// the options (kubernetes.io/secret/*) never shows in the reply; every
+// request reaching the door is a DoorRequest with a call set.
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/frame.h"
+#include "calls.h"
+#include "nodevol/v1/flex_door.pb.h"
+#include "tests/fuzz/fuzz_util.h"
+
+namespace {
+
+using nodevol::v1::DoorRequest;
+using nodevol::v1::DoorResponse;
+
+// What nodevold would answer to a call that succeeded.
+DoorResponse Success(const DoorRequest& req) {
+  DoorResponse resp;
+  resp.set_code(0);
+  switch (req.call_case()) {
+    case DoorRequest::kPublish:
+      resp.mutable_publish()->set_volume(req.publish().volume().empty() ? "inline-1" : req.publish().volume());
+      resp.mutable_publish()->set_target(req.publish().target());
+      break;
+    case DoorRequest::kUnpublish:
+      resp.mutable_unpublish()->set_was_published(true);
+      break;
+    case DoorRequest::kGetVolume: {
+      auto* v = resp.mutable_get_volume()->mutable_volume();
+      v->set_name(req.get_volume().name());
+      v->set_size_bytes(1 << 20);
+      break;
+    }
+    case DoorRequest::kExpandVolume: {
+      auto* v = resp.mutable_expand_volume()->mutable_volume();
+      v->set_name(req.expand_volume().name());
+      v->set_size_bytes(req.expand_volume().size_bytes());
+      break;
+    }
+    case DoorRequest::CALL_NOT_SET:
+      nodevol::fuzz::Broken("the driver sent a DoorRequest without a call");
+  }
+  return resp;
+}
+
+void Serve(int fd) {
+  for (;;) {
+    std::string bytes;
+    if (nodevol::ReadFrame(fd, 1 << 20, &bytes) != nodevol::FrameResult::kOk) break;
+    DoorRequest req;
+    if (!req.ParseFromString(bytes)) nodevol::fuzz::Broken("the driver sent bytes that are not a DoorRequest");
+    std::string out;
+    Success(req).SerializeToString(&out);
+    if (nodevol::WriteFrame(fd, out) != nodevol::FrameResult::kOk) break;
+  }
+  ::close(fd);
+}
+
+void StartDoor() {
+  const std::string base = "/tmp/nodevol-fuzz-flex-" + std::to_string(::getpid()) + ".sock";
+  const std::string door = base + ".flex";
+  ::unlink(door.c_str());
+  int ls = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  door.copy(addr.sun_path, sizeof addr.sun_path - 1);
+  if (ls < 0 || ::bind(ls, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(ls, 64) != 0)
+    nodevol::fuzz::Broken("cannot serve the stand-in door at " + door);
+  std::thread([ls] {
+    for (;;) {
+      int fd = ::accept4(ls, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd >= 0) std::thread(Serve, fd).detach();
+    }
+  }).detach();
+  ::setenv("NODEVOL_FLEX_SOCKET", base.c_str(), 1);
+  ::setenv("NODEVOL_FLEX_CONFIG", "/dev/null", 1);
+}
+
+// Values of the options' secrets worth looking for in a reply.
+std::vector<std::string> Secrets(const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  for (const auto& a : args) {
+    auto j = nlohmann::json::parse(a, nullptr, false);
+    if (!j.is_object()) continue;
+    for (const auto& [k, v] : j.items())
+      if (k.rfind("kubernetes.io/secret/", 0) == 0 && v.is_string() && v.get<std::string>().size() >= 8)
+        out.push_back(v.get<std::string>());
+  }
+  return out;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  StartDoor();
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::vector<std::string> args(1);
+  for (size_t i = 0; i < size; ++i) {
+    if (data[i] != 0) {
+      args.back().push_back(static_cast<char>(data[i]));
+    } else if (args.size() == 8) {
+      break;
+    } else {
+      args.emplace_back();
+    }
+  }
+  // The driver arms a SIGALRM watchdog (flex/output.h), as a process of
+  // its own may; libFuzzer times inputs with SIGALRM too: keep its own.
+  struct sigaction fuzzer_alarm {};
+  ::sigaction(SIGALRM, nullptr, &fuzzer_alarm);
+  nodevol::flex::Reply reply = nodevol::flex::RunCall(args);
+  struct itimerval off {};
+  ::setitimer(ITIMER_REAL, &off, nullptr);
+  ::sigaction(SIGALRM, &fuzzer_alarm, nullptr);
+  std::string text = reply.ToJson();
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  FUZZ_CHECK(j.is_object() && j.contains("status") && j["status"].is_string(), "a reply that is not one JSON object");
+  const std::string status = j["status"];
+  FUZZ_CHECK(status == "Success" || status == "Failure" || status == "Not supported", "an unknown status");
+  if (status == "Failure") FUZZ_CHECK(!reply.message.empty(), "a failure without a message");
+  for (const auto& s : Secrets(args)) FUZZ_CHECK(text.find(s) == std::string::npos, "a secret in the reply");
+  return 0;
+}

@@ -28,8 +28,14 @@ class BoundedProbe : public LvmProbe {
     {
       std::lock_guard<std::mutex> l(mu_);
       if (stuck_) {
-        std::lock_guard<std::mutex> rl(stuck_->mu);
-        if (!stuck_->done) return Unanswered(pv_devices);
+        bool done;
+        {
+          std::lock_guard<std::mutex> rl(stuck_->mu);
+          done = stuck_->done;
+        }
+        // Dropped only after its mutex is released: this may be the last
+        // reference (found by ThreadSanitizer, BoundedProbe test).
+        if (!done) return Unanswered(pv_devices);
         stuck_.reset();
       }
       read = std::make_shared<StampRead>();

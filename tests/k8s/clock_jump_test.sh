@@ -40,16 +40,7 @@ pn_add pn-1 10.99.0.11 512m
 pn_add pn-2 10.99.0.12 512m
 pn_add pn-3 10.99.0.13 512m
 storage_class nv-now pool=default
-lease_holder() { k get lease nodevol.io-provisioner -o jsonpath='{.spec.holderIdentity}' 2>/dev/null || true; }
 transitions() { k get lease nodevol.io-provisioner -o jsonpath='{.spec.leaseTransitions}' 2>/dev/null || echo 0; }
-# leader: the replica (a or b) whose log says it leads as the Lease's holder.
-leader() {
-  local h id
-  h=$(lease_holder)
-  [[ -n $h ]] || return 1
-  for id in a b; do grep -qF "leading as $h " "$K8S_WORK/logs/prov-$id.log" 2>/dev/null && { echo "$id"; return 0; }; done
-  return 1
-}
 wait_leader() {  # ID SECONDS: until replica ID leads with its controller started; prints how long it took
   local t0=$SECONDS
   for _ in $(seq $(($2 * 2))); do
@@ -103,11 +94,16 @@ kill9() {
   wait "${REPLICA_PID[$1]}" 2>/dev/null || true
 }
 
+# failover FROM TO: FROM killed -9; TO leads once the lease has run out.
+failover() {
+  kill9 "$1"
+  took=$(wait_leader "$2" 60)
+  ((took >= 12)) || pn_fail "$2 took the lease $took s after $1 was killed, before the 15 s lease ran out"
+}
+
 # --- 2.
 step "2. replica a killed -9"
-kill9 a
-took=$(wait_leader b 60)
-((took >= 12)) || pn_fail "b took the lease $took s after a was killed, before the 15 s lease ran out"
+failover a b
 step "b leads $took s after a was killed (lease 15 s), its clock 1 h ahead"
 PROV_LOG=$K8S_WORK/logs/prov-b.log PROV_OFF=1
 burst two
@@ -126,9 +122,7 @@ keeps_leading b 25
 k get lease nodevol.io-provisioner -o jsonpath='{.spec.renewTime}{"\n"}' | sed 's/^/    renewTime written by b: /'
 burst four
 step "4. b kept leading for 25 s with its clock 1 h behind; a did not take the lease; 20 more bound"
-kill9 b
-took=$(wait_leader a 60)
-((took >= 12)) || pn_fail "a took the lease $took s after b was killed, before the 15 s lease ran out"
+failover b a
 step "a leads $took s after b was killed -9"
 PROV_LOG=$K8S_WORK/logs/prov-a.log PROV_OFF=1
 step "lease transitions during the test: $(($(transitions) - t_start)) (b took over, then a)"

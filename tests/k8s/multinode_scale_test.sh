@@ -32,15 +32,6 @@ storage_class nv-now pool=default
 # whose claim is still being provisioned.
 prov_replica a --orphan-sweep-seconds=5 --orphan-grace-seconds=5
 prov_replica b --orphan-sweep-seconds=5 --orphan-grace-seconds=5
-lease_holder() { k get lease nodevol.io-provisioner -o jsonpath='{.spec.holderIdentity}' 2>/dev/null || true; }
-# leader: the replica (a or b) whose log says it leads as the Lease's holder.
-leader() {
-  local h id
-  h=$(lease_holder)
-  [[ -n $h ]] || return 1
-  for id in a b; do grep -qF "leading as $h " "$K8S_WORK/logs/prov-$id.log" 2>/dev/null && { echo "$id"; return 0; }; done
-  return 1
-}
 lead=
 for _ in $(seq 120); do
   lead=$(leader) && grep -q "controller started" "$K8S_WORK/logs/prov-$lead.log" && break

@@ -30,6 +30,26 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/pretend_nodes.sh"
 N=30
 
+# all_bound WHEN: every one of the N claims Bound with its PV within 180 s,
+# consistent with the nodes' volumes (WHEN names the moment, for the failure).
+all_bound() {
+  local b p
+  for _ in $(seq 180); do
+    read -r b p <<<"$(pn_counts)"
+    ((b == N && p == N)) && break
+    sleep 1
+  done
+  ((b == N && p == N)) || pn_fail "$1: $b of $N bound, $p PVs"
+  pn_consistent "$N"
+}
+# all_deleted SET: the claims of SET deleted, nothing left anywhere.
+all_deleted() {
+  k delete pvc -l "set=$1" --wait=false >/dev/null
+  for _ in $(seq 120); do [[ $(pn_counts) == "0 0" && -z $(pn_all_volumes) ]] && break; sleep 1; done
+  [[ $(pn_counts) == "0 0" && -z $(pn_all_volumes) ]] || pn_fail "left after deleting: $(pn_counts) (bound, PVs); volumes: $(pn_all_volumes | head)"
+}
+per_node() { awk '{ print $2 }' "$K8S_WORK/volumes.txt" | sort | uniq -c | tr -s ' \n' ' '; }
+
 step "three pretend nodes, pn-2 with the most room"
 pn_init
 pn_add pn-1 10.99.0.11 256m
@@ -60,19 +80,11 @@ step "while pn-2 was frozen: $b of $N bound after $(elapsed "$t0") s (progress:$
 step "2. pn-2 thawed"
 kill -CONT "${PN_PID[pn-2]}"
 t1=$(date +%s.%N)
-for _ in $(seq 180); do
-  read -r b p <<<"$(pn_counts)"
-  ((b == N && p == N)) && break
-  sleep 1
-done
-((b == N && p == N)) || pn_fail "after the thaw: $b of $N bound, $p PVs"
-pn_consistent "$N"
-step "all $N bound $(elapsed "$t1") s after the thaw; per node: $(awk '{ print $2 }' "$K8S_WORK/volumes.txt" | sort | uniq -c | tr -s ' \n' ' ')"
+all_bound "after the thaw"
+step "all $N bound $(elapsed "$t1") s after the thaw; per node: $(per_node)"
 
 # --- 3.
-k delete pvc -l set=cut --wait=false >/dev/null
-for _ in $(seq 120); do [[ $(pn_counts) == "0 0" && -z $(pn_all_volumes) ]] && break; sleep 1; done
-[[ $(pn_counts) == "0 0" && -z $(pn_all_volumes) ]] || pn_fail "left after deleting: $(pn_counts) (bound, PVs); volumes: $(pn_all_volumes | head)"
+all_deleted cut
 step "all deleted, nothing left"
 
 # --- 4.
@@ -103,15 +115,7 @@ step "15 s later, the answers still dropped: $b bound, $p PVs, $total volumes on
 ((total == N)) || pn_fail "$total volumes for $N claims while pn-2's answers were dropped: a claim was placed twice"
 in_ns iptables -D "${drop[@]}" || fail "iptables -D"
 t1=$(date +%s.%N)
-for _ in $(seq 180); do
-  read -r b p <<<"$(pn_counts)"
-  ((b == N && p == N)) && break
-  sleep 1
-done
-((b == N && p == N)) || pn_fail "after the answers flowed again: $b of $N bound, $p PVs"
-pn_consistent "$N"
-step "all $N bound $(elapsed "$t1") s after the cut ended, pn-2's unanswered volumes became their PVs; per node: $(awk '{ print $2 }' "$K8S_WORK/volumes.txt" | sort | uniq -c | tr -s ' \n' ' ')"
-k delete pvc -l set=net --wait=false >/dev/null
-for _ in $(seq 120); do [[ $(pn_counts) == "0 0" && -z $(pn_all_volumes) ]] && break; sleep 1; done
-[[ $(pn_counts) == "0 0" && -z $(pn_all_volumes) ]] || pn_fail "left after deleting: $(pn_counts) (bound, PVs); volumes: $(pn_all_volumes | head)"
+all_bound "after the answers flowed again"
+step "all $N bound $(elapsed "$t1") s after the cut ended, pn-2's unanswered volumes became their PVs; per node: $(per_node)"
+all_deleted net
 step "PASS: all deleted, nothing left"

@@ -270,6 +270,15 @@ prov_replica() {
   CLEANUP_PIDS+=("$!")
 }
 declare -A REPLICA_PID
+lease_holder() { k get lease nodevol.io-provisioner -o jsonpath='{.spec.holderIdentity}' 2>/dev/null || true; }
+# leader: the replica (a or b) whose log says it leads as the Lease's holder.
+leader() {
+  local h id
+  h=$(lease_holder)
+  [[ -n $h ]] || return 1
+  for id in a b; do grep -qF "leading as $h " "$K8S_WORK/logs/prov-$id.log" 2>/dev/null && { echo "$id"; return 0; }; done
+  return 1
+}
 
 # pn_check_ready: every pretend node still Ready=True and untainted (the node
 # lifecycle controller marks a node whose Lease went stale for 50 s Unknown

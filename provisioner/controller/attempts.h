@@ -20,6 +20,8 @@
 #include <set>
 #include <string>
 
+#include "util/backoff.h"
+
 namespace nodevol::provisioner {
 
 class Attempts {
@@ -58,8 +60,13 @@ class Attempts {
   // Nodes whose volumes SeedAttempts has read. seed_mu() is held while it
   // reads them, so that passes wait for a node's first read, not race it.
   // A node whose read failed is tried again kSeedRetry later, not by every
-  // pass in between.
+  // pass in between, and after each further failure twice as late, up to
+  // kSeedRetryMax: every pass waits for a read in progress (up to its 5 s
+  // page limit), so a node that keeps connections open and answers nothing
+  // would otherwise stall the passes for every node half of the time
+  // (k8s_provisioner_node_cutoff, answers dropped).
   static constexpr std::chrono::seconds kSeedRetry{10};
+  static constexpr std::chrono::seconds kSeedRetryMax{300};
   std::mutex& seed_mu() { return seed_mu_; }
   bool Seeded(const std::string& node) const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -69,7 +76,9 @@ class Attempts {
     std::lock_guard<std::mutex> lock(mu_);
     if (seeded_.count(node)) return false;
     auto it = seed_failed_.find(node);
-    return it == seed_failed_.end() || now - it->second >= kSeedRetry;
+    return it == seed_failed_.end() ||
+           now - it->second.at >= ExponentialDelay<std::chrono::steady_clock::duration>(
+                                      it->second.failures - 1, kSeedRetry, kSeedRetryMax);
   }
   void SetSeeded(const std::string& node) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -78,7 +87,9 @@ class Attempts {
   }
   void SeedFailed(const std::string& node, std::chrono::steady_clock::time_point now) {
     std::lock_guard<std::mutex> lock(mu_);
-    seed_failed_[node] = now;
+    SeedFailure& f = seed_failed_[node];
+    f.at = now;
+    ++f.failures;
   }
 
  private:
@@ -86,7 +97,11 @@ class Attempts {
   std::map<std::string, std::string> nodes_;
   std::set<std::string> saved_;
   std::set<std::string> seeded_;
-  std::map<std::string, std::chrono::steady_clock::time_point> seed_failed_;
+  struct SeedFailure {
+    std::chrono::steady_clock::time_point at;  // the last one
+    int failures = 0;                          // in a row
+  };
+  std::map<std::string, SeedFailure> seed_failed_;
   std::mutex seed_mu_;
 };
 

@@ -291,6 +291,28 @@ TEST(Provision, ANodeThatCannotListIsAskedAgainLater) {
   EXPECT_TRUE(w.attempts.SeedDue("b", before + Attempts::kSeedRetry + std::chrono::seconds(1)));
 }
 
+// Each failure in a row doubles the wait (10, 20, 40 s... up to 5 min), so
+// a node that answers nothing stalls the passes less and less; a success
+// ends it.
+TEST(Provision, ANodeThatKeepsFailingToListIsAskedLessAndLessOften) {
+  Attempts attempts;
+  auto t = std::chrono::steady_clock::now();
+  using std::chrono::seconds;
+  attempts.SeedFailed("b", t);
+  EXPECT_TRUE(attempts.SeedDue("b", t + seconds(10)));
+  attempts.SeedFailed("b", t);
+  EXPECT_FALSE(attempts.SeedDue("b", t + seconds(19)));
+  EXPECT_TRUE(attempts.SeedDue("b", t + seconds(20)));
+  attempts.SeedFailed("b", t);
+  EXPECT_FALSE(attempts.SeedDue("b", t + seconds(39)));
+  EXPECT_TRUE(attempts.SeedDue("b", t + seconds(40)));
+  for (int i = 0; i < 20; ++i) attempts.SeedFailed("b", t);
+  EXPECT_FALSE(attempts.SeedDue("b", t + seconds(299)));
+  EXPECT_TRUE(attempts.SeedDue("b", t + Attempts::kSeedRetryMax));
+  attempts.SetSeeded("b");
+  EXPECT_FALSE(attempts.SeedDue("b", t + seconds(1000)));  // seeded: never again
+}
+
 // The recorded node cannot tell: wait for it, create nowhere else.
 TEST(Provision, AnUnreachableRecordedNodeIsWaitedFor) {
   World w;

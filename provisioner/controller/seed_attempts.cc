@@ -13,7 +13,8 @@ using nodes::VolumeParam;
 // every claim pass waits for the seeding (one lock), so a node that holds
 // its connections and answers nothing (a frozen nodevold) held up every
 // claim, for every node, for a minute (k8s_provisioner_node_cutoff). A
-// node failing this is read again 10 s later (Attempts::kSeedRetry), and
+// node failing this is read again 10 s later (Attempts::kSeedRetry), then
+// less and less often (up to 5 min between reads), and
 // a page of 1000 volumes takes milliseconds.
 constexpr std::chrono::seconds kSeedPageTimeout{5};
 

@@ -43,9 +43,10 @@ if [[ $phase == before ]]; then
   mkdir -p $persist/pool
   vm_nodevold_start "${pools[@]}"
 
-  # MiB size of each volume, which pod has it, and what markers were written.
-  declare -A size pod_of
-  volumes=() pods=()
+  # MiB size of each volume, its pool, which pod has it, what markers were
+  # written; snapshots (of thin and dir volumes) and their sources' sizes.
+  declare -A size pod_of pool_of snap_size snap_pool
+  volumes=() pods=() snaps=()
   call() {  # OP ARGS...: logs start and end, returns nodevolctl's status
     local rc=0 out
     note "start $*"
@@ -60,7 +61,8 @@ if [[ $phase == before ]]; then
       note "marker $2 $text"
   }
   make_volume() {  # NAME POOL SIZE_MIB
-    call create volume create "$1" --pool "$2" --size "${3}Mi" >/dev/null && { size[$1]=$3; volumes+=("$1"); }
+    call create volume create "$1" --pool "$2" --size "${3}Mi" "${@:4}" >/dev/null &&
+      { size[$1]=$3; pool_of[$1]=$2; volumes+=("$1"); }
   }
   forget() {  # VOLUME: out of the list of volumes
     local kept=() x
@@ -90,7 +92,7 @@ if [[ $phase == before ]]; then
   for ((i = 1; i < 400; i++)); do
     n=${#volumes[@]}
     v=${volumes[RANDOM % n]}
-    case $((RANDOM % 6)) in
+    case $((RANDOM % 9)) in
       0 | 1) make_volume "o-$i" "${pool_names[RANDOM % 3]}" $((16 + RANDOM % 3 * 8)) || true ;;
       2) [[ $v == base-* || -n ${pod_of[$v]:-} ]] && continue
          call delete volume delete "$v" >/dev/null && { unset "size[$v]"; forget "$v"; } ;;
@@ -100,6 +102,19 @@ if [[ $phase == before ]]; then
          publish_volume "pod-$i" "$v" || true ;;
       5) [[ $v == base-* || -z ${pod_of[$v]:-} ]] && continue
          call unpublish unpublish --target "$(target_of "${pod_of[$v]}")" >/dev/null && unset "pod_of[$v]" ;;
+      6) [[ ${pool_of[$v]} == thick ]] && continue  # snapshots: thin and dir pools
+         call snapcreate snapshot create "s-$i" --volume "$v" >/dev/null &&
+           { snaps+=("s-$i"); snap_size[s-$i]=${size[$v]}; snap_pool[s-$i]=${pool_of[$v]}; } ;;
+      7) ((${#snaps[@]})) || continue
+         s=${snaps[RANDOM % ${#snaps[@]}]}
+         call snapdelete snapshot delete "$s" >/dev/null && {
+           kept=()
+           for x in "${snaps[@]}"; do [[ $x == "$s" ]] || kept+=("$x"); done
+           snaps=("${kept[@]}")
+         } ;;
+      8) ((${#snaps[@]})) || continue
+         s=${snaps[RANDOM % ${#snaps[@]}]}
+         make_volume "r-$i" "${snap_pool[$s]}" "${snap_size[$s]}" --from-snapshot "$s" || true ;;
     esac
   done
   sleep 60
@@ -116,13 +131,13 @@ rm -f "$VM_SANDBOX/nodevold.sock"  # a socket file outlives its server
 # What the log says, from the calls that ended: volumes created (not
 # deleted since), their last size, which pod has each, the markers
 # written; and the call in flight.
-declare -A want_size want_pool marker pod_of
+declare -A want_size=() want_pool=() marker=() pod_of=() want_snap=()
 pod_in() { local p=${1#"$VM_PODS/"}; echo "${p%%/*}"; }
 inflight=""
 done_ops=0
-while read -r kind rc op a1 a2 a3 a4 a5 a6 a7; do
+while read -r kind rc op a1 a2 a3 a4 a5 a6 a7 a8 a9; do
   case $kind in
-    start) inflight="$rc $op $a1 $a2 $a3 $a4 $a5 $a6 $a7"; continue ;;
+    start) inflight="$rc $op $a1 $a2 $a3 $a4 $a5 $a6 $a7 $a8 $a9"; continue ;;
     marker) marker[$rc]="$op $a1 $a2 $a3 $a4 $a5"; marker[$rc]=${marker[$rc]%"${marker[$rc]##*[! ]}"}; continue ;;
     done) inflight=""; done_ops=$((done_ops + 1)) ;;
     *) continue ;;
@@ -134,6 +149,8 @@ while read -r kind rc op a1 a2 a3 a4 a5 a6 a7; do
     expand) want_size[$a3]=${a5%Mi} ;;                                      # volume expand V --size S
     publish) pod_of[$a5]=$(pod_in "$a3") ;;                                 # publish --target T --volume V
     unpublish) for v in "${!pod_of[@]}"; do [[ ${pod_of[$v]} == "$(pod_in "$a3")" ]] && unset "pod_of[$v]"; done ;;
+    snapcreate) want_snap[$a3]=1 ;;                                         # snapshot create S --volume V
+    snapdelete) unset "want_snap[$a3]" ;;                                   # snapshot delete S
   esac
 done <"$log"
 inflight=${inflight%"${inflight##*[! ]}"}
@@ -149,9 +166,11 @@ while read -r name pool backend size unit state rest; do
 done < <(vm_ctl volume list | sed 's/MiB/ MiB/')
 read -r -a fly <<<"$inflight"
 fly_op=${fly[0]:-} fly_vol=""
+fly_snap=""
 case $fly_op in
   create | delete | expand) fly_vol=${fly[3]} ;;
   publish) fly_vol=${fly[5]} ;;
+  snapcreate | snapdelete) fly_snap=${fly[3]} ;;
 esac
 
 vm_step "every volume whose create ended is there; nothing else but the one in flight"
@@ -169,17 +188,34 @@ for d in "$persist"/pool/*; do
   [[ -e $d ]] || continue
   [[ -n ${listed[${d##*/}]:-} ]] || vm_fail "orphan directory $d in the dir pool"
 done
-vm_log "${#want_size[@]} volumes expected, ${#listed[@]} listed"
+declare -A listed_snap=()
+while read -r name volume pool size state rest; do
+  [[ $name == NAME ]] && continue
+  listed_snap[$name]=$state
+done < <(vm_ctl snapshot list)
+for s in "${!want_snap[@]}"; do
+  [[ $s == "$fly_snap" && $fly_op == snapdelete ]] && continue
+  [[ ${listed_snap[$s]:-} == READY ]] || vm_fail "snapshot $s (created before the cut) is ${listed_snap[$s]:-not listed}"
+done
+for s in "${!listed_snap[@]}"; do
+  [[ -n ${want_snap[$s]:-} || $s == "$fly_snap" ]] ||
+    vm_fail "snapshot $s is listed (${listed_snap[$s]}) but no create of it ended, and it was not in flight"
+done
+snap_lvs() { lvm lvs --noheadings -o lv_name,lv_tags nv 2>/dev/null | awk '$2 ~ /nodevol.io\/snapshot=/ {sub(/.*nodevol.io\/snapshot=/, "", $2); sub(/,.*/, "", $2); print $2}'; }
+for s in $(snap_lvs); do [[ -n ${listed_snap[$s]:-} ]] || vm_fail "orphan LV of snapshot $s"; done
+vm_log "${#want_size[@]} volumes expected, ${#listed[@]} listed; ${#want_snap[@]} snapshots expected, ${#listed_snap[@]} listed"
 
 vm_step "the call in flight made again: ${inflight:-none}"
 if [[ -n $inflight ]]; then
   out=$(vm_ctl "${fly[@]:1}" 2>&1) || vm_fail "retrying '${fly[*]:1}' after the power loss: $out"
   case $fly_op in
-    create) want_size[$fly_vol]=${fly[6]%Mi}; want_pool[$fly_vol]=${fly[5]} ;;
+    create) want_size[$fly_vol]=${fly[7]%Mi}; want_pool[$fly_vol]=${fly[5]} ;;
     delete) unset "want_size[$fly_vol]" "want_pool[$fly_vol]" ;;
     expand) want_size[$fly_vol]=${fly[5]%Mi} ;;
     publish) pod=${fly[3]#"$VM_PODS/"}; pod_of[$fly_vol]=${pod%%/*} ;;
     unpublish) for v in "${!pod_of[@]}"; do [[ $(target_of "${pod_of[$v]}") == "${fly[3]}" ]] && unset "pod_of[$v]"; done ;;
+    snapcreate) want_snap[$fly_snap]=1 ;;
+    snapdelete) unset "want_snap[$fly_snap]" ;;
   esac
 fi
 
@@ -204,10 +240,14 @@ vm_step "everything torn down; nothing left"
 for v in "${!pod_of[@]}"; do
   [[ -n ${want_size[$v]:-} ]] && vm_run vm_ctl unpublish --target "$(target_of "${pod_of[$v]}")" >/dev/null
 done
+for s in $(vm_ctl snapshot list | awk 'NR > 1 {print $1}'); do vm_run vm_ctl snapshot delete "$s" >/dev/null; done
 for v in $(vm_ctl volume list | awk 'NR > 1 {print $1}'); do vm_run vm_ctl volume delete "$v" >/dev/null; done
+[[ -z $(snap_lvs) ]] || vm_fail "snapshot LVs left: $(snap_lvs | xargs)"
 [[ -z $(vm_ctl volume list | awk 'NR > 1') ]] || vm_fail "volumes left: $(vm_ctl volume list)"
 [[ -z $(lvs_left) ]] || vm_fail "LVs left: $(lvs_left | xargs)"
-[[ -z $(ls -A $persist/pool) ]] || vm_fail "dir pool not empty: $(ls -A $persist/pool)"
+# The pool's snapshot area stays, empty.
+[[ -z $(ls -A $persist/pool | grep -vx .snapshots) && -z $(ls -A $persist/pool/.snapshots 2>/dev/null) ]] ||
+  vm_fail "dir pool not empty: $(ls -A $persist/pool $persist/pool/.snapshots 2>&1)"
 ! grep -q " $VM_PODS/" /proc/self/mountinfo || vm_fail "mounts left: $(grep " $VM_PODS/" /proc/self/mountinfo)"
 vm_nodevold_stop
 echo "power loss during operations: OK ($done_ops calls ended before the cut; in flight: ${inflight:-nothing})"

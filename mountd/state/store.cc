@@ -104,7 +104,12 @@ Status LoadDir(const std::string& dir, Parse parse, Mark mark, std::vector<Recor
       return Status::FailedPrecondition("record " + path + " was written by a newer nodevold: " + st.message() +
                                         "; run that version again (or one that reads it), nothing was changed");
     if (!st.ok()) {
-      corrupt.emplace_back(path, st.message());
+      // What a power loss leaves of a record written without fsync (a
+      // publication's: vm_power_loss_ops sees it), said as such.
+      corrupt.emplace_back(path, text.empty() ? "the file is empty, as a power loss leaves a record that was not "
+                                                "fsync'ed: publication records are not, the mounts they describe "
+                                                "do not survive one either"
+                                              : st.message());
       continue;
     }
     std::string base = n.substr(0, n.rfind(".json") + 5);

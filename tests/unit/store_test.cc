@@ -131,6 +131,28 @@ TEST_F(StoreTest, CorruptRecordIsMovedAsideAndReported) {
   EXPECT_FALSE(fs::exists(dir_ + "/volumes/bad.json"));
 }
 
+// A power loss can leave a publication record (never fsync'ed) empty: it is
+// moved aside like any unreadable record, and the report says why.
+TEST_F(StoreTest, AnEmptiedPublicationRecordIsReportedAsAPowerLossLeavesIt) {
+  {
+    Store s(dir_);
+    ASSERT_TRUE(s.Open().ok());
+  }
+  std::ofstream(dir_ + "/publications/0123abcd.json").flush();
+  Store s(dir_);
+  ASSERT_TRUE(s.Open().ok());
+  std::vector<VolumeRecord> vols;
+  std::vector<PublicationRecord> pubs;
+  std::vector<std::string> problems;
+  ASSERT_TRUE(s.Load(&vols, &pubs, &problems).ok());
+  EXPECT_TRUE(pubs.empty());
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("the file is empty, as a power loss leaves a record that was not fsync'ed"),
+            std::string::npos)
+      << problems[0];
+  EXPECT_TRUE(fs::exists(dir_ + "/publications/0123abcd.json.corrupt"));
+}
+
 // A downgrade: records of a newer nodevold are neither corrupt nor absent.
 TEST_F(StoreTest, RoundTripsSnapshotsAndTheirDeletingTombstone) {
   Store s(dir_);

@@ -28,6 +28,18 @@ class StoreTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
+  // What a nodevold starting on the state dir now would load.
+  struct Loaded {
+    std::vector<VolumeRecord> vols;
+    std::vector<PublicationRecord> pubs;
+    std::vector<std::string> problems;
+  };
+  void Reload(Loaded* out) {
+    Store s(dir_);
+    ASSERT_TRUE(s.Open().ok());
+    ASSERT_TRUE(s.Load(&out->vols, &out->pubs, &out->problems).ok());
+  }
+
   static VolumeRecord Volume(const std::string& name) {
     VolumeRecord v;
     v.spec = {name, "default", 1 << 20, "", {{"mode", "0750"}}};
@@ -117,16 +129,12 @@ TEST_F(StoreTest, CorruptRecordIsMovedAsideAndReported) {
     ASSERT_TRUE(s.PutVolume(Volume("good")).ok());
   }
   std::ofstream(dir_ + "/volumes/bad.json") << "{\"format\": 1, \"name\": ";
-  Store s(dir_);
-  ASSERT_TRUE(s.Open().ok());
-  std::vector<VolumeRecord> vols;
-  std::vector<PublicationRecord> pubs;
-  std::vector<std::string> problems;
-  ASSERT_TRUE(s.Load(&vols, &pubs, &problems).ok());
-  ASSERT_EQ(vols.size(), 1u);
-  EXPECT_EQ(vols[0].spec.name, "good");
-  ASSERT_EQ(problems.size(), 1u);
-  EXPECT_NE(problems[0].find("bad.json"), std::string::npos);
+  Loaded l;
+  ASSERT_NO_FATAL_FAILURE(Reload(&l));
+  ASSERT_EQ(l.vols.size(), 1u);
+  EXPECT_EQ(l.vols[0].spec.name, "good");
+  ASSERT_EQ(l.problems.size(), 1u);
+  EXPECT_NE(l.problems[0].find("bad.json"), std::string::npos);
   EXPECT_TRUE(fs::exists(dir_ + "/volumes/bad.json.corrupt")) << "kept for the operator";
   EXPECT_FALSE(fs::exists(dir_ + "/volumes/bad.json"));
 }
@@ -139,17 +147,13 @@ TEST_F(StoreTest, AnEmptiedPublicationRecordIsReportedAsAPowerLossLeavesIt) {
     ASSERT_TRUE(s.Open().ok());
   }
   std::ofstream(dir_ + "/publications/0123abcd.json").flush();
-  Store s(dir_);
-  ASSERT_TRUE(s.Open().ok());
-  std::vector<VolumeRecord> vols;
-  std::vector<PublicationRecord> pubs;
-  std::vector<std::string> problems;
-  ASSERT_TRUE(s.Load(&vols, &pubs, &problems).ok());
-  EXPECT_TRUE(pubs.empty());
-  ASSERT_EQ(problems.size(), 1u);
-  EXPECT_NE(problems[0].find("the file is empty, as a power loss leaves a record that was not fsync'ed"),
+  Loaded l;
+  ASSERT_NO_FATAL_FAILURE(Reload(&l));
+  EXPECT_TRUE(l.pubs.empty());
+  ASSERT_EQ(l.problems.size(), 1u);
+  EXPECT_NE(l.problems[0].find("the file is empty, as a power loss leaves a record that was not fsync'ed"),
             std::string::npos)
-      << problems[0];
+      << l.problems[0];
   EXPECT_TRUE(fs::exists(dir_ + "/publications/0123abcd.json.corrupt"));
 }
 

@@ -32,6 +32,7 @@ struct FakeProbe : LvmProbe {
   std::string stamp = "S0";
   bool readable = true;
   double data = 10, meta = 5;
+  std::string pool_status;  // non-empty: the pool's device-mapper status says it failed
   int stamps_read = 0;
 
   Status MetadataStamp(const std::vector<std::string>& pvs, std::string* out) override {
@@ -55,6 +56,7 @@ struct FakeProbe : LvmProbe {
   }
   Status ThinPoolUsage(const std::string& vg, const std::string& pool, double* d, double* m) override {
     if (vg != "VGUUID" || pool != "TPUUID") return Status::NotFound("no such pool");
+    if (!pool_status.empty()) return ParseThinPoolStatus(pool_status, d, m);
     *d = data;
     *m = meta;
     return Status::Ok();
@@ -200,6 +202,23 @@ TEST(LvmCache, ThinPoolUsageComesFromDeviceMapper) {
   EXPECT_EQ(f.Reports(), 1u);
   EXPECT_DOUBLE_EQ(r.FindLv("vg0", "tp")->data_percent, 87.5);
   EXPECT_DOUBLE_EQ(r.FindLv("vg0", "tp")->metadata_percent, 12.25);
+}
+
+// The disk under a thin pool fails: device-mapper says so at once, even
+// while the cached report serves (vm_lvm_faults, scenario 6), and the pool
+// offers no room until it is whole again.
+TEST(LvmCache, AThinPoolDeviceMapperReportsFailedIsMarkedSo) {
+  Fixture f;
+  LvmReport r;
+  ASSERT_TRUE(f.lvm.Report(&r).ok());
+  EXPECT_TRUE(r.FindLv("vg0", "tp")->fault.empty());
+  f.probe->pool_status = "Error";
+  ASSERT_TRUE(f.lvm.Report(&r, std::chrono::seconds(30)).ok());
+  EXPECT_EQ(f.Reports(), 1u) << "served from the cache";
+  EXPECT_NE(r.FindLv("vg0", "tp")->fault.find("has failed"), std::string::npos) << r.FindLv("vg0", "tp")->fault;
+  f.probe->pool_status.clear();
+  ASSERT_TRUE(f.lvm.Report(&r, std::chrono::seconds(30)).ok());
+  EXPECT_TRUE(r.FindLv("vg0", "tp")->fault.empty());
 }
 
 // A restart knows the PVs from the last run: its first report is stamped,

@@ -178,6 +178,13 @@ TEST(LvmCapacity, ThinIsBoundedByPromisesAndByRealUse) {
   ASSERT_TRUE(ComputeLvmCapacity(o, r, &c).ok());
   EXPECT_EQ(c.free_bytes, 3 * GiB - GiB - 512 * MiB);
 
+  // A pool device-mapper reports failed takes nothing, and says why.
+  r.lvs[0].fault = "has failed (device-mapper status \"Fail\")";
+  Status failed = ComputeLvmCapacity(o, r, &c);
+  EXPECT_EQ(failed.code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(failed.message().find("thin pool nv/tp has failed"), std::string::npos) << failed.message();
+  r.lvs[0].fault.clear();
+
   o.thinpool = "missing";
   EXPECT_EQ(ComputeLvmCapacity(o, r, &c).code(), Status::Code::kFailedPrecondition);
 }

@@ -109,8 +109,19 @@ TEST(ThinPoolStatus, PercentagesAsLvmReportsThem) {
                   .ok());
   EXPECT_DOUBLE_EQ(data, 6.25);
   EXPECT_NEAR(meta, 0.0256, 0.0001);
-  EXPECT_FALSE(ParseThinPoolStatus("Fail", &data, &meta).ok());
-  EXPECT_FALSE(ParseThinPoolStatus("Error", &data, &meta).ok());
+  // Pools that take no new volume say why (vm_lvm_faults: a pool's disk
+  // failing every I/O leaves "Error").
+  EXPECT_EQ(ParseThinPoolStatus("Fail", &data, &meta).code(), Status::Code::kFailedPrecondition);
+  EXPECT_EQ(ParseThinPoolStatus("Error", &data, &meta).code(), Status::Code::kFailedPrecondition);
+  Status ro = ParseThinPoolStatus("0 1066/4161600 256/4096 - ro discard_passdown queue_if_no_space needs_check 1024",
+                                  &data, &meta);
+  EXPECT_EQ(ro.code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(ro.message().find("read-only"), std::string::npos) << ro.message();
+  // A full pool is healthy: its figures say it is full.
+  ASSERT_TRUE(ParseThinPoolStatus("2 118/1024 1024/1024 - out_of_data_space discard_passdown error_if_no_space - 256",
+                                  &data, &meta)
+                  .ok());
+  EXPECT_DOUBLE_EQ(data, 100.0);
   EXPECT_FALSE(ParseThinPoolStatus("0 10/0 1/2 - rw", &data, &meta).ok());
   EXPECT_FALSE(ParseThinPoolStatus("0 10/20 5/2 - rw", &data, &meta).ok());
   EXPECT_FALSE(ParseThinPoolStatus("", &data, &meta).ok());

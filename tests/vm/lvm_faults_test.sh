@@ -10,10 +10,14 @@
 #      hangs after the LV exists.
 #   4. The disk of a second pool pulled (virtio hot-unplug) under a
 #      published volume, nodevold restarted meanwhile, the disk put back.
+#   5. A thin pool's data space runs out under a pod's writes
+#      (overprovisioned 4x), then the operator extends it.
+#   6. A thin pool's disk fails every I/O: the pool fails, and the
+#      operator repairs it once the disk is back.
 # For each: what the caller is told, that the other pools and volumes keep
 # working, that nothing is half done or leaked (record, LV, mount) and that
 # the same call succeeds once the fault clears.
-#   lvm_faults_test.sh      disks: lvm1 (512M); lvm2 (128M) hot-plugged here
+#   lvm_faults_test.sh      disks: lvm1 (512M), lvm3 (256M); lvm2 (128M) hot-plugged here
 source "$VM_LIB"
 
 export DM_DISABLE_UDEV=1  # for the lvm commands this script runs itself
@@ -21,22 +25,29 @@ MiB=$((1024 * 1024))
 
 # lvm sees the wrapped disk only through its dm device (else the PV shows
 # twice); every other disk as it is.
-raw1=$(vm_disk lvm1)
+raw1=$(vm_disk lvm1) raw3=$(vm_disk lvm3)
 mkdir -p /etc/lvm
 cat >/etc/lvm/lvm.conf <<EOF
 devices {
-  global_filter = [ "r|^$raw1\$|", "a|.*|" ]
+  global_filter = [ "r|^$raw1\$|", "r|^$raw3\$|", "a|.*|" ]
 }
 EOF
-sectors1=$(blockdev --getsz "$raw1")
+sectors1=$(blockdev --getsz "$raw1") sectors3=$(blockdev --getsz "$raw3")
 vm_run dmsetup create nvpv1 --table "0 $sectors1 linear $raw1 0"
 vm_run lvm pvcreate -q -y /dev/mapper/nvpv1
 vm_run lvm vgcreate -q nv /dev/mapper/nvpv1
+# The thin pool's disk (scenarios 5 and 6); nodevold makes the pool.
+vm_run dmsetup create nvpv3 --table "0 $sectors3 linear $raw3 0"
+vm_run lvm pvcreate -q -y /dev/mapper/nvpv3
+vm_run lvm vgcreate -q nvt /dev/mapper/nvpv3
 
-# pv_table TABLE: swaps nvpv1's table (suspend, reload, resume).
+# pv_table [DM] TABLE: swaps a PV's table (suspend, reload, resume); DM
+# defaults to nvpv1.
 pv_table() {
-  dmsetup suspend nvpv1 && dmsetup reload nvpv1 --table "$1" && dmsetup resume nvpv1 ||
-    vm_fail "could not swap nvpv1's table to: $1"
+  local dm=nvpv1
+  (($# == 2)) && { dm=$1; shift; }
+  dmsetup suspend "$dm" && dmsetup reload "$dm" --table "$1" && dmsetup resume "$dm" ||
+    vm_fail "could not swap $dm's table to: $1"
 }
 pv_linear() { pv_table "0 $sectors1 linear $raw1 0"; }
 
@@ -47,7 +58,8 @@ vm_run lvm vgcreate -q nvx "$raw2"
 
 mkdir -p /run/dirpool
 pools=(--pool=name=fast,backend=lvm,vg=nv,type=thick,fs=ext4 --pool=name=other,backend=lvm,vg=nvx,type=thick
-       --pool=name=dir,backend=dir,path=/run/dirpool)
+       --pool=name=dir,backend=dir,path=/run/dirpool
+       --pool=name=thin,backend=lvm,vg=nvt,type=thin,thinpool=tp,thinpool-size=64Mi,overprovision=4)
 vm_nodevold_start --lvm-timeout-seconds=5 --mkfs-timeout-seconds=5 "${pools[@]}"
 
 now() { cut -d' ' -f1 /proc/uptime; }
@@ -167,6 +179,8 @@ vm_log "capacity: $(vm_ctl capacity 2>&1 | tr '\n' ' ')"
 try_create v-y other 16Mi
 vm_log "create in pool other: exit $RC after ${TOOK}s: $OUT"
 ((RC != 0)) || vm_fail "CreateVolume succeeded in a pool whose disk is gone"
+grep -q "FAILED_PRECONDITION.*volume group nvx.*missing or failing" <<<"$OUT" ||
+  vm_fail "the refusal does not say the VG's disk may be missing: $OUT"
 expect_nothing_of v-y
 try_create v-fine fast 16Mi
 ((RC == 0)) || vm_fail "a create in pool fast while other's disk is gone: $OUT"
@@ -197,6 +211,120 @@ vm_run vm_ctl unpublish --target "$VM_PODS/pod-x2/volumes/nodevol.io~volume/data
 vm_run vm_ctl unpublish --target "$VM_PODS/pod-ok/volumes/nodevol.io~volume/data"
 for v in v-x v-fine v-ok; do vm_run vm_ctl volume delete "$v"; done
 for v in v-x v-fine v-ok; do expect_nothing_of "$v"; done
+
+# Thin pool nvt/tp, made by nodevold at start: 64 MiB of data,
+# overprovisioned 4x. dm-thin holds writes to a full pool for
+# no_space_timeout (60 s by default, time for an autoextend) before it
+# fails them; 3 s here.
+echo 3 >/sys/module/dm_thin_pool/parameters/no_space_timeout || vm_fail "cannot set dm-thin's no_space_timeout"
+thin_state() { echo "$(lvm lvs --noheadings -o lv_name,lv_size,data_percent,lv_attr nvt/tp 2>&1 | xargs);" \
+  "dm: $(dmsetup status nvt-tp-tpool 2>&1 | cut -d' ' -f4-)"; }
+# thin_free: the thin pool's free bytes as nodevolctl reports them.
+thin_free() { vm_ctl -o json capacity thin 2>/dev/null | sed -n 's/.*"free_bytes": *"\{0,1\}\([0-9]*\).*/\1/p' | head -1; }
+pod_file() { echo "$VM_PODS/$1/volumes/nodevol.io~volume/data/file"; }
+reads_back() { [[ $(<"$(pod_file "$1")") == "data of $1" ]] || vm_fail "$1's synced data does not read back: $(cat "$(pod_file "$1")" 2>&1)"; }
+
+vm_step "5. the thin pool's data space runs out under a pod's writes"
+vm_run vm_ctl volume create t-1 --pool thin --size 120Mi
+publish_with_data pod-t1 t-1
+vm_run vm_ctl volume create t-2 --pool thin --size 64Mi
+publish_with_data pod-t2 t-2
+vm_log "before: $(thin_state); free $(thin_free)"
+t0=$(now)
+if dd if=/dev/urandom of="$(dirname "$(pod_file pod-t1)")/fill" bs=1M count=100 conv=fsync status=none 2>/run/fill.err; then
+  vm_fail "100 MiB written and synced into a 64 MiB thin pool"
+fi
+vm_log "pod-t1's 100 MiB write failed after $(since "$t0")s: $(head -c 200 /run/fill.err)"
+vm_log "full: $(thin_state)"
+for _ in $(seq 50); do [[ $(thin_free) == 0 ]] && break; sleep 0.2; done
+[[ $(thin_free) == 0 ]] || vm_fail "the full thin pool reports $(thin_free) bytes free: $(vm_ctl capacity thin 2>&1)"
+vm_log "capacity: $(vm_ctl capacity thin 2>&1 | tr '\n' ' ')"
+try_create t-3 thin 16Mi
+vm_log "create in the full pool: exit $RC after ${TOOK}s: $OUT"
+((RC != 0)) || vm_fail "CreateVolume succeeded in a full thin pool"
+grep -q "RESOURCE_EXHAUSTED\|free" <<<"$OUT" || vm_fail "the refusal does not say the pool is full: $OUT"
+! listed t-3 || vm_fail "t-3 is listed after its create was refused"
+[[ -z $(lvs_of t-3) ]] || vm_fail "an LV of t-3 is left: $(lvs_of t-3)"
+reads_back pod-t2
+try_create f-5 fast 16Mi
+((RC == 0)) || vm_fail "a create in pool fast while the thin pool is full: $OUT"
+
+vm_step "the operator extends the thin pool"
+vm_run lvm lvextend -q -L +128M nvt/tp
+vm_log "extended: $(thin_state)"
+for _ in $(seq 50); do try_create t-3 thin 16Mi; ((RC == 0)) && break; sleep 0.2; done
+((RC == 0)) || vm_fail "a create after the thin pool was extended: $OUT"
+vm_log "a create succeeds again (free $(thin_free))"
+reads_back pod-t1
+expect_ok_data pod-t2
+t1=$(dirname "$(pod_file pod-t1)")
+if dd if=/dev/zero of="$t1/after" bs=4k count=16 conv=fsync status=none 2>/dev/null; then
+  vm_log "pod-t1's filesystem takes writes again"
+else
+  vm_log "pod-t1's filesystem refuses writes: $(dmesg | grep -i 'ext4.*dm-' | tail -2 | tr '\n' ' ')"
+fi
+# The pod restarted: its filesystem is mounted again and what it synced
+# before the pool filled is there.
+vm_run vm_ctl unpublish --target "$t1"
+vm_run vm_ctl publish --target "$(vm_target pod-t1b data)" --volume t-1 >/dev/null
+[[ $(<"$(pod_file pod-t1b)") == "data of pod-t1" ]] || vm_fail "t-1's data, synced before the pool filled, is lost: $(cat "$(pod_file pod-t1b)" 2>&1)"
+dd if=/dev/zero of="$(dirname "$(pod_file pod-t1b)")/after" bs=4k count=16 conv=fsync status=none ||
+  vm_fail "t-1 takes no writes after a new publication on the extended pool"
+vm_log "t-1 mounted again: its data reads back and it takes writes"
+for t in pod-t1b pod-t2; do vm_run vm_ctl unpublish --target "$(dirname "$(pod_file "$t")")"; done
+for v in t-1 t-2 t-3 f-5; do vm_run vm_ctl volume delete "$v"; done
+for v in t-1 t-2 t-3 f-5; do ! listed "$v" && [[ -z $(lvs_of "$v") ]] || vm_fail "$v is left after its delete"; done
+
+vm_step "6. the thin pool's disk fails every I/O"
+vm_run vm_ctl volume create t-4 --pool thin --size 32Mi
+publish_with_data pod-t4 t-4
+pv_table nvpv3 "0 $sectors3 error"
+t4=$(dirname "$(pod_file pod-t4)")
+if dd if=/dev/urandom of="$t4/x" bs=1M count=8 conv=fsync status=none 2>/dev/null; then
+  vm_log "pod-t4: a write after the failure still succeeded"
+else
+  vm_log "pod-t4: writes fail, as they must"
+fi
+vm_log "failed: $(thin_state)"
+# The pool is left out of the node's capacity (it takes no new volume),
+# and asked alone says why; the others are listed.
+all=$(vm_ctl capacity 2>&1)
+vm_log "capacity: $(tr '\n' ' ' <<<"$all")"
+! grep -q "^thin " <<<"$all" || vm_fail "the failed thin pool is still listed with figures: $all"
+grep -q "^fast " <<<"$all" || vm_fail "pool fast is no longer listed: $all"
+RC=0; OUT=$(vm_ctl capacity thin 2>&1) || RC=$?
+vm_log "capacity thin: exit $RC: $OUT"
+# Either device-mapper's word (the pool failed) or lvm's (no VG nvt),
+# whichever the report in hand has seen first.
+failed_re="thin pool nvt/tp has failed\|no volume group nvt"
+((RC != 0)) && grep -q "$failed_re" <<<"$OUT" || vm_fail "capacity of the failed pool does not say it failed: $OUT"
+try_create t-5 thin 16Mi
+vm_log "create in the failed pool: exit $RC after ${TOOK}s: $OUT"
+((RC != 0)) || vm_fail "CreateVolume succeeded in a thin pool whose disk fails"
+grep -q "FAILED_PRECONDITION.*\($failed_re\)" <<<"$OUT" || vm_fail "the refusal does not say the pool failed: $OUT"
+! listed t-5 || vm_fail "t-5 is listed after its create failed"
+try_create f-6 fast 16Mi
+((RC == 0)) || vm_fail "a create in pool fast while the thin pool's disk fails: $OUT"
+vm_nodevold_stop
+vm_nodevold_start --lvm-timeout-seconds=5 --mkfs-timeout-seconds=5 "${pools[@]}"
+for v in t-4 f-6; do listed "$v" || vm_fail "volume $v is gone after a restart with the thin pool failed"; done
+vm_log "after a restart: t-4 and f-6 listed"
+
+vm_step "the disk back; the operator repairs the pool"
+pv_table nvpv3 "0 $sectors3 linear $raw3 0"
+try_unpublish "$t4"
+vm_log "unpublish pod-t4: exit $RC: $OUT"
+((RC == 0)) || vm_fail "pod-t4 cannot be unpublished once the disk is back: $OUT"
+vm_log "repair: $(lvm vgchange -q -an nvt 2>&1 | xargs) / $(lvm lvconvert -q -y --repair nvt/tp 2>&1 | xargs) / $(lvm lvchange -q -ay nvt/tp 2>&1 | xargs)"
+vm_log "repaired: $(thin_state)"
+for _ in $(seq 50); do try_create t-5 thin 16Mi; ((RC == 0)) && break; sleep 0.2; done
+((RC == 0)) || vm_fail "a create in the repaired thin pool: $OUT"
+vm_run vm_ctl publish --target "$(vm_target pod-t4b data)" --volume t-4 >/dev/null
+[[ $(<"$(pod_file pod-t4b)") == "data of pod-t4" ]] || vm_fail "t-4's data, synced before the disk failed, is lost: $(cat "$(pod_file pod-t4b)" 2>&1)"
+vm_log "t-4's data reads back from the repaired pool"
+vm_run vm_ctl unpublish --target "$(dirname "$(pod_file pod-t4b)")"
+for v in t-4 t-5 f-6; do vm_run vm_ctl volume delete "$v"; done
+for v in t-4 t-5 f-6; do ! listed "$v" && [[ -z $(lvs_of "$v") ]] || vm_fail "$v is left after its delete"; done
 vm_nodevold_stop
 
 echo "lvm faults: OK"

@@ -21,7 +21,9 @@ uint64_t RoundToExtents(uint64_t bytes, uint64_t extent_size) {
 
 Status ComputeLvmCapacity(const LvmPoolOptions& pool, const LvmReport& report, Capacity* out) {
   const LvmVg* vg = report.FindVg(pool.vg);
-  if (!vg) return Status::FailedPrecondition("volume group " + pool.vg + " does not exist");
+  if (!vg)
+    return Status::FailedPrecondition("lvm shows no volume group " + pool.vg +
+                                      ": a disk under it may have failed or been removed (see pvs and the kernel log)");
   if (!pool.thin) {
     out->total_bytes = Minus(vg->size, pool.spare);
     out->free_bytes = Minus(vg->free, pool.spare);
@@ -37,6 +39,8 @@ Status ComputeLvmCapacity(const LvmPoolOptions& pool, const LvmReport& report, C
     return Status::FailedPrecondition("thin pool " + pool.vg + "/" + pool.thinpool +
                                       " is not active, so how full it is is unknown; activate it (lvchange -ay " +
                                       pool.vg + "/" + pool.thinpool + ")");
+  if (!tp->fault.empty())
+    return Status::FailedPrecondition("thin pool " + pool.vg + "/" + pool.thinpool + " " + tp->fault);
   uint64_t promised = 0;
   for (const LvmLv& lv : report.lvs)
     if (lv.vg == pool.vg && lv.pool_lv == pool.thinpool && lv.thin_volume()) promised += lv.size;

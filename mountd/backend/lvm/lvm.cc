@@ -90,6 +90,11 @@ Status Lvm::Command(std::vector<std::string> args, RunResult* result, Edit edit)
     }
   }
   Status st = runner_(args, options_, result ? result : &local);
+  // What lvm says when it cannot read or change a VG, most often because
+  // one of its disks is missing or failing: a state of the node to name,
+  // not an internal error.
+  if (st.code() == Status::Code::kInternal && st.message().find("Cannot process volume group") != std::string::npos)
+    st = Status::FailedPrecondition(st.message() + " (is a disk of the volume group missing or failing? see pvs and the kernel log)");
   if (changes) {
     std::lock_guard<std::mutex> l(mu_);
     --changing_;
@@ -123,7 +128,10 @@ void Lvm::OverlayThinUsage(LvmReport* report) {
     if (!lv.thin_pool() || !lv.active()) continue;
     const LvmVg* vg = report->FindVg(lv.vg);
     double data = 0, meta = 0;
-    if (vg && probe_->ThinPoolUsage(vg->uuid, lv.uuid, &data, &meta).ok()) {
+    if (!vg) continue;
+    Status st = probe_->ThinPoolUsage(vg->uuid, lv.uuid, &data, &meta);
+    lv.fault = st.code() == Status::Code::kFailedPrecondition ? st.message() : "";
+    if (st.ok()) {
       lv.data_percent = data;
       lv.metadata_percent = meta;
     }

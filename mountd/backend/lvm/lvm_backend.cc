@@ -567,9 +567,17 @@ Status LvmBackend::GetCapacity(Capacity* out) {
   LvmReport report;
   NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report, std::chrono::seconds(30)));
   if (Status st = ComputeLvmCapacity(options_, report, out); !st.ok()) {
-    // A pool without its VG yet (no disk matched so far) has no room.
-    *out = Capacity{};
-    spdlog::debug("pool {}: {}", pool_, st.message());
+    // A pool that makes its VG from matched disks has none until the first
+    // one appears: no room yet, not a fault. Any other VG or thin pool lvm
+    // does not show (a disk under it failed or was pulled) is a fault: the
+    // pool is left out of the node's capacity, so it takes no new volume,
+    // and a create there says why instead of "0 bytes free".
+    if (!options_.disks.empty() && !report.FindVg(options_.vg) && KnownVgUuid().empty()) {
+      *out = Capacity{};
+      spdlog::debug("pool {}: {}", pool_, st.message());
+      return Status::Ok();
+    }
+    return st;
   }
   return Status::Ok();
 }

@@ -210,10 +210,18 @@ Status ParseThinPoolStatus(const std::string& status, double* data_percent, doub
   std::istringstream in(status);
   uint64_t transaction = 0, meta_used = 0, meta_total = 0, data_used = 0, data_total = 0;
   char slash1 = 0, slash2 = 0;
+  std::string held_root, mode;
+  if (status.rfind("Fail", 0) == 0 || status.rfind("Error", 0) == 0)
+    return Status::FailedPrecondition("has failed (device-mapper status \"" + status.substr(0, 40) +
+                                      "\"; an I/O error under it? see the kernel log): once its disks are whole, "
+                                      "deactivate it and repair it (lvconvert --repair)");
   in >> transaction >> meta_used >> slash1 >> meta_total >> data_used >> slash2 >> data_total;
   if (!in || slash1 != '/' || slash2 != '/' || meta_total == 0 || data_total == 0 || meta_used > meta_total ||
       data_used > data_total)
     return Status::Internal("thin-pool status \"" + status.substr(0, 80) + "\" is not a healthy pool's");
+  if (in >> held_root >> mode && mode == "ro")
+    return Status::FailedPrecondition("is read-only (device-mapper's read-only mode after a metadata error; see the "
+                                      "kernel log): deactivate it and repair it (lvconvert --repair)");
   *data_percent = 100.0 * static_cast<double>(data_used) / static_cast<double>(data_total);
   *metadata_percent = 100.0 * static_cast<double>(meta_used) / static_cast<double>(meta_total);
   return Status::Ok();

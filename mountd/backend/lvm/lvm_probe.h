@@ -67,8 +67,10 @@ Status StampFromLabel(const std::string& first_4k, const std::function<Status(ui
                       std::string* stamp);
 
 // Parses a thin-pool target's status line ("<transaction> <used>/<total>
-// metadata blocks <used>/<total> data blocks ..."). INTERNAL otherwise
-// (e.g. "Fail", a pool that needs a check).
+// metadata blocks <used>/<total> data blocks <held root> <mode> ...").
+// FAILED_PRECONDITION for a pool that takes no new volume: failed ("Fail",
+// "Error": an I/O error under it) or read-only after a metadata error;
+// INTERNAL for a line that is none of these.
 Status ParseThinPoolStatus(const std::string& status, double* data_percent, double* metadata_percent);
 
 }  // namespace nodevol

@@ -43,6 +43,10 @@ struct LvmLv {
   double data_percent = 0, metadata_percent = 0;  // thin pools and thin volumes
   std::vector<std::string> tags;
   int kernel_major = -1, kernel_minor = -1;       // -1 when not active
+  // A thin pool that takes no new volume as device-mapper reports it
+  // (failed, read-only): why, for the capacity; empty when healthy or
+  // unknown (lvm.h OverlayThinUsage).
+  std::string fault;
 
   bool thin_pool() const { return !attr.empty() && attr[0] == 't'; }
   bool thin_volume() const { return !attr.empty() && attr[0] == 'V'; }

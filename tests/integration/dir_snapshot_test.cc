@@ -228,8 +228,12 @@ TEST_F(DirSnapshotTest, KillNineDuringACopy) {
   // Runs call in a thread, kills nodevold once `making` appears, restarts.
   auto kill_during = [&](const std::string& making, std::function<grpc::Status()> call) {
     auto pending = std::async(std::launch::async, call);
+    // A deadline, not a count of polls: on a loaded machine (a CI run's
+    // VMs beside it) the call may take seconds to reach the copy.
     bool seen = false;
-    for (int i = 0; i < 20000 && !seen; ++i) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!seen && std::chrono::steady_clock::now() < deadline &&
+           pending.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
       seen = fs::exists(making);
       if (!seen) std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
@@ -253,15 +257,18 @@ TEST_F(DirSnapshotTest, KillNineDuringACopy) {
   EXPECT_EQ(Tree(pool_dir_ + "/.snapshots/s1"), tree);
 
   // A restore killed mid-copy: retried, whole.
-  ASSERT_TRUE(kill_during(pool_dir_ + "/.making-r1", [&] { return CreateFrom("r1", "s1", false); }));
+  ASSERT_TRUE(kill_during(pool_dir_ + "/.making-r1", [&] { return CreateFrom("r1", "s1", false); }))
+      << "the copy of r1 was never seen under its .making- name";
   st = CreateFrom("r1", "s1", false);
   ASSERT_TRUE(st.ok()) << st.error_message();
   EXPECT_EQ(Tree(Vol("r1")), tree);
   // A clone killed mid-copy, then deleted instead: nothing left.
-  ASSERT_TRUE(kill_during(pool_dir_ + "/.making-c1", [&] { return CreateFrom("c1", "v1", true); }));
+  ASSERT_TRUE(kill_during(pool_dir_ + "/.making-c1", [&] { return CreateFrom("c1", "v1", true); }))
+      << "the copy of c1 was never seen under its .making- name";
   ASSERT_TRUE(DeleteVolume("c1").ok());
   // A snapshot killed mid-copy, then deleted instead: nothing left.
-  ASSERT_TRUE(kill_during(pool_dir_ + "/.snapshots/.making-s2", [&] { return Snapshot("s2", "v1"); }));
+  ASSERT_TRUE(kill_during(pool_dir_ + "/.snapshots/.making-s2", [&] { return Snapshot("s2", "v1"); }))
+      << "the copy of s2 was never seen under its .making- name";
   ASSERT_TRUE(DeleteSnapshot("s2").ok());
   EXPECT_EQ(PoolEntries(), (std::set<std::string>{"v1", "r1", ".snapshots", ".snapshots/s1"}));
   EXPECT_EQ(GetSnapshot("s2", &snap).error_code(), Code::NOT_FOUND);

@@ -174,16 +174,29 @@ case $fly_op in
 esac
 
 vm_step "every volume whose create ended is there; nothing else but the one in flight"
-for v in "${!want_size[@]}"; do
-  [[ $v == "$fly_vol" && $fly_op == delete ]] && continue
-  [[ ${listed[$v]:-} == READY ]] || vm_fail "volume $v (created before the cut) is ${listed[$v]:-not listed}"
-done
-for v in "${!listed[@]}"; do
-  [[ -n ${want_size[$v]:-} || $v == "$fly_vol" ]] ||
-    vm_fail "volume $v is listed (${listed[$v]}) but no create of it ended, and it was not in flight"
-done
-lvs_left() { lvm lvs --noheadings -o lv_name,lv_tags nv 2>/dev/null | awk '$2 ~ /nodevol.io\/volume=/ {sub(/.*nodevol.io\/volume=/, "", $2); sub(/,.*/, "", $2); print $2}'; }
-for v in $(lvs_left); do [[ -n ${listed[$v]:-} ]] || vm_fail "orphan LV of volume $v"; done
+# tagged_lvs KIND: the names in VG nv's nodevol.io/KIND=NAME tags.
+tagged_lvs() {
+  lvm lvs --noheadings -o lv_tags nv 2>/dev/null |
+    awk -v t="nodevol.io/$1=" '{n = split($1, tags, ","); for (i = 1; i <= n; i++) if (index(tags[i], t) == 1) print substr(tags[i], length(t) + 1)}'
+}
+# expect_ended KIND WANT LISTED IN_FLIGHT DELETE_OP: every KIND (volume,
+# snapshot) in the array named WANT is READY in the one named LISTED, but
+# the one in flight if its delete was; none listed that no create ended
+# but the one in flight; no LV tagged with a KIND that is not listed.
+expect_ended() {
+  local kind=$1 fly_name=$4 delete_op=$5 n
+  local -n want_=$2 listed_=$3
+  for n in "${!want_[@]}"; do
+    [[ $n == "$fly_name" && $fly_op == "$delete_op" ]] && continue
+    [[ ${listed_[$n]:-} == READY ]] || vm_fail "$kind $n (created before the cut) is ${listed_[$n]:-not listed}"
+  done
+  for n in "${!listed_[@]}"; do
+    [[ -n ${want_[$n]:-} || $n == "$fly_name" ]] ||
+      vm_fail "$kind $n is listed (${listed_[$n]}) but no create of it ended, and it was not in flight"
+  done
+  for n in $(tagged_lvs "$kind"); do [[ -n ${listed_[$n]:-} ]] || vm_fail "orphan LV of $kind $n"; done
+}
+expect_ended volume want_size listed "$fly_vol" delete
 for d in "$persist"/pool/*; do
   [[ -e $d ]] || continue
   [[ -n ${listed[${d##*/}]:-} ]] || vm_fail "orphan directory $d in the dir pool"
@@ -193,16 +206,7 @@ while read -r name volume pool size state rest; do
   [[ $name == NAME ]] && continue
   listed_snap[$name]=$state
 done < <(vm_ctl snapshot list)
-for s in "${!want_snap[@]}"; do
-  [[ $s == "$fly_snap" && $fly_op == snapdelete ]] && continue
-  [[ ${listed_snap[$s]:-} == READY ]] || vm_fail "snapshot $s (created before the cut) is ${listed_snap[$s]:-not listed}"
-done
-for s in "${!listed_snap[@]}"; do
-  [[ -n ${want_snap[$s]:-} || $s == "$fly_snap" ]] ||
-    vm_fail "snapshot $s is listed (${listed_snap[$s]}) but no create of it ended, and it was not in flight"
-done
-snap_lvs() { lvm lvs --noheadings -o lv_name,lv_tags nv 2>/dev/null | awk '$2 ~ /nodevol.io\/snapshot=/ {sub(/.*nodevol.io\/snapshot=/, "", $2); sub(/,.*/, "", $2); print $2}'; }
-for s in $(snap_lvs); do [[ -n ${listed_snap[$s]:-} ]] || vm_fail "orphan LV of snapshot $s"; done
+expect_ended snapshot want_snap listed_snap "$fly_snap" snapdelete
 vm_log "${#want_size[@]} volumes expected, ${#listed[@]} listed; ${#want_snap[@]} snapshots expected, ${#listed_snap[@]} listed"
 
 vm_step "the call in flight made again: ${inflight:-none}"
@@ -242,9 +246,9 @@ for v in "${!pod_of[@]}"; do
 done
 for s in $(vm_ctl snapshot list | awk 'NR > 1 {print $1}'); do vm_run vm_ctl snapshot delete "$s" >/dev/null; done
 for v in $(vm_ctl volume list | awk 'NR > 1 {print $1}'); do vm_run vm_ctl volume delete "$v" >/dev/null; done
-[[ -z $(snap_lvs) ]] || vm_fail "snapshot LVs left: $(snap_lvs | xargs)"
+[[ -z $(tagged_lvs snapshot) ]] || vm_fail "snapshot LVs left: $(tagged_lvs snapshot | xargs)"
 [[ -z $(vm_ctl volume list | awk 'NR > 1') ]] || vm_fail "volumes left: $(vm_ctl volume list)"
-[[ -z $(lvs_left) ]] || vm_fail "LVs left: $(lvs_left | xargs)"
+[[ -z $(tagged_lvs volume) ]] || vm_fail "LVs left: $(tagged_lvs volume | xargs)"
 # The pool's snapshot area stays, empty.
 [[ -z $(ls -A $persist/pool | grep -vx .snapshots) && -z $(ls -A $persist/pool/.snapshots 2>/dev/null) ]] ||
   vm_fail "dir pool not empty: $(ls -A $persist/pool $persist/pool/.snapshots 2>&1)"

@@ -31,6 +31,7 @@ struct FakeProbe : LvmProbe {
   std::mutex mu;
   std::string stamp = "S0";
   bool readable = true;
+  Status unreadable = Status::Internal("open /dev/vdb: No such file or directory");
   double data = 10, meta = 5;
   std::string pool_status;  // non-empty: the pool's device-mapper status says it failed
   int stamps_read = 0;
@@ -38,7 +39,8 @@ struct FakeProbe : LvmProbe {
   Status MetadataStamp(const std::vector<std::string>& pvs, std::string* out) override {
     std::lock_guard<std::mutex> l(mu);
     ++stamps_read;
-    if (!readable || pvs != std::vector<std::string>{"/dev/vdb"}) return Status::Internal("unreadable");
+    if (!readable) return unreadable;
+    if (pvs != std::vector<std::string>{"/dev/vdb"}) return Status::Internal("unreadable");
     *out = stamp;
     return Status::Ok();
   }
@@ -189,6 +191,39 @@ TEST(LvmCache, WithoutAReadableStampOnlyAgeMakesItFresh) {
   EXPECT_EQ(f.Reports(), 3u);
   ASSERT_TRUE(f.lvm.Report(&r, std::chrono::seconds(30)).ok());
   EXPECT_EQ(f.Reports(), 3u);
+}
+
+// A PV read for the report's stamp that now cannot be opened or read: its
+// disk was pulled or fails. A poll must not serve the old figures for the
+// 30 s it would allow a report without a stamp; a read that hung (the
+// bounded probe gave up) would hang lvm too, so there age still decides.
+TEST(LvmCache, AStampedPvThatCannotBeReadMakesANewReport) {
+  Fixture f;
+  LvmReport r;
+  ASSERT_TRUE(f.lvm.Report(&r).ok());
+  ASSERT_TRUE(f.lvm.Report(&r, /*fresh=*/true).ok());
+  ASSERT_EQ(f.Reports(), 2u) << "the second report is the first stamped one";
+  ASSERT_TRUE(f.lvm.Report(&r, std::chrono::seconds(30)).ok());
+  ASSERT_EQ(f.Reports(), 2u);
+
+  f.probe->readable = false;  // the disk pulled
+  ASSERT_TRUE(f.lvm.Report(&r, std::chrono::seconds(30)).ok());
+  EXPECT_EQ(f.Reports(), 3u);
+  // That report has no readable stamp either: age decides from here on,
+  // rather than one lvm process per poll.
+  ASSERT_TRUE(f.lvm.Report(&r, std::chrono::seconds(30)).ok());
+  EXPECT_EQ(f.Reports(), 3u);
+
+  Fixture stuck;
+  ASSERT_TRUE(stuck.lvm.Report(&r).ok());
+  ASSERT_TRUE(stuck.lvm.Report(&r, /*fresh=*/true).ok());
+  ASSERT_EQ(stuck.Reports(), 2u);
+  stuck.probe->readable = false;
+  stuck.probe->unreadable = Status::Unavailable("metadata stamp: a read of the PVs did not return within 2 s");
+  ASSERT_TRUE(stuck.lvm.Report(&r, std::chrono::seconds(30)).ok());
+  EXPECT_EQ(stuck.Reports(), 2u) << "a stuck read: the report 30 s may be old serves";
+  ASSERT_TRUE(stuck.lvm.Report(&r, /*fresh=*/true).ok());
+  EXPECT_EQ(stuck.Reports(), 3u);
 }
 
 TEST(LvmCache, ThinPoolUsageComesFromDeviceMapper) {

@@ -60,11 +60,15 @@ uint64_t Lvm::commands_run() const {
   return commands_;
 }
 
-std::string Lvm::StampOf(const LvmReport& report) {
+std::string Lvm::StampOf(const LvmReport& report, Status* why) {
   std::vector<std::string> pvs;
   for (const LvmPv& pv : report.pvs) pvs.push_back(pv.name);
   std::string stamp;
-  if (!probe_ || pvs.empty() || !probe_->MetadataStamp(pvs, &stamp).ok()) return "";
+  if (!probe_ || pvs.empty()) return "";
+  if (Status st = probe_->MetadataStamp(pvs, &stamp); !st.ok()) {
+    if (why) *why = st;
+    return "";
+  }
   return stamp;
 }
 
@@ -118,8 +122,14 @@ bool Lvm::CacheServes(std::chrono::milliseconds max_age) {
   // A command of ours is changing the VG: its edit comes when it ends.
   if (changing_ > 0 || cache_stamp_.empty()) return young;
   if (std::chrono::steady_clock::now() - cache_time_ >= kStampedReportAge) return false;
-  std::string now = StampOf(*cache_);
-  return now.empty() ? young : now == cache_stamp_;
+  Status why;
+  std::string now = StampOf(*cache_, &why);
+  if (!now.empty()) return now == cache_stamp_;
+  // A PV that was read cannot be: its disk was pulled or fails, and lvm
+  // says which at once (a thick pool's figures were otherwise the cached
+  // report's for up to max_age). A read that hangs (the bounded probe's
+  // UNAVAILABLE) would hang the report too: age decides then.
+  return why.code() == Status::Code::kUnavailable ? young : false;
 }
 
 void Lvm::OverlayThinUsage(LvmReport* report) {

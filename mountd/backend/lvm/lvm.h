@@ -130,8 +130,9 @@ class Lvm {
   Status CheckOwned(const std::string& vg, const std::string& lv);
   // With mu_ held: whether the cache may answer a caller asking for max_age.
   bool CacheServes(std::chrono::milliseconds max_age);
-  // The metadata stamp of the report's PVs; "" when it cannot be read.
-  std::string StampOf(const LvmReport& report);
+  // The metadata stamp of the report's PVs; "" when it cannot be read
+  // (then `why`, if given, says why, when there was a read to fail).
+  std::string StampOf(const LvmReport& report, Status* why = nullptr);
   void DropCache();
   void OverlayThinUsage(LvmReport* report);
   // Adds the active LV just made at /dev/vg/lv (its UUID and device from

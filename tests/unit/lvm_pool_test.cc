@@ -143,6 +143,23 @@ TEST(LvmCapacity, ThickIsVgFreeMinusSpare) {
   EXPECT_EQ(ComputeLvmCapacity(o, Report(GiB, GiB), &c).code(), Status::Code::kFailedPrecondition);
 }
 
+// One of the VG's disks gone: lvm would refuse every lvcreate there, and
+// the free space it reports counts that disk. Thick and thin alike.
+TEST(LvmCapacity, AVgMissingADiskHasNoRoom) {
+  LvmPoolOptions o;
+  o.vg = "nv";
+  LvmReport r = Report(GiB, 300 * MiB);
+  r.vgs[0].missing_pvs = 1;
+  Capacity c;
+  Status st = ComputeLvmCapacity(o, r, &c);
+  EXPECT_EQ(st.code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(st.message().find("volume group nv is missing 1 of its disks"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("vgreduce --removemissing"), std::string::npos) << st.message();
+  o.thin = true;
+  o.thinpool = "tp";
+  EXPECT_EQ(ComputeLvmCapacity(o, r, &c).code(), Status::Code::kFailedPrecondition);
+}
+
 TEST(LvmCapacity, ThinIsBoundedByPromisesAndByRealUse) {
   LvmPoolOptions o;
   o.vg = "nv";

@@ -76,6 +76,20 @@ TEST(LvmReport, TagsOriginAndTime) {
       "lv_time":"2026-11-24 10:00:00 +0000"}]}]})", &r).ok()) << "a date lvm was not asked for";
 }
 
+// A VG one of whose disks lvm cannot find: its metadata, on the other
+// disks, still names the PV (vg_missing_pv_count).
+TEST(LvmReport, MissingPvCount) {
+  LvmReport r;
+  ASSERT_TRUE(ParseFullReport(R"({"report":[{"vg":[{"vg_name":"nv","vg_size":"8","vg_free":"0","vg_extent_size":"4",
+      "vg_missing_pv_count":"1"}]}]})", &r).ok());
+  EXPECT_EQ(r.FindVg("nv")->missing_pvs, 1u);
+  ASSERT_TRUE(ParseFullReport(R"({"report":[{"vg":[{"vg_name":"nv","vg_size":"8","vg_free":"0","vg_extent_size":"4",
+      "vg_missing_pv_count":"0"}]}]})", &r).ok());
+  EXPECT_EQ(r.FindVg("nv")->missing_pvs, 0u);
+  EXPECT_FALSE(ParseFullReport(R"({"report":[{"vg":[{"vg_name":"nv","vg_size":"8","vg_free":"0","vg_extent_size":"4",
+      "vg_missing_pv_count":"some"}]}]})", &r).ok());
+}
+
 // Thin snapshots nodevold made do not hold their origin: in a thin pool
 // lvremove of the origin leaves them whole (docs/snapshots.md). An
 // operator's thin snapshot, and any thick one, still do.

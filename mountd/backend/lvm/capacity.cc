@@ -24,6 +24,12 @@ Status ComputeLvmCapacity(const LvmPoolOptions& pool, const LvmReport& report, C
   if (!vg)
     return Status::FailedPrecondition("lvm shows no volume group " + pool.vg +
                                       ": a disk under it may have failed or been removed (see pvs and the kernel log)");
+  // lvm changes nothing in a VG with a PV missing (every lvcreate there
+  // fails), and its figures count the missing disk's space.
+  if (vg->missing_pvs > 0)
+    return Status::FailedPrecondition("volume group " + pool.vg + " is missing " + std::to_string(vg->missing_pvs) +
+                                      " of its disks, so lvm makes no volume in it: put the disk back, or remove it "
+                                      "from the VG (vgreduce --removemissing) if it is lost (see pvs and the kernel log)");
   if (!pool.thin) {
     out->total_bytes = Minus(vg->size, pool.spare);
     out->free_bytes = Minus(vg->free, pool.spare);

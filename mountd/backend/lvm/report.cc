@@ -91,7 +91,7 @@ std::vector<std::string> FullReportArgs() {
   // lv_time in seconds since the epoch rather than the local date format.
   return {"fullreport", "--reportformat", "json", "--units", "b", "--nosuffix",
           "--config", "report/time_format=\"%s\"",
-          "--configreport", "vg", "-o", "vg_name,vg_uuid,vg_size,vg_free,vg_extent_size,vg_tags",
+          "--configreport", "vg", "-o", "vg_name,vg_uuid,vg_size,vg_free,vg_extent_size,vg_tags,vg_missing_pv_count",
           "--configreport", "pv", "-o", "pv_name,vg_name,pv_size,pv_free",
           "--configreport", "lv", "-o",
           "lv_name,lv_uuid,vg_name,lv_path,lv_size,lv_attr,lv_tags,pool_lv,origin,lv_time,data_percent,"
@@ -118,7 +118,7 @@ Status ParseFullReport(std::string_view text, LvmReport* out) {
       vg.uuid = Str(row, "vg_uuid");
       vg.tags = Tags(Str(row, "vg_tags"));
       if (vg.name.empty() || !Uint(row, "vg_size", &vg.size) || !Uint(row, "vg_free", &vg.free) ||
-          !Uint(row, "vg_extent_size", &vg.extent_size))
+          !Uint(row, "vg_extent_size", &vg.extent_size) || !Uint(row, "vg_missing_pv_count", &vg.missing_pvs))
         return Bad("vg row " + row.dump());
       out->vgs.push_back(std::move(vg));
     }

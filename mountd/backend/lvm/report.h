@@ -26,6 +26,7 @@ struct LvmVg {
   std::string name, uuid;
   uint64_t size = 0, free = 0, extent_size = 0;
   std::vector<std::string> tags;
+  uint64_t missing_pvs = 0;  // PVs its metadata names that lvm cannot find
 
   bool HasTag(std::string_view tag) const;
 };

@@ -8,12 +8,18 @@
 
 NFS_EXPORT=/srv/nfs
 
-# nfs_server_start [TMPFS SIZE]: a fresh export at $NFS_EXPORT, served on loopback.
+# nfs_server_start [TMPFS SIZE | DIR]: an export at $NFS_EXPORT, served on
+# loopback: a fresh tmpfs, or DIR (on a disk, to outlive a power cut)
+# bind-mounted there.
 nfs_server_start() {
   local size=${1:-64m} m
   for m in nfsd nfs nfsv3 nfsv4; do modprobe "$m" || vm_fail "modprobe $m"; done
   mkdir -p "$NFS_EXPORT" /var/lib/nfs/rpc_pipefs /run/rpcbind
-  mount -t tmpfs -o "size=$size,mode=0755" tmpfs "$NFS_EXPORT"
+  if [[ $size == /* ]]; then
+    mount --bind "$size" "$NFS_EXPORT" || vm_fail "bind $size at $NFS_EXPORT"
+  else
+    mount -t tmpfs -o "size=$size,mode=0755" tmpfs "$NFS_EXPORT"
+  fi
   mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd
   mountpoint -q /var/lib/nfs/rpc_pipefs || mount -t rpc_pipefs sunrpc /var/lib/nfs/rpc_pipefs
   echo "$NFS_EXPORT 127.0.0.1(rw,sync,no_subtree_check,no_root_squash,fsid=0)" >/etc/exports

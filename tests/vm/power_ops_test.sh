@@ -3,8 +3,11 @@
 # the power cut in the middle of a stream of volume operations, then the
 # next boot on the same disks.
 #   before: nodevold with its state dir, kubelet's pods dir and a dir pool
-#           on the "persist" disk, a thick and a thin LVM pool on "lvm1".
-#           Three base volumes (one per pool) are published with a synced
+#           on the "persist" disk, a thick and a thin LVM pool on "lvm1",
+#           and an NFS pool whose server (the guest's own nfsd, sync
+#           exports) exports a directory of "persist": the cut takes the
+#           server down with the client, as on a node that serves its
+#           own share. Four base volumes (one per pool) are published with a synced
 #           marker; then one worker runs creates, deletes, expands,
 #           publishes (each writing a synced marker) and unpublishes at
 #           random across the pools, logging each call's start and end to
@@ -15,10 +18,12 @@
 #           publication replayed. Checked: every volume whose create ended
 #           (and was not deleted) is listed READY at least at its last
 #           expanded size, a finished delete stays deleted, no LV or pool
-#           directory without a volume, every marker whose write returned
-#           reads back, and after tearing everything down nothing is left.
+#           directory without a volume (nor an NFS subdirectory or shared
+#           record), every marker whose write returned reads back, and
+#           after tearing everything down nothing is left.
 #   power_ops_test.sh before|after   disks: persist, lvm1
 source "$VM_LIB"
+source "$(dirname "$0")/nfs_lib.sh"
 export DM_DISABLE_UDEV=1
 
 phase=${1:?before or after}
@@ -27,8 +32,12 @@ export VM_SANDBOX=$persist/sandbox
 VM_PODS=$VM_SANDBOX/pods  # as vm_nodevold_start sets it; the log is read before
 pools=(--pool=name=dir,backend=dir,path=$persist/pool
        "--pool=name=thick,backend=lvm,vg=nv,type=thick,fs=ext4,devices=$(vm_disk lvm1)"
-       --pool=name=thin,backend=lvm,vg=nv,type=thin,thinpool=tp,thinpool-size=40%,overprovision=2)
-pool_names=(dir thick thin)
+       --pool=name=thin,backend=lvm,vg=nv,type=thin,thinpool=tp,thinpool-size=40%,overprovision=2
+       --pool=name=nfs,backend=nfs,server=127.0.0.1,share=/,on-delete=delete,timeout=20)
+pool_names=(dir thick thin nfs)
+# An NFS volume's claim, as the provisioner passes it: its subdirectory on
+# the export is ops-NAME-NAME (the default pathPattern).
+claim_of() { echo --param nodevol.io/pvc-namespace=ops --param nodevol.io/pvc-name="$1" --param nodevol.io/pv-name="$1"; }
 target_of() { echo "$VM_PODS/$1/volumes/nodevol.io~volume/data"; }
 MiB=$((1024 * 1024))
 
@@ -40,7 +49,8 @@ if [[ $phase == before ]]; then
   note() { echo "$*" >>"$log"; }  # one write per line, to the host
   vm_step "boot 1 (seed $seed): state dir, pods dir and dir pool on a disk; thick and thin pools"
   vm_mkfs_mount ext4 persist $persist
-  mkdir -p $persist/pool
+  mkdir -p $persist/pool $persist/nfs
+  nfs_server_start $persist/nfs
   vm_nodevold_start "${pools[@]}"
 
   # MiB size of each volume, its pool, which pod has it, what markers were
@@ -60,8 +70,10 @@ if [[ $phase == before ]]; then
     printf '%s\n' "$text" | dd of="$(target_of "$1")/marker" conv=fsync status=none &&
       note "marker $2 $text"
   }
-  make_volume() {  # NAME POOL SIZE_MIB
-    call create volume create "$1" --pool "$2" --size "${3}Mi" "${@:4}" >/dev/null &&
+  make_volume() {  # NAME POOL SIZE_MIB [ARGS...]
+    local extra=("${@:4}")
+    [[ $2 == nfs ]] && read -r -a extra <<<"$(claim_of "$1")"
+    call create volume create "$1" --pool "$2" --size "${3}Mi" "${extra[@]}" >/dev/null &&
       { size[$1]=$3; pool_of[$1]=$2; volumes+=("$1"); }
   }
   forget() {  # VOLUME: out of the list of volumes
@@ -93,7 +105,7 @@ if [[ $phase == before ]]; then
     n=${#volumes[@]}
     v=${volumes[RANDOM % n]}
     case $((RANDOM % 9)) in
-      0 | 1) make_volume "o-$i" "${pool_names[RANDOM % 3]}" $((16 + RANDOM % 3 * 8)) || true ;;
+      0 | 1) make_volume "o-$i" "${pool_names[RANDOM % ${#pool_names[@]}]}" $((16 + RANDOM % 3 * 8)) || true ;;
       2) [[ $v == base-* || -n ${pod_of[$v]:-} ]] && continue
          call delete volume delete "$v" >/dev/null && { unset "size[$v]"; forget "$v"; } ;;
       3) s=$((size[$v] + 16))
@@ -102,7 +114,7 @@ if [[ $phase == before ]]; then
          publish_volume "pod-$i" "$v" || true ;;
       5) [[ $v == base-* || -z ${pod_of[$v]:-} ]] && continue
          call unpublish unpublish --target "$(target_of "${pod_of[$v]}")" >/dev/null && unset "pod_of[$v]" ;;
-      6) [[ ${pool_of[$v]} == thick ]] && continue  # snapshots: thin and dir pools
+      6) [[ ${pool_of[$v]} == thick || ${pool_of[$v]} == nfs ]] && continue  # snapshots: thin and dir pools
          call snapcreate snapshot create "s-$i" --volume "$v" >/dev/null &&
            { snaps+=("s-$i"); snap_size[s-$i]=${size[$v]}; snap_pool[s-$i]=${pool_of[$v]}; } ;;
       7) ((${#snaps[@]})) || continue
@@ -127,6 +139,7 @@ log=${POWER_OUT:?}/ops
 mkdir -p $persist
 vm_run mount -t ext4 "$(vm_disk persist)" $persist
 rm -f "$VM_SANDBOX/nodevold.sock"  # a socket file outlives its server
+nfs_server_start $persist/nfs  # the share is back before nodevold starts
 
 # What the log says, from the calls that ended: volumes created (not
 # deleted since), their last size, which pod has each, the markers
@@ -201,13 +214,35 @@ for d in "$persist"/pool/*; do
   [[ -e $d ]] || continue
   [[ -n ${listed[${d##*/}]:-} ]] || vm_fail "orphan directory $d in the dir pool"
 done
+# The NFS pool: a subdirectory ops-NAME-NAME and a shared record (what
+# other nodes publish from) for each listed volume, nothing else.
+for d in "$persist"/nfs/ops-*; do
+  [[ -e $d ]] || continue
+  n=${d##*/ops-} && n=${n:0:(${#n} - 1) / 2}  # ops-NAME-NAME
+  [[ -n ${listed[$n]:-} ]] || vm_fail "orphan directory $d on the NFS export"
+done
+for r in "$persist"/nfs/.nodevol/volumes/*.json; do
+  [[ -e $r ]] || continue
+  n=$(basename "$r" .json)
+  [[ -n ${listed[$n]:-} ]] || vm_fail "the NFS export keeps a record of $n, which nodevold does not list"
+done
+for v in "${!want_pool[@]}"; do
+  [[ ${want_pool[$v]} == nfs && ${listed[$v]:-} == READY ]] || continue
+  [[ -d $persist/nfs/ops-$v-$v && -f $persist/nfs/.nodevol/volumes/$v.json ]] ||
+    vm_fail "NFS volume $v: no subdirectory or no shared record on the export"
+done
 declare -A listed_snap=()
 while read -r name volume pool size state rest; do
   [[ $name == NAME ]] && continue
   listed_snap[$name]=$state
 done < <(vm_ctl snapshot list)
 expect_ended snapshot want_snap listed_snap "$fly_snap" snapdelete
-vm_log "${#want_size[@]} volumes expected, ${#listed[@]} listed; ${#want_snap[@]} snapshots expected, ${#listed_snap[@]} listed"
+per_pool=$(for p in "${pool_names[@]}"; do
+  n=0
+  for v in "${!want_pool[@]}"; do [[ ${want_pool[$v]} == "$p" ]] && n=$((n + 1)); done
+  printf '%s %s, ' "$p" "$n"
+done)
+vm_log "${#want_size[@]} volumes expected (${per_pool%, }), ${#listed[@]} listed; ${#want_snap[@]} snapshots expected, ${#listed_snap[@]} listed"
 
 vm_step "the call in flight made again: ${inflight:-none}"
 if [[ -n $inflight ]]; then
@@ -232,7 +267,7 @@ for v in "${!want_size[@]}"; do
   if [[ -n ${marker[$v]:-} ]]; then
     [[ $(cat "$t/marker" 2>&1) == "${marker[$v]}" ]] || vm_fail "volume $v: its synced marker is lost: '$(cat "$t/marker" 2>&1)'"
   fi
-  if [[ ${want_pool[$v]} != dir ]]; then
+  if [[ ${want_pool[$v]} == thick || ${want_pool[$v]} == thin ]]; then
     total=$(($(stat -f -c '%b' "$t") * $(stat -f -c '%S' "$t") / MiB))
     ((total >= want_size[$v] * 75 / 100)) || vm_fail "volume $v: its filesystem has ${total} MiB, its last expand asked ${want_size[$v]} MiB"
   fi
@@ -252,6 +287,8 @@ for v in $(vm_ctl volume list | awk 'NR > 1 {print $1}'); do vm_run vm_ctl volum
 # The pool's snapshot area stays, empty.
 [[ -z $(ls -A $persist/pool | grep -vx .snapshots) && -z $(ls -A $persist/pool/.snapshots 2>/dev/null) ]] ||
   vm_fail "dir pool not empty: $(ls -A $persist/pool $persist/pool/.snapshots 2>&1)"
+left=$(cd $persist/nfs && find . -mindepth 1 ! -path ./.nodevol ! -path ./.nodevol/volumes)
+[[ -z $left ]] || vm_fail "left on the NFS export: $left"
 ! grep -q " $VM_PODS/" /proc/self/mountinfo || vm_fail "mounts left: $(grep " $VM_PODS/" /proc/self/mountinfo)"
 vm_nodevold_stop
 echo "power loss during operations: OK ($done_ops calls ended before the cut; in flight: ${inflight:-nothing})"

@@ -292,7 +292,7 @@ EXP_MARKER=() EXP_TARGET=() REPORTED=""
 check_invariants "after deleting everything"
 # Only the (empty) directory of the shared records stays: no volume, no
 # record, no temp of one.
-left=$(cd "$NFS_EXPORT" && find . -mindepth 1 ! -path ./.nodevol ! -path ./.nodevol/volumes)
+left=$(nfs_export_leftovers)
 [[ -z $left ]] || vm_fail "left on the server: $left"
 vm_nodevold_stop
 vm_step "PASS (seed $seed)"

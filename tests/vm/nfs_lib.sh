@@ -30,6 +30,10 @@ nfs_server_start() {
   vm_log "nfsd serves $NFS_EXPORT (versions: $(cat /proc/fs/nfsd/versions))"
 }
 
+# nfs_export_leftovers: what the export holds besides the directory of
+# shared records (.nodevol/volumes): nothing once every volume is deleted.
+nfs_export_leftovers() { (cd "$NFS_EXPORT" && find . -mindepth 1 ! -path ./.nodevol ! -path ./.nodevol/volumes); }
+
 # nfs_server_stop: nfsd stops answering (no threads); clients with hard
 # mounts wait, exactly as for a server that died.
 nfs_server_stop() { rpc.nfsd 0; vm_log "nfsd stopped (threads: $(cat /proc/fs/nfsd/threads))"; }

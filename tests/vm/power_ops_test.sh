@@ -287,7 +287,7 @@ for v in $(vm_ctl volume list | awk 'NR > 1 {print $1}'); do vm_run vm_ctl volum
 # The pool's snapshot area stays, empty.
 [[ -z $(ls -A $persist/pool | grep -vx .snapshots) && -z $(ls -A $persist/pool/.snapshots 2>/dev/null) ]] ||
   vm_fail "dir pool not empty: $(ls -A $persist/pool $persist/pool/.snapshots 2>&1)"
-left=$(cd $persist/nfs && find . -mindepth 1 ! -path ./.nodevol ! -path ./.nodevol/volumes)
+left=$(nfs_export_leftovers)
 [[ -z $left ]] || vm_fail "left on the NFS export: $left"
 ! grep -q " $VM_PODS/" /proc/self/mountinfo || vm_fail "mounts left: $(grep " $VM_PODS/" /proc/self/mountinfo)"
 vm_nodevold_stop

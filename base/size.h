@@ -26,4 +26,8 @@ std::optional<uint64_t> ParseSize(std::string_view text);
 // Formats bytes with binary units and one decimal: "512B", "1.5KiB", "10.0GiB".
 std::string FormatSize(uint64_t bytes);
 
+// Exact bytes for messages where rounding would hide the point ("a volume
+// of 1073741825 bytes"): "1073741825 bytes".
+inline std::string ExactBytes(uint64_t bytes) { return std::to_string(bytes) + " bytes"; }
+
 }  // namespace nodevol

@@ -11,12 +11,12 @@
 #include <spdlog/spdlog.h>
 
 #include "base/names.h"
+#include "base/size.h"
 #include "node/node.h"
 
 namespace nodevol {
 namespace {
 
-std::string Bytes(uint64_t n) { return std::to_string(n) + " bytes"; }
 
 }  // namespace
 
@@ -60,8 +60,8 @@ Status Node::CheckSourceLocked(const VolumeSpec& spec, SnapshotRecord* snap, Vol
     return Status::InvalidArgument(what + " is in pool " + pool + "; a volume made from it must be in that pool too, "
                                    "not " + spec.pool);
   if (spec.size_bytes < size)
-    return Status::InvalidArgument(what + " is " + Bytes(size) + "; a volume made from it must be at least that "
-                                   "big, not " + Bytes(spec.size_bytes));
+    return Status::InvalidArgument(what + " is " + ExactBytes(size) + "; a volume made from it must be at least that "
+                                   "big, not " + ExactBytes(spec.size_bytes));
   if (block != spec.block)
     return Status::InvalidArgument(what + (block ? " is a raw block volume; ask for raw block access"
                                                  : " holds a filesystem; a raw block volume cannot be made from it"));

@@ -4,13 +4,13 @@
 #include <spdlog/spdlog.h>
 
 #include "base/names.h"
+#include "base/size.h"
 #include "mount/bind.h"
 #include "node/node.h"
 
 namespace nodevol {
 namespace {
 
-std::string Bytes(uint64_t n) { return std::to_string(n) + " bytes"; }
 
 
 std::string SourceText(const VolumeSpec& s) {
@@ -23,7 +23,7 @@ std::string SourceText(const VolumeSpec& s) {
 std::string Difference(const VolumeSpec& have, const VolumeSpec& want) {
   if (have.pool != want.pool) return "pool " + have.pool + " (asked: " + want.pool + ")";
   if (have.size_bytes != want.size_bytes)
-    return "size " + Bytes(have.size_bytes) + " (asked: " + Bytes(want.size_bytes) + ")";
+    return "size " + ExactBytes(have.size_bytes) + " (asked: " + ExactBytes(want.size_bytes) + ")";
   if (have.fs_type != want.fs_type) return "fs_type \"" + have.fs_type + "\" (asked: \"" + want.fs_type + "\")";
   if (have.parameters != want.parameters) return "other parameters";
   if (have.block != want.block) return have.block ? "raw block access (asked: a filesystem)" : "a filesystem (asked: raw block)";
@@ -150,7 +150,7 @@ Status Node::CheckSpec(const VolumeSpec& spec) const {
     return Status::InvalidArgument("pool \"" + spec.pool + "\" is not configured on this node; pools: " + known);
   }
   if (spec.size_bytes == 0) return Status::InvalidArgument("size must be greater than 0 bytes");
-  if (spec.size_bytes > (uint64_t{1} << 62)) return Status::InvalidArgument("size " + Bytes(spec.size_bytes) + " is too large");
+  if (spec.size_bytes > (uint64_t{1} << 62)) return Status::InvalidArgument("size " + ExactBytes(spec.size_bytes) + " is too large");
   if (spec.block && !b->block_capable())
     return Status::InvalidArgument("raw block volumes come only from lvm pools; pool " + spec.pool + " is " + b->kind());
   if (spec.block && !spec.fs_type.empty())
@@ -195,8 +195,8 @@ Status Node::CreateLocked(const VolumeSpec& spec, bool ephemeral, VolumeView* ou
     Capacity cap;
     NODEVOL_RETURN_IF_ERROR(b->GetCapacity(&cap).WithContext("pool " + spec.pool));
     if (spec.size_bytes > cap.free_bytes)
-      return Status::ResourceExhausted("pool " + spec.pool + " has " + Bytes(cap.free_bytes) + " free, " +
-                                       Bytes(spec.size_bytes) + " asked");
+      return Status::ResourceExhausted("pool " + spec.pool + " has " + ExactBytes(cap.free_bytes) + " free, " +
+                                       ExactBytes(spec.size_bytes) + " asked");
     rec = VolumeRecord{spec, b->kind(), VolumeState::kCreating, ephemeral, static_cast<int64_t>(std::time(nullptr)), {}};
     if (from) {
       // Checked and recorded in one step under mu_: a delete of the source
@@ -313,8 +313,8 @@ Status Node::ExpandVolume(const std::string& name, uint64_t size_bytes, VolumeVi
   if (rec.state != VolumeState::kReady)
     return Status::FailedPrecondition("volume " + name + " is " + ToString(rec.state) + ", not ready");
   if (size_bytes < rec.spec.size_bytes)
-    return Status::InvalidArgument("volume " + name + " is " + Bytes(rec.spec.size_bytes) +
-                                   "; shrinking to " + Bytes(size_bytes) + " is not supported");
+    return Status::InvalidArgument("volume " + name + " is " + ExactBytes(rec.spec.size_bytes) +
+                                   "; shrinking to " + ExactBytes(size_bytes) + " is not supported");
   if (size_bytes > rec.spec.size_bytes) {
     Backend* b = FindPool(rec.spec.pool);
     if (!b) return Status::FailedPrecondition("pool " + rec.spec.pool + " of volume " + name + " is not configured");
@@ -323,8 +323,8 @@ Status Node::ExpandVolume(const std::string& name, uint64_t size_bytes, VolumeVi
       NODEVOL_RETURN_IF_ERROR(b->GetCapacity(&cap));
       uint64_t more = size_bytes - rec.spec.size_bytes;
       if (more > cap.free_bytes)
-        return Status::ResourceExhausted("pool " + rec.spec.pool + " has " + Bytes(cap.free_bytes) + " free, " +
-                                         Bytes(more) + " more asked");
+        return Status::ResourceExhausted("pool " + rec.spec.pool + " has " + ExactBytes(cap.free_bytes) + " free, " +
+                                         ExactBytes(more) + " more asked");
     }
     NODEVOL_RETURN_IF_ERROR(b->Expand(&rec, size_bytes).WithContext("expand volume " + name));
     rec.spec.size_bytes = size_bytes;

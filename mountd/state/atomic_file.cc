@@ -105,6 +105,14 @@ Status EnsureDir(const std::string& dir, mode_t mode, bool enforce_mode) {
   return Status::Ok();
 }
 
+Status MakePrivateDir(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return Status::FromErrno("mkdir " + dir, errno);
+  struct stat st;
+  if (::lstat(dir.c_str(), &st) != 0) return Status::FromErrno("stat " + dir, errno);
+  if (!S_ISDIR(st.st_mode)) return Status::FailedPrecondition(dir + " exists and is not a directory");
+  return Status::Ok();
+}
+
 Status RemoveTempFiles(const std::string& dir) {
   DIR* d = ::opendir(dir.c_str());
   if (!d) return Status::FromErrno("opendir " + dir, errno);

@@ -34,6 +34,10 @@ Status ReadWholeFile(const std::string& path, std::string* out);
 // without, only a new dir gets it (for dirs shared with others, such as
 // kubelet's pods root).
 Status EnsureDir(const std::string& dir, mode_t mode, bool enforce_mode = true);
+// Makes dir (one level, mode 0700) when missing and checks that it is a
+// directory, not a symlink to one: nodevold's own staging directories.
+// An existing dir keeps its mode.
+Status MakePrivateDir(const std::string& dir);
 // Removes the ".tmp-*" files a crash may have left in dir.
 Status RemoveTempFiles(const std::string& dir);
 

@@ -11,7 +11,8 @@
 namespace nodevol {
 namespace {
 
-std::string Bytes(uint64_t bytes) { return std::to_string(bytes) + "b"; }
+// lvm's size argument in bytes ("-L 1073741824b").
+std::string LvmBytes(uint64_t bytes) { return std::to_string(bytes) + "b"; }
 
 // The tags of an lvcreate's arguments, when tags are all they add (else
 // false: e.g. --type raid1 takes more than the size from the VG, which the
@@ -273,7 +274,7 @@ Status Lvm::CreateThick(const std::string& vg, const std::string& lv, const std:
   // -Wy -Zy: wipe old signatures and zero the start, so a new volume never
   // shows a previous tenant's filesystem; -y answers lvm's questions.
   std::vector<std::string> args = {"lvcreate", "-y",      "-Wy",         "-Zy", "-n",
-                                   lv,         "-L",      Bytes(bytes), "--addtag", kManagedTag,
+                                   lv,         "-L",      LvmBytes(bytes), "--addtag", kManagedTag,
                                    "--addtag", kVolumeTagPrefix + volume};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   args.push_back(vg);
@@ -286,7 +287,7 @@ Status Lvm::CreateThin(const std::string& vg, const std::string& pool, const std
                        const std::string& volume, uint64_t bytes, const std::vector<std::string>& extra_args) {
   // Thin LVs read as zeros where never written: nothing to wipe.
   std::vector<std::string> args = {"lvcreate", "-y", "-n",       lv,          "-V",
-                                   Bytes(bytes), "--thinpool", vg + "/" + pool, "--addtag", kManagedTag,
+                                   LvmBytes(bytes), "--thinpool", vg + "/" + pool, "--addtag", kManagedTag,
                                    "--addtag", kVolumeTagPrefix + volume};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   std::vector<std::string> tags = {kManagedTag, kVolumeTagPrefix + volume};
@@ -351,7 +352,7 @@ Status Lvm::Extend(const std::string& vg, const std::string& lv, uint64_t bytes)
     found->size = bytes;
     return true;
   };
-  return Command({"lvextend", "-L", Bytes(bytes), vg + "/" + lv}, nullptr, edit);
+  return Command({"lvextend", "-L", LvmBytes(bytes), vg + "/" + lv}, nullptr, edit);
 }
 
 Status Lvm::Remove(const std::string& vg, const std::string& lv, const std::string& uuid) {
@@ -430,7 +431,7 @@ Status Lvm::ExtendVg(const std::string& vg, const std::vector<std::string>& devi
 Status Lvm::CreateThinPool(const std::string& vg, const std::string& pool, uint64_t bytes) {
   // -Zy: blocks are zeroed when first provisioned, so a thin volume never
   // reads another's old data. (lvm refuses -W for thin pools.)
-  return Command({"lvcreate", "-y", "-Zy", "--type", "thin-pool", "-n", pool, "-L", Bytes(bytes),
+  return Command({"lvcreate", "-y", "-Zy", "--type", "thin-pool", "-n", pool, "-L", LvmBytes(bytes),
                   "--addtag", kManagedTag, vg});
 }
 

@@ -18,6 +18,7 @@
 #include "backend/lvm/filesystem.h"
 #include "backend/lvm/lv_name.h"
 #include "backend/volume_root.h"
+#include "base/size.h"
 #include "base/unique_fd.h"
 #include "mount/bind.h"
 #include "state/atomic_file.h"
@@ -29,15 +30,6 @@ constexpr char kVolumeKind[] = "an lvm volume";
 // mkfs.xfs (xfsprogs >= 5.19) refuses anything smaller.
 constexpr uint64_t kXfsMinBytes = uint64_t{300} << 20;
 
-std::string Bytes(uint64_t n) { return std::to_string(n) + " bytes"; }
-
-Status MakeDir0700(const std::string& dir) {
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return Status::FromErrno("mkdir " + dir, errno);
-  struct stat st;
-  if (::lstat(dir.c_str(), &st) != 0) return Status::FromErrno("stat " + dir, errno);
-  if (!S_ISDIR(st.st_mode)) return Status::FailedPrecondition(dir + " exists and is not a directory");
-  return Status::Ok();
-}
 
 // Whether `dir` is a mount point, by comparing devices with its parent;
 // *dev gets the device of what is mounted there.
@@ -99,9 +91,9 @@ Status LvmBackend::Make(const std::string& pool, const Params& options, const st
   NODEVOL_RETURN_IF_ERROR(ParseLvmPoolOptions(pool, options, &o));
   NODEVOL_RETURN_IF_ERROR(CheckFsTools(o.fs).WithContext("pool " + pool + " (fs=" + o.fs + ")"));
   std::string root = state_dir + "/staging";
-  NODEVOL_RETURN_IF_ERROR(MakeDir0700(root));
+  NODEVOL_RETURN_IF_ERROR(MakePrivateDir(root));
   root += "/" + pool;
-  NODEVOL_RETURN_IF_ERROR(MakeDir0700(root));
+  NODEVOL_RETURN_IF_ERROR(MakePrivateDir(root));
   std::unique_ptr<LvmBackend> b(new LvmBackend(pool, std::move(o), root, std::move(lvm)));
   b->vg_uuid_dir_ = state_dir + "/lvm";
   b->mkfs_timeout_ = mkfs_timeout;
@@ -242,7 +234,7 @@ Status LvmBackend::EnsureMounted(const VolumeRecord& record, const LvmLv& lv, bo
   struct stat dev;
   if (::stat(device.c_str(), &dev) != 0) return Status::FromErrno("stat " + device, errno);
   std::string dir = StagingDir(record.spec.name);
-  NODEVOL_RETURN_IF_ERROR(MakeDir0700(dir));
+  NODEVOL_RETURN_IF_ERROR(MakePrivateDir(dir));
   bool mounted = false;
   dev_t shown = 0;
   NODEVOL_RETURN_IF_ERROR(IsMountPoint(dir, &mounted, &shown));
@@ -281,8 +273,8 @@ Status LvmBackend::CheckFits(const LvmReport& report, uint64_t more_bytes) {
   NODEVOL_RETURN_IF_ERROR(ComputeLvmCapacity(options_, report, &cap));
   if (more_bytes <= cap.free_bytes) return Status::Ok();
   std::string where = options_.thin ? "thin pool " + options_.vg + "/" + options_.thinpool : "volume group " + options_.vg;
-  return Status::ResourceExhausted("pool " + pool_ + " (" + where + ") has " + Bytes(cap.free_bytes) + " free of " +
-                                   Bytes(cap.total_bytes) + "; " + Bytes(more_bytes) + " asked (sizes round up to whole " +
+  return Status::ResourceExhausted("pool " + pool_ + " (" + where + ") has " + ExactBytes(cap.free_bytes) + " free of " +
+                                   ExactBytes(cap.total_bytes) + "; " + ExactBytes(more_bytes) + " asked (sizes round up to whole " +
                                    "extents)");
 }
 

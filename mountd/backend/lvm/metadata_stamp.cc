@@ -30,7 +30,7 @@ uint32_t Le32(const std::string& b, size_t at) {
   return le32toh(v);
 }
 
-Status Bad(const std::string& why) { return Status::Internal("not an LVM2 physical volume label: " + why); }
+Status NotAPvLabel(const std::string& why) { return Status::Internal("not an LVM2 physical volume label: " + why); }
 
 }  // namespace
 
@@ -44,15 +44,15 @@ Status StampFromLabel(const std::string& first_4k,
       break;
     }
   }
-  if (label == std::string::npos) return Bad("no LABELONE in the first four sectors");
+  if (label == std::string::npos) return NotAPvLabel("no LABELONE in the first four sectors");
   size_t at = label + Le32(first_4k, label + 20);  // offset_xl: the PV header
   const size_t end = label + kSector;
-  if (at < label + 32 || at + 40 > end) return Bad("PV header outside its sector");
+  if (at < label + 32 || at + 40 > end) return NotAPvLabel("PV header outside its sector");
   at += 32 + 8;  // PV UUID, device size
   // Data areas, then metadata areas; each list ends with a zero offset.
   for (int list = 0; list < 2; ++list) {
     for (;;) {
-      if (at + 16 > end) return Bad("area list runs past its sector");
+      if (at + 16 > end) return NotAPvLabel("area list runs past its sector");
       uint64_t offset = Le64(first_4k, at), size = Le64(first_4k, at + 8);
       at += 16;
       if (offset == 0) break;
@@ -60,7 +60,7 @@ Status StampFromLabel(const std::string& first_4k,
       std::string header;
       NODEVOL_RETURN_IF_ERROR(read_mda(offset, &header));
       if (header.size() < kSector || header.compare(4, 16, kMdaMagic) != 0)
-        return Bad("no metadata area header at byte " + std::to_string(offset));
+        return NotAPvLabel("no metadata area header at byte " + std::to_string(offset));
       // mda_header: checksum(4) magic(16) version(4) start(8) size(8), then
       // raw_locns: offset(8) size(8) checksum(4) flags(4).
       *stamp += std::to_string(offset) + "+" + std::to_string(size) + ":" + std::to_string(Le64(header, 40)) + "," +

@@ -47,7 +47,7 @@ std::vector<std::string> Tags(const std::string& text) {
   return out;
 }
 
-Status Bad(const std::string& what) { return Status::Internal("unexpected lvm fullreport output: " + what); }
+Status BadReport(const std::string& what) { return Status::Internal("unexpected lvm fullreport output: " + what); }
 
 }  // namespace
 
@@ -106,12 +106,12 @@ Status ParseFullReport(std::string_view text, LvmReport* out) {
   try {
     j = json::parse(text);
   } catch (const json::exception& e) {  // parse_error, or out_of_range for a number too large
-    return Bad(std::string("not JSON: ") + e.what());
+    return BadReport(std::string("not JSON: ") + e.what());
   }
   auto reports = j.find("report");
-  if (!j.is_object() || reports == j.end() || !reports->is_array()) return Bad("no \"report\" array");
+  if (!j.is_object() || reports == j.end() || !reports->is_array()) return BadReport("no \"report\" array");
   for (const auto& r : *reports) {
-    if (!r.is_object()) return Bad("a report is not an object");
+    if (!r.is_object()) return BadReport("a report is not an object");
     for (const auto& row : r.value("vg", json::array())) {
       LvmVg vg;
       vg.name = Str(row, "vg_name");
@@ -119,7 +119,7 @@ Status ParseFullReport(std::string_view text, LvmReport* out) {
       vg.tags = Tags(Str(row, "vg_tags"));
       if (vg.name.empty() || !Uint(row, "vg_size", &vg.size) || !Uint(row, "vg_free", &vg.free) ||
           !Uint(row, "vg_extent_size", &vg.extent_size) || !Uint(row, "vg_missing_pv_count", &vg.missing_pvs))
-        return Bad("vg row " + row.dump());
+        return BadReport("vg row " + row.dump());
       out->vgs.push_back(std::move(vg));
     }
     for (const auto& row : r.value("pv", json::array())) {
@@ -127,7 +127,7 @@ Status ParseFullReport(std::string_view text, LvmReport* out) {
       pv.name = Str(row, "pv_name");
       pv.vg = Str(row, "vg_name");
       if (pv.name.empty() || !Uint(row, "pv_size", &pv.size) || !Uint(row, "pv_free", &pv.free))
-        return Bad("pv row " + row.dump());
+        return BadReport("pv row " + row.dump());
       out->pvs.push_back(std::move(pv));
     }
     for (const auto& row : r.value("lv", json::array())) {
@@ -140,7 +140,7 @@ Status ParseFullReport(std::string_view text, LvmReport* out) {
       lv.pool_lv = Str(row, "pool_lv");
       lv.origin = Str(row, "origin");
       uint64_t created = 0;
-      if (!Uint(row, "lv_time", &created)) return Bad("lv_time of lv row " + row.dump());
+      if (!Uint(row, "lv_time", &created)) return BadReport("lv_time of lv row " + row.dump());
       lv.created_unix = static_cast<int64_t>(created);
       lv.tags = Tags(Str(row, "lv_tags"));
       lv.data_percent = Percent(row, "data_percent");
@@ -149,7 +149,7 @@ Status ParseFullReport(std::string_view text, LvmReport* out) {
       lv.kernel_minor = Int(row, "lv_kernel_minor");
       if (lv.name.empty() || lv.vg.empty() || !Uint(row, "lv_size", &lv.size) ||
           !Uint(row, "lv_metadata_size", &lv.metadata_size))
-        return Bad("lv row " + row.dump());
+        return BadReport("lv row " + row.dump());
       out->lvs.push_back(std::move(lv));
     }
   }

@@ -21,6 +21,7 @@
 #include "backend/nfs/nfs_client.h"
 #include "backend/nfs/path_pattern.h"
 #include "backend/nfs/shared_records.h"
+#include "state/atomic_file.h"
 #include "state/records_json.h"
 
 namespace nodevol {
@@ -31,14 +32,6 @@ constexpr char kVolumeKind[] = "an nfs subdirectory volume";
 // How long a capacity figure is reused when no staging mount of the pool's
 // export exists (asking then means mounting the export for it).
 constexpr auto kUnmountedCapacityAge = std::chrono::seconds(60);
-
-Status MakeDir0700(const std::string& dir) {
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return Status::FromErrno("mkdir " + dir, errno);
-  struct stat st;
-  if (::lstat(dir.c_str(), &st) != 0) return Status::FromErrno("stat " + dir, errno);
-  if (!S_ISDIR(st.st_mode)) return Status::FailedPrecondition(dir + " exists and is not a directory");
-  return Status::Ok();
-}
 
 std::string Hash16(const std::string& text) {
   unsigned char md[EVP_MAX_MD_SIZE];
@@ -99,8 +92,8 @@ Status NfsBackend::Make(const std::string& pool, const Params& options, const st
   if (!real) return Status::FromErrno("pool " + pool + ": state dir " + state_dir, errno);
   std::string root = std::string(real) + (std::string(real) == "/" ? "nfs" : "/nfs");
   std::free(real);
-  NODEVOL_RETURN_IF_ERROR(MakeDir0700(root));
-  NODEVOL_RETURN_IF_ERROR(MakeDir0700(root + "/volumes"));
+  NODEVOL_RETURN_IF_ERROR(MakePrivateDir(root));
+  NODEVOL_RETURN_IF_ERROR(MakePrivateDir(root + "/volumes"));
   // A per-volume bind dir that is no mount point (after a reboot) must not
   // be there for anyone to bind: it is an empty directory of the node's
   // disk, not the volume. rmdir leaves mount points (EBUSY) alone.
@@ -240,7 +233,7 @@ Status NfsBackend::Acquire(const Volume& v, std::string* dir) {
   const MountInfo* m = FindMount(mounts, *dir);
   // Never stat the staging dir while the export is mounted there: that
   // asks the server.
-  if (!m) NODEVOL_RETURN_IF_ERROR(MakeDir0700(*dir));
+  if (!m) NODEVOL_RETURN_IF_ERROR(MakePrivateDir(*dir));
   if (m && !(IsNfsType(m->fstype) && m->source == NfsSpec(v.server, v.share)))
     return Status::FailedPrecondition("staging dir " + *dir + " shows " + m->source + " (" + m->fstype +
                                       "), not " + NfsSpec(v.server, v.share) + "; unmount it");
@@ -565,7 +558,7 @@ Status NfsBackend::Stage(const VolumeRecord& record, std::string* path) {
     Status st = server->Call("stat of " + spec, timeout(), [sdir] { return StatFresh(sdir); });
     if (IsStale(st)) st = Replace(v);
     NODEVOL_RETURN_IF_ERROR(st);
-    NODEVOL_RETURN_IF_ERROR(MakeDir0700(vdir));
+    NODEVOL_RETURN_IF_ERROR(MakePrivateDir(vdir));
     std::string subdir = v.whole_export ? "" : v.subdir;
     // Under the staging mount's lock, which Replace takes to unmount and
     // mount again: a bind never lands in between. BindBelow refuses a

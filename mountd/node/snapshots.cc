@@ -15,10 +15,6 @@
 #include "node/node.h"
 
 namespace nodevol {
-namespace {
-
-
-}  // namespace
 
 std::string Node::MadeFromLocked(const std::string& snapshot, const std::string& volume) const {
   for (const auto& [name, v] : volumes_) {

@@ -11,8 +11,6 @@
 namespace nodevol {
 namespace {
 
-
-
 std::string SourceText(const VolumeSpec& s) {
   if (!s.from_snapshot.empty()) return "snapshot " + s.from_snapshot;
   if (!s.from_volume.empty()) return "volume " + s.from_volume;

@@ -30,7 +30,6 @@ constexpr char kVolumeKind[] = "an lvm volume";
 // mkfs.xfs (xfsprogs >= 5.19) refuses anything smaller.
 constexpr uint64_t kXfsMinBytes = uint64_t{300} << 20;
 
-
 // Whether `dir` is a mount point, by comparing devices with its parent;
 // *dev gets the device of what is mounted there.
 Status IsMountPoint(const std::string& dir, bool* mounted, dev_t* dev) {

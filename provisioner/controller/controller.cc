@@ -130,7 +130,20 @@ Controller::Controller(kube::Client* client, ControllerConfig config)
   extender_ = std::make_unique<Extender>(
       ledger_.get(),
       [this](const std::string& ns, const std::vector<std::string>& names) {
-        return PendingPodClaims(ctx_, ns, names);
+        // A claim kube-scheduler has and our cache not yet: our watch is
+        // behind by the events in flight, milliseconds but more under load.
+        // Waiting here a little spares the pod a failed attempt and its
+        // backoff (kube-scheduler calls the extender for one pod at a time).
+        const auto start = std::chrono::steady_clock::now();
+        auto found = PendingPodClaims(ctx_, ns, names);
+        if (found.unknown.empty()) return found;
+        const std::string first = ns + "/" + found.unknown.front();
+        while (!found.unknown.empty() && std::chrono::steady_clock::now() < start + kClaimCacheWait &&
+               stop_.WaitFor(std::chrono::milliseconds(10)))
+          found = PendingPodClaims(ctx_, ns, names);
+        auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+        if (found.unknown.empty()) spdlog::debug("extender: claim {} reached the cache after {} ms", first, ms.count());
+        return found;
       },
       config_.options.policy);
   if (config_.snapshots) {

@@ -99,6 +99,9 @@ class Controller {
  private:
   // How long a new leader waits for each node's first answer (or failure).
   static constexpr std::chrono::seconds kFirstContact{15};
+  // How long the extender waits for a pod's claim to reach the claims
+  // cache before failing the attempt (kube-scheduler's httpTimeout: 5 s).
+  static constexpr std::chrono::seconds kClaimCacheWait{2};
   bool EveryNodeHeard() const;
   void OnNodesChanged();
   void OnCapacityChanged(const std::string& node);

@@ -134,7 +134,7 @@ TEST(DataSource, TheExtenderSeesWhereARestoreMustGo) {
   cls["volumeBindingMode"] = "WaitForFirstConsumer";
   w.Load({ClaimFromSnapshot("p1", "before"), Claim("p2")}, {}, {cls});
   PutSnapshot(w, "before", "a");
-  auto pending = PendingPodClaims(w.ctx, "app", {"data-p1", "data-p2"});
+  auto pending = PendingPodClaims(w.ctx, "app", {"data-p1", "data-p2"}).pending;
   ASSERT_EQ(pending.size(), 2u);
   EXPECT_EQ(pending[0].node, "a");
   EXPECT_EQ(pending[0].source, "VolumeSnapshot app/before");

@@ -27,7 +27,6 @@ std::vector<std::string> ClaimNames(const json& pod) {
   return out;
 }
 
-constexpr auto kSelectedFor = std::chrono::minutes(10);  // kube-scheduler's bindTimeoutSeconds
 
 }  // namespace
 
@@ -56,14 +55,17 @@ std::string ClassPool(ControllerContext& ctx, const ClaimView& claim, bool* wffc
   return params.pool;
 }
 
-std::vector<PendingClaim> PendingPodClaims(ControllerContext& ctx, const std::string& ns,
-                                           const std::vector<std::string>& names) {
-  std::vector<PendingClaim> out;
+PodClaims PendingPodClaims(ControllerContext& ctx, const std::string& ns, const std::vector<std::string>& names) {
+  PodClaims found;
+  auto& out = found.pending;
   for (const auto& name : names) {
     auto pvc = ctx.claims->Get(ns + "/" + name);
-    // Not yet made, unbound claims only: the scheduler's VolumeBinding
-    // waits for a missing claim, and a bound one's PV pins the node.
-    if (!pvc || !pvc->error.ok() || !pvc->volume_name.empty() || pvc->deleting || !pvc->has_class) continue;
+    if (!pvc) {
+      found.unknown.push_back(name);
+      continue;
+    }
+    // Unbound claims only: a bound one's PV pins the node.
+    if (!pvc->error.ok() || !pvc->volume_name.empty() || pvc->deleting || !pvc->has_class) continue;
     const ClaimView& c = *pvc;
     // Not ClassPool: the PV controller names the provisioner on a
     // waiting claim only after a node is selected, and the extender runs before.
@@ -80,7 +82,7 @@ std::vector<PendingClaim> PendingPodClaims(ControllerContext& ctx, const std::st
     }
     out.push_back(std::move(pending));
   }
-  return out;
+  return found;
 }
 
 Status PodSiblings(ControllerContext& ctx, const ClaimView& claim, std::vector<SiblingClaim>* out) {

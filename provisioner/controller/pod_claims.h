@@ -6,6 +6,7 @@
 // yet; one LIST of those (fieldSelector spec.nodeName=) finds it.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -37,13 +38,17 @@ std::string ClassPool(ControllerContext& ctx, const ClaimView& claim, bool* wffc
 // `names` in namespace ns that exist, are unbound and not being deleted,
 // and whose class is ours and waits for the first consumer. An Immediate
 // claim is not counted: its volume is made wherever there is room, and
-// kube-scheduler waits for it to be bound before placing the pod.
-std::vector<PendingClaim> PendingPodClaims(ControllerContext& ctx, const std::string& ns,
-                                           const std::vector<std::string>& names);
+// kube-scheduler waits for it to be bound before placing the pod. Names
+// the cache does not hold are listed in `unknown`.
+PodClaims PendingPodClaims(ControllerContext& ctx, const std::string& ns, const std::vector<std::string>& names);
 
 // Removes selected-node from claim (uid-guarded), giving the scheduler the
 // choice back. OK when done, or the claim is gone or changed meanwhile.
 Status RemoveSelectedNode(ControllerContext& ctx, const ClaimView& claim);
+
+// How long a selected node's promise lasts: kube-scheduler's
+// bindTimeoutSeconds, after which it gives the pod's claims up.
+inline constexpr auto kSelectedFor = std::chrono::minutes(10);
 
 // Keeps the ledger's kSelected promise of one claim in step with it: a
 // claim of a WaitForFirstConsumer class we serve that carries selected-node

@@ -98,13 +98,20 @@ TEST(PendingPodClaims, OnlyUnboundWaitingClaimsOfOurClasses) {
   json big = Waiting("w");
   big["spec"]["resources"]["requests"]["storage"] = "3Gi";
   w.Load({big, bound, immediate, foreign}, {}, {WaitingClass(), Class("now"), theirs});
-  auto got = PendingPodClaims(w.ctx, "app", {"data-w", "data-b", "data-i", "data-f", "data-missing"});
+  auto found = PendingPodClaims(w.ctx, "app", {"data-w", "data-b", "data-i", "data-f", "data-missing"});
+  auto& got = found.pending;
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].uid, "w");
   EXPECT_EQ(got[0].name, "data-w");
   EXPECT_EQ(got[0].pool, "fast");
   EXPECT_EQ(got[0].bytes, 3 * GiB);
-  EXPECT_TRUE(PendingPodClaims(w.ctx, "elsewhere", {"data-w"}).empty());
+  // Claims of other classes, bound or Immediate ones are known, not ours;
+  // a name the cache lacks is reported, so the extender does not judge
+  // the pod without it.
+  EXPECT_EQ(found.unknown, std::vector<std::string>({"data-missing"}));
+  auto elsewhere = PendingPodClaims(w.ctx, "elsewhere", {"data-w"});
+  EXPECT_TRUE(elsewhere.pending.empty());
+  EXPECT_EQ(elsewhere.unknown, std::vector<std::string>({"data-w"}));
 }
 
 }  // namespace

@@ -119,6 +119,19 @@ class Pass {
   // Whether the existing PV `pv` is the one this pass would save.
   bool SamePv(const json& pv, const std::string& node, const std::string& pool, const std::string& backend) const;
   Status DeleteOn(nodes::NodeClient* client);
+  // Undoes this pass's create promise on `node` before or after a failed
+  // create. A WaitForFirstConsumer claim still has its selected node and
+  // will be made there (a later pass, or a reschedule that removes it), so
+  // its bytes stay promised there as TrackClaim holds them: dropped, the
+  // extender promised them to the next pods of a burst, and a claim waiting
+  // its turn for a busy node then found the node full (a reschedule).
+  void Unreserve(const std::string& node, const std::string& pool) {
+    std::lock_guard<std::mutex> lock(ctx_.ledger->decide_mu());
+    ctx_.ledger->Settle(claim_.uid, false);
+    if (!claim_.selected_node.empty() && node == claim_.selected_node)
+      ctx_.ledger->Promise(claim_.uid, node, pool, claim_.request_bytes, CapacityLedger::Kind::kSelected,
+                           CapacityLedger::Clock::now() + kSelectedFor);
+  }
   // Place() for this claim, and (WaitForFirstConsumer) room on the chosen
   // node for its pod's other claims too, per pool; their own promises are
   // not counted against them. Under the ledger's decide_mu.
@@ -402,7 +415,7 @@ Outcome Pass::Run(const std::string& key) {
         for (const auto& s : siblings)
           if (s.claim.selected_node == node || s.claim.selected_node.empty())
             ctx_.ledger->Promise(s.claim.uid, node, s.pool, s.claim.request_bytes, CapacityLedger::Kind::kSelected,
-                                 CapacityLedger::Clock::now() + std::chrono::minutes(10));
+                                 CapacityLedger::Clock::now() + kSelectedFor);
       }
     }
     if (!st.ok()) {
@@ -420,7 +433,7 @@ Outcome Pass::Run(const std::string& key) {
 
   auto client = ctx_.node_view->Client(node);
   if (!client) {
-    if (reserved) ctx_.ledger->Settle(claim_.uid, false);
+    if (reserved) Unreserve(node, params.pool);
     return wffc ? Reschedule("nodevold on it is not known") : WaitForRoom("node " + node + " vanished");
   }
   // A node whose nodevold serves no CSI (older, or --csi=off) could not
@@ -431,7 +444,7 @@ Outcome Pass::Run(const std::string& key) {
     std::string why = "nodevold on node " + node + " serves no CSI driver (older than the CSI front door, or "
                       "--csi=off)";
     if (params.volume_source_given || block) {
-      if (reserved) ctx_.ledger->Settle(claim_.uid, false);
+      if (reserved) Unreserve(node, params.pool);
       std::string need = block ? "a raw block volume needs CSI" : "class " + claim_.class_name + " asks volumeSource csi";
       return wffc ? Reschedule(why + "; " + need) : Fail(why + "; " + need, Outcome::kRetry);
     }
@@ -439,10 +452,10 @@ Outcome Pass::Run(const std::string& key) {
     Event("Normal", "FlexVolumeFallback", why + ": this claim gets a flexVolume PV");
   }
   // At most NodeLoad's limit of workers wait on one node; this claim waits
-  // its turn outside them (no failure counted, its promise released, no
-  // event: it is retried every second).
+  // its turn outside them (no failure counted, no event: it is retried
+  // every second; a selected node's bytes stay promised meanwhile).
   if (ctx_.load && !ctx_.load->TryAcquire(node)) {
-    if (reserved) ctx_.ledger->Settle(claim_.uid, false);
+    if (reserved) Unreserve(node, params.pool);
     spdlog::debug("claim {}: node {} has its share of creates in flight; later", key, node);
     return Outcome::kLater;
   }
@@ -464,7 +477,7 @@ Outcome Pass::Run(const std::string& key) {
   st = RecordAttempt(node, false);
   Took("record_attempt", Since(step));
   if (!st.ok()) {
-    if (reserved) ctx_.ledger->Settle(claim_.uid, false);
+    if (reserved) Unreserve(node, params.pool);
     spdlog::warn("claim {}: {}", key, st.message());
     return Outcome::kRetry;
   }
@@ -491,7 +504,8 @@ Outcome Pass::Run(const std::string& key) {
   st = client->CreateVolume(create, &created);
   slot.Done();
   Took("create_volume", Since(step));
-  if (reserved) ctx_.ledger->Settle(claim_.uid, st.ok(), CapacityLedger::Clock::now(), created.capacity_sample());
+  if (reserved && st.ok()) ctx_.ledger->Settle(claim_.uid, true, CapacityLedger::Clock::now(), created.capacity_sample());
+  if (reserved && !st.ok()) Unreserve(node, params.pool);
   if (!st.ok() && st.code() != Status::Code::kInvalidArgument && st.code() != Status::Code::kResourceExhausted)
     RecordUncertain(node);
   if (!st.ok()) {

@@ -83,13 +83,41 @@ TEST(Provision, ANodeBusyWithCreatesIsAvoidedOrWaitedFor) {
   EXPECT_FALSE(a.HasVolume("pvc-p1"));
   std::string node, pool;
   CapacityLedger::Kind kind;
-  EXPECT_FALSE(w.ledger.Find("p1", &node, &pool, &kind) && kind == CapacityLedger::Kind::kCreating);
+  // Its selected node's bytes stay promised while it waits its turn: the
+  // extender must not give them to the next pods of a burst (a trial's
+  // reschedules: the node was full when the claim's turn came).
+  ASSERT_TRUE(w.ledger.Find("p1", &node, &pool, &kind));
+  EXPECT_EQ(kind, CapacityLedger::Kind::kSelected);
+  EXPECT_EQ(node, "a");
+  EXPECT_EQ(pool, "fast");
   auto reasons = w.api.EventReasons();
   EXPECT_EQ(std::count(reasons.begin(), reasons.end(), "ProvisioningFailed"), 0);
   EXPECT_EQ(std::count(reasons.begin(), reasons.end(), "Provisioning"), 1);  // f1's only
   load.Release("a");
   EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-p1"), Outcome::kDone);
   EXPECT_TRUE(a.HasVolume("pvc-p1"));
+}
+
+// A create on the selected node that fails without a definite "no room"
+// is tried again there: the claim's bytes stay promised there meanwhile.
+TEST(Provision, AFailedCreateOnTheSelectedNodeKeepsItsBytesPromised) {
+  World w;
+  FakeNode a("a");
+  w.view.Add(&a, "fast", 20 * GiB);
+  json pinned = Claim("p1");
+  pinned["metadata"]["annotations"]["volume.kubernetes.io/selected-node"] = "a";
+  json wffc = Class();
+  wffc["volumeBindingMode"] = "WaitForFirstConsumer";
+  wffc["metadata"]["name"] = "later";
+  pinned["spec"]["storageClassName"] = "later";
+  w.Load({pinned}, {}, {wffc});
+  a.CreateThenFail(grpc::StatusCode::DEADLINE_EXCEEDED);  // made or not: uncertain
+  EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-p1"), Outcome::kRetry);
+  std::string node, pool;
+  CapacityLedger::Kind kind;
+  ASSERT_TRUE(w.ledger.Find("p1", &node, &pool, &kind));
+  EXPECT_EQ(kind, CapacityLedger::Kind::kSelected);
+  EXPECT_EQ(node, "a");
 }
 
 // volumeMode Block: a raw block volume on the node and a Block CSI PV

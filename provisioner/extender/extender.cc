@@ -117,7 +117,17 @@ std::string Best(const std::map<std::string, Verdict>& verdicts, PlacementPolicy
 
 FilterAnswer Extender::Filter(const ExtenderArgs& args) {
   FilterAnswer out;
-  auto claims = finder_(args.pod_namespace, args.claim_names);
+  auto found = finder_(args.pod_namespace, args.claim_names);
+  if (!found.unknown.empty()) {
+    std::string names;
+    for (const auto& n : found.unknown) names += (names.empty() ? "" : ", ") + args.pod_namespace + "/" + n;
+    out.error = "claim " + names +
+                " is not in nodevol-provisioner's cache yet (its watch of claims is behind kube-scheduler's); "
+                "the pod is tried again after a backoff";
+    spdlog::info("extender: pod {}/{}: {}", args.pod_namespace, args.pod_name, out.error);
+    return out;
+  }
+  auto& claims = found.pending;
   if (claims.empty()) {
     out.nodes = args.node_names;
     return out;
@@ -154,8 +164,10 @@ FilterAnswer Extender::Filter(const ExtenderArgs& args) {
 
 std::vector<NodeScore> Extender::Prioritize(const ExtenderArgs& args) {
   std::vector<NodeScore> out;
-  auto claims = finder_(args.pod_namespace, args.claim_names);
-  if (claims.empty()) {
+  // Claims still unknown: Filter failed the pod, nothing to prefer.
+  auto found = finder_(args.pod_namespace, args.claim_names);
+  auto& claims = found.pending;
+  if (claims.empty() || !found.unknown.empty()) {
     for (const auto& node : args.node_names) out.push_back({node, 0});
     return out;
   }

@@ -21,7 +21,8 @@
 // 1-kOtherMaxScore by the same policy.
 //
 // Rooms are read with the pod's own claims' promises left out, so a pod
-// filtered twice (a retry) is not counted against itself.
+// filtered twice (a retry) is not counted against itself. A pod naming a
+// claim the cache does not have yet gets an error, not a verdict.
 #pragma once
 
 #include <chrono>
@@ -49,15 +50,27 @@ struct PendingClaim {
   std::string node = {}, source = {};
 };
 
-// The pod's pending nodevol claims among `names` in namespace `ns`.
-using ClaimFinder =
-    std::function<std::vector<PendingClaim>(const std::string& ns, const std::vector<std::string>& names)>;
+// A pod's claims as the provisioner's cache has them.
+struct PodClaims {
+  std::vector<PendingClaim> pending;  // those that still need a volume from us
+  // Names the cache does not hold. kube-scheduler calls the extender only
+  // once its own cache has every claim of the pod, so these are claims our
+  // watch has not delivered yet: judged without them, the pod would pass
+  // everywhere unpromised and could land where its bytes do not fit.
+  std::vector<std::string> unknown;
+};
+
+// The pod's claims among `names` in namespace `ns`.
+using ClaimFinder = std::function<PodClaims(const std::string& ns, const std::vector<std::string>& names)>;
 
 struct FilterAnswer {
   std::vector<std::string> nodes;                    // passed
   std::map<std::string, std::string> failed;         // node -> why (resolvable)
   std::map<std::string, std::string> unresolvable;   // node -> why
   std::string promised;                              // the node promised the pod's bytes ("" none)
+  // Not empty: the pod cannot be judged now (a claim not in the cache);
+  // kube-scheduler fails this attempt and retries the pod after a backoff.
+  std::string error;
 };
 
 struct NodeScore {

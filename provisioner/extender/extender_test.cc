@@ -25,13 +25,15 @@ std::vector<PoolSeen> Pools() {
 struct ExtenderTest : ::testing::Test {
   CapacityLedger ledger{[] { return Pools(); }};
   std::map<std::string, PendingClaim> claims;  // "ns/name" -> claim
+  std::set<std::string> uncached;              // names the cache has not seen yet
   int lookups = 0;
   Extender ext{&ledger,
                [this](const std::string& ns, const std::vector<std::string>& names) {
                  ++lookups;
-                 std::vector<PendingClaim> out;
+                 PodClaims out;
                  for (const auto& n : names)
-                   if (auto it = claims.find(ns + "/" + n); it != claims.end()) out.push_back(it->second);
+                   if (auto it = claims.find(ns + "/" + n); it != claims.end()) out.pending.push_back(it->second);
+                   else if (uncached.count(n)) out.unknown.push_back(n);
                  return out;
                },
                PlacementPolicy::kMostFree};
@@ -63,6 +65,29 @@ TEST_F(ExtenderTest, PodWithoutOurClaimsPassesEverywhereUntouched) {
   EXPECT_TRUE(a.unresolvable.empty());
   EXPECT_EQ(a.promised, "");
   for (const auto& s : ext.Prioritize(Args({}))) EXPECT_EQ(s.score, 0) << s.node;
+}
+
+TEST_F(ExtenderTest, ClaimNotCachedYetFailsTheAttemptAndPromisesNothing) {
+  // The trial's reschedules: a pod whose claim our watch had not delivered
+  // passed every node unpromised, and the scheduler put it on a node the
+  // burst's promises had already filled.
+  Claim("a", "fast", 50 * MiB);
+  uncached.insert("late");
+  auto r = ext.Filter(Args({"a", "late"}));
+  EXPECT_NE(r.error.find("ns/late"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("tried again"), std::string::npos) << r.error;
+  EXPECT_TRUE(r.nodes.empty());
+  EXPECT_TRUE(r.promised.empty());
+  EXPECT_EQ(PromisedNode("a"), "");  // nothing held for a pod not judged
+  for (const auto& s : ext.Prioritize(Args({"a", "late"}))) EXPECT_EQ(s.score, 0) << s.node;
+
+  // Once the claim arrives, the pod is judged as usual.
+  uncached.clear();
+  Claim("late", "fast", 10 * MiB);
+  r = ext.Filter(Args({"a", "late"}));
+  EXPECT_TRUE(r.error.empty()) << r.error;
+  EXPECT_EQ(r.promised, "n3");
+  EXPECT_EQ(PromisedNode("late"), "n3");
 }
 
 TEST_F(ExtenderTest, FiltersOnTheSumOfThePodsClaimsWithReasons) {
@@ -145,7 +170,7 @@ TEST_F(ExtenderTest, ARestoreGoesOnlyWhereItsSnapshotIs) {
 TEST_F(ExtenderTest, PromisesExpire) {
   Extender short_hold{&ledger,
                       [](const std::string&, const std::vector<std::string>&) {
-                        return std::vector<PendingClaim>{{"uid-x", "x", "fast", "", 100 * MiB}};
+                        return PodClaims{{{"uid-x", "x", "fast", "", 100 * MiB}}, {}};
                       },
                       PlacementPolicy::kMostFree, std::chrono::milliseconds(1)};
   EXPECT_EQ(short_hold.Filter(Args({"x"}, {"n1"})).promised, "n1");
@@ -174,8 +199,8 @@ TEST_F(ExtenderTest, PrioritizeScoresByPolicyAndThePromisedNodeIsBest) {
   EXPECT_EQ(by["n5"], 0);  // no nodevold
 
   Extender binpack{&ledger, [this](const std::string& ns, const std::vector<std::string>& n) {
-                     std::vector<PendingClaim> out;
-                     for (const auto& x : n) out.push_back(claims[ns + "/" + x]);
+                     PodClaims out;
+                     for (const auto& x : n) out.pending.push_back(claims[ns + "/" + x]);
                      return out;
                    },
                    PlacementPolicy::kBinpack};
@@ -215,7 +240,7 @@ TEST_F(ExtenderTest, EqualNodesHaveOneBest) {
                                  Seen("x2", "fast", "dir", 100 * MiB, true, 100 * MiB, 0, true)};
   }};
   Extender e{&twin, [this](const std::string& ns, const std::vector<std::string>& n) {
-               return std::vector<PendingClaim>{claims[ns + "/" + n[0]]};
+               return PodClaims{{claims[ns + "/" + n[0]]}, {}};
              },
              PlacementPolicy::kMostFree};
   auto scores = e.Prioritize(Args({"a"}, {"x2", "x1"}));

@@ -43,11 +43,12 @@ httpd::PostHandlers ExtenderHandlers(std::function<Extender*()> current) {
     if (!Decode(body, current, &args, &ext, &refusal)) return refusal;
     FilterAnswer a = ext->Filter(args);
     // NodeNames is always present (an empty list, not null: a missing one
-    // makes kube-scheduler drop every node without a reason).
+    // makes kube-scheduler drop every node without a reason). An Error
+    // fails the attempt; the pod is retried after a backoff.
     return Json(200, {{"NodeNames", a.nodes},
                       {"FailedNodes", a.failed},
                       {"FailedAndUnresolvableNodes", a.unresolvable},
-                      {"Error", ""}});
+                      {"Error", a.error}});
   };
   h["/prioritize"] = [current](const std::string& body) {
     ExtenderArgs args;

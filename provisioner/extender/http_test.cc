@@ -19,9 +19,10 @@ struct ExtenderHttpTest : ::testing::Test {
   }};
   Extender ext{&ledger,
                [](const std::string& ns, const std::vector<std::string>& names) {
-                 std::vector<PendingClaim> out;
+                 PodClaims out;
                  for (const auto& n : names)
-                   if (ns == "ns" && n == "data") out.push_back({"uid-data", n, "fast", "", 150 * MiB});
+                   if (ns == "ns" && n == "data") out.pending.push_back({"uid-data", n, "fast", "", 150 * MiB});
+                   else if (n == "late") out.unknown.push_back(n);
                  return out;
                },
                PlacementPolicy::kMostFree};
@@ -46,6 +47,16 @@ TEST_F(ExtenderHttpTest, FilterAnswersInKubeSchedulersShape) {
   EXPECT_TRUE(a["FailedNodes"].contains("n1"));
   EXPECT_TRUE(a["FailedAndUnresolvableNodes"].contains("n9"));
   EXPECT_EQ(a["Error"], "");
+}
+
+TEST_F(ExtenderHttpTest, AClaimNotCachedYetIsAnErrorSoTheSchedulerRetries) {
+  auto r = h["/filter"](Request("late"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  json a = json::parse(r.body);
+  EXPECT_NE(a["Error"].get<std::string>().find("ns/late is not in nodevol-provisioner's cache"), std::string::npos)
+      << r.body;
+  EXPECT_TRUE(a["NodeNames"].is_array());
+  EXPECT_TRUE(a["NodeNames"].empty());
 }
 
 TEST_F(ExtenderHttpTest, NodeNamesIsAlwaysAListEvenWhenEmpty) {

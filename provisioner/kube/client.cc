@@ -255,6 +255,10 @@ Result Client::Perform(Request& r) {
     auto t0 = std::chrono::steady_clock::now();
     CURLcode rc = curl_easy_perform(h);
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r.http_status);
+    // For the debug line: whether this request paid for a new connection
+    // (TCP and TLS) rather than reusing the handle's.
+    long connects = 0;
+    curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &connects);
     long retry_after = -1;
     curl_header* hdr = nullptr;
     if (rc == CURLE_OK && curl_easy_header(h, "Retry-After", 0, CURLH_HEADER, -1, &hdr) == CURLHE_OK) {
@@ -279,8 +283,9 @@ Result Client::Perform(Request& r) {
     } else {
       result = Result::FromHttp(static_cast<int>(r.http_status), r.response, retry_after);
     }
-    spdlog::debug("kube {} {} -> {} in {} ms", r.method, r.path,
-                  result.ok() ? std::to_string(r.http_status) : result.ToString(), ms);
+    spdlog::debug("kube {} {} -> {} in {} ms{}", r.method, r.path,
+                  result.ok() ? std::to_string(r.http_status) : result.ToString(), ms,
+                  connects ? " (new connection)" : "");
     // A rotated token: re-read the file once and retry.
     if (result.code() == Result::Code::kUnauthorized && !token_reread && token_.from_file()) {
       token_reread = true;

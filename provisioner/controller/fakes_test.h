@@ -442,6 +442,12 @@ inline json Class(const std::string& name = "fast", const std::string& pool = "f
           {"volumeBindingMode", "Immediate"}};
 }
 
+inline json WaitingClass(const std::string& name = "fast") {
+  json c = Class(name);
+  c["volumeBindingMode"] = "WaitForFirstConsumer";
+  return c;
+}
+
 // One controller world: the caches, fakes and the context over them.
 struct World {
   FakeApi api;

@@ -14,12 +14,7 @@ using testing::World;
 using nlohmann::json;
 using Kind = CapacityLedger::Kind;
 
-
-json WaitingClass(const std::string& name = "fast") {
-  json c = Class(name);
-  c["volumeBindingMode"] = "WaitForFirstConsumer";
-  return c;
-}
+using testing::WaitingClass;
 
 // A waiting claim as the apiserver holds it before the scheduler picks a
 // node: no storage-provisioner annotation yet.

@@ -68,13 +68,8 @@ TEST(Provision, ANodeBusyWithCreatesIsAvoidedOrWaitedFor) {
   FakeNode a("a"), b("b");
   w.view.Add(&a, "fast", 20 * GiB);  // the roomier one
   w.view.Add(&b, "fast", 10 * GiB);
-  json pinned = Claim("p1");
-  pinned["metadata"]["annotations"]["volume.kubernetes.io/selected-node"] = "a";
-  json wffc = Class();
-  wffc["volumeBindingMode"] = "WaitForFirstConsumer";
-  wffc["metadata"]["name"] = "later";
-  pinned["spec"]["storageClassName"] = "later";
-  w.Load({Claim("f1"), pinned}, {}, {Class(), wffc});
+  json pinned = Claim("p1", "1Gi", "later", {{"volume.kubernetes.io/selected-node", "a"}});
+  w.Load({Claim("f1"), pinned}, {}, {Class(), WaitingClass("later")});
   w.ctx.load = &load;
   ASSERT_TRUE(load.TryAcquire("a"));  // another pass is waiting on a
   EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-f1"), Outcome::kDone);
@@ -104,13 +99,7 @@ TEST(Provision, AFailedCreateOnTheSelectedNodeKeepsItsBytesPromised) {
   World w;
   FakeNode a("a");
   w.view.Add(&a, "fast", 20 * GiB);
-  json pinned = Claim("p1");
-  pinned["metadata"]["annotations"]["volume.kubernetes.io/selected-node"] = "a";
-  json wffc = Class();
-  wffc["volumeBindingMode"] = "WaitForFirstConsumer";
-  wffc["metadata"]["name"] = "later";
-  pinned["spec"]["storageClassName"] = "later";
-  w.Load({pinned}, {}, {wffc});
+  w.Load({Claim("p1", "1Gi", "later", {{"volume.kubernetes.io/selected-node", "a"}})}, {}, {WaitingClass("later")});
   a.CreateThenFail(grpc::StatusCode::DEADLINE_EXCEEDED);  // made or not: uncertain
   EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-p1"), Outcome::kRetry);
   std::string node, pool;

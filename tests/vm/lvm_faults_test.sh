@@ -10,6 +10,10 @@
 #      hangs after the LV exists.
 #   4. The disk of a second pool pulled (virtio hot-unplug) under a
 #      published volume, nodevold restarted meanwhile, the disk put back.
+#      4b. Then one of two disks of that pool's VG pulled (a partial VG):
+#      creates refused, saying how to give the disk up; the volume on the
+#      disk that stayed works, survives a restart and publishes again;
+#      after vgreduce --removemissing the pool makes volumes again.
 #   5. A thin pool's data space runs out under a pod's writes
 #      (overprovisioned 4x), then the operator extends it.
 #   6. A thin pool's disk fails every I/O: the pool fails, and the
@@ -222,9 +226,64 @@ f=$VM_PODS/pod-x2/volumes/nodevol.io~volume/data/file
 [[ $(<"$f") == "data of pod-x" ]] || vm_fail "v-x's data, synced before the pull, does not read back: $(cat "$f" 2>&1)"
 vm_log "v-x's data reads back through a new publication"
 vm_run vm_ctl unpublish --target "$VM_PODS/pod-x2/volumes/nodevol.io~volume/data"
+for v in v-x v-fine; do vm_run vm_ctl volume delete "$v"; done
+for v in v-x v-fine; do expect_nothing_of "$v"; done
+
+vm_step "4b. one of the two disks of pool other's VG pulled: a partial VG"
+raw4=$(vm_hotplug_disk lvm4 64M)
+vm_run lvm pvcreate -q -y "$raw4"
+vm_run lvm vgextend -q nvx "$raw4"
+vm_run vm_ctl volume create v-a --pool other --size 32Mi
+# lvm fills the VG's first PV first: v-a lies wholly on the disk that stays.
+! lvm lvs --noheadings -o devices nvx 2>/dev/null | grep -q "$raw4" ||
+  vm_fail "a volume uses the disk about to be pulled: $(lvm lvs --noheadings -o lv_name,devices nvx | xargs)"
+publish_with_data pod-a v-a
+vm_unplug_disk lvm4
+vm_log "pulled $raw4"
+# The next capacity poll (2 s) sees the VG missing a PV. The pool stays
+# listed with its fault, since what is on the other disk still works.
+t0=$SECONDS
+until RC=0 OUT=$(vm_ctl capacity other 2>&1) || RC=$?; ((RC != 0)) && grep -q "is missing 1 of its disks" <<<"$OUT"; do
+  ((SECONDS - t0 < 60)) || vm_fail "pool other's capacity does not say its VG misses a disk 60 s after the pull: $OUT"
+  sleep 0.5
+done
+vm_log "capacity other, $((SECONDS - t0)) s after the pull: exit $RC: $OUT"
+grep -q "vgreduce --removemissing" <<<"$OUT" || vm_fail "the refusal does not say how to give the lost disk up: $OUT"
+try_create v-b other 8Mi
+vm_log "create in pool other: exit $RC after ${TOOK}s: $OUT"
+((RC != 0)) && grep -q "FAILED_PRECONDITION.*missing" <<<"$OUT" ||
+  vm_fail "a create in the partial VG was not refused as missing a disk: exit $RC: $OUT"
+expect_nothing_of v-b
+expect_ok_data pod-a  # on the disk that stayed: reads and writes go on
+try_create v-fine2 fast 16Mi
+((RC == 0)) || vm_fail "a create in pool fast while other's VG is partial: $OUT"
+
+vm_step "nodevold restarted with the VG partial: v-a kept, published again on request"
+vm_nodevold_stop
+vm_nodevold_start --lvm-timeout-seconds=5 --mkfs-timeout-seconds=5 "${pools[@]}"
+for v in v-a v-ok v-fine2; do listed "$v" || vm_fail "volume $v is gone after a restart with pool other's VG partial"; done
+a=$VM_PODS/pod-a/volumes/nodevol.io~volume/data
+grep -q " $a " /proc/self/mountinfo || vm_fail "pod-a's publication was not kept"
+vm_run vm_ctl publish --target "$(vm_target pod-a2 data)" --volume v-a >/dev/null
+[[ $(<"$VM_PODS/pod-a2/volumes/nodevol.io~volume/data/file") == "data of pod-a" ]] ||
+  vm_fail "v-a's data does not read back through a new publication"
+vm_run vm_ctl unpublish --target "$VM_PODS/pod-a2/volumes/nodevol.io~volume/data"
+
+vm_step "the operator gives the lost disk up (vgreduce --removemissing): the pool makes volumes again"
+vm_run lvm vgreduce -q --removemissing nvx
+t0=$SECONDS
+until vm_ctl capacity other >/dev/null 2>&1; do
+  ((SECONDS - t0 < 60)) || vm_fail "pool other still refused 60 s after vgreduce: $(vm_ctl capacity other 2>&1)"
+  sleep 0.5
+done
+vm_log "pool other back $((SECONDS - t0)) s after vgreduce: $(vm_ctl capacity other 2>&1 | xargs)"
+try_create v-b other 8Mi
+((RC == 0)) || vm_fail "a create in pool other after vgreduce: $OUT"
+expect_ok_data pod-a
+vm_run vm_ctl unpublish --target "$a"
 vm_run vm_ctl unpublish --target "$VM_PODS/pod-ok/volumes/nodevol.io~volume/data"
-for v in v-x v-fine v-ok; do vm_run vm_ctl volume delete "$v"; done
-for v in v-x v-fine v-ok; do expect_nothing_of "$v"; done
+for v in v-a v-b v-ok v-fine2; do vm_run vm_ctl volume delete "$v"; done
+for v in v-a v-b v-ok v-fine2; do expect_nothing_of "$v"; done
 
 # Thin pool nvt/tp, made by nodevold at start: 64 MiB of data,
 # overprovisioned 4x. dm-thin holds writes to a full pool for

@@ -226,6 +226,45 @@ TEST(LvmCache, AStampedPvThatCannotBeReadMakesANewReport) {
   EXPECT_EQ(stuck.Reports(), 3u);
 }
 
+// A VG missing one of its disks: the report cannot be stamped, and the
+// operator's repair (the disk back, vgreduce --removemissing) must show
+// at the next polls, not after the poll's 30 s (vm_lvm_faults 4b saw 27 s).
+TEST(LvmCache, AReportOfAVgMissingADiskServesBriefly) {
+  Fixture f;
+  f.probe->readable = false;  // what a missing PV does to the stamp
+  std::string degraded = kReport;
+  degraded.replace(degraded.find("\"vg_extent_size\""), 0, "\"vg_missing_pv_count\":\"1\",");
+  Lvm lvm{"/sbin/lvm", true,
+          [&](const std::vector<std::string>& argv, const RunOptions&, RunResult* r) {
+            {
+              std::lock_guard<std::mutex> l(f.mu);
+              f.commands.push_back(argv[1]);
+            }
+            *r = RunResult{};
+            r->out = degraded;
+            return Status::Ok();
+          },
+          f.probe};
+  lvm.set_degraded_report_age(std::chrono::milliseconds(50));
+  LvmReport r;
+  ASSERT_TRUE(lvm.Report(&r).ok());
+  ASSERT_EQ(r.FindVg("vg0")->missing_pvs, 1u);
+  ASSERT_TRUE(lvm.Report(&r, std::chrono::seconds(30)).ok());
+  EXPECT_EQ(f.Reports(), 1u) << "within the short age the cached report serves";
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  ASSERT_TRUE(lvm.Report(&r, std::chrono::seconds(30)).ok());
+  EXPECT_EQ(f.Reports(), 2u) << "past it, lvm is asked again although the poll allows 30 s";
+
+  // A whole VG: age decides as before (WithoutAReadableStampOnlyAgeMakesItFresh).
+  degraded = kReport;
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  ASSERT_TRUE(lvm.Report(&r, std::chrono::seconds(30)).ok());  // the old degraded one is past its age
+  ASSERT_EQ(f.Reports(), 3u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  ASSERT_TRUE(lvm.Report(&r, std::chrono::seconds(30)).ok());
+  EXPECT_EQ(f.Reports(), 3u);
+}
+
 TEST(LvmCache, ThinPoolUsageComesFromDeviceMapper) {
   Fixture f;
   LvmReport r;

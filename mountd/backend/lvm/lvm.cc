@@ -119,7 +119,10 @@ bool Lvm::CacheServes(std::chrono::milliseconds max_age) {
   if (!cache_) return false;
   // (max() is special: in nanoseconds it would overflow.)
   if (max_age == std::chrono::milliseconds::max()) return true;
-  const bool young = std::chrono::steady_clock::now() - cache_time_ < max_age;
+  const auto age = std::chrono::steady_clock::now() - cache_time_;
+  for (const LvmVg& vg : cache_->vgs)
+    if (vg.missing_pvs > 0 && age >= degraded_age_) return false;
+  const bool young = age < max_age;
   // A command of ours is changing the VG: its edit comes when it ends.
   if (changing_ > 0 || cache_stamp_.empty()) return young;
   if (std::chrono::steady_clock::now() - cache_time_ >= kStampedReportAge) return false;

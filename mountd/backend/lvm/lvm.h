@@ -64,6 +64,12 @@ class Lvm {
   // runs (it is taken again when ours ends): a cached report this old is
   // read again anyway.
   static constexpr std::chrono::minutes kStampedReportAge{10};
+  // A report of a VG missing a disk has no stamp (the missing PV cannot be
+  // read) and the repair the operator makes (the disk back, vgreduce
+  // --removemissing) would wait for max_age, the capacity poll's 30 s:
+  // it serves this long at most instead, one lvm process per interval
+  // while a disk is missing. Tests shorten it.
+  void set_degraded_report_age(std::chrono::milliseconds age) { degraded_age_ = age; }
 
   // Whether `lv`'s device-mapper table is a plain mapping (linear or
   // striped): no snapshot origin, cache or anything else stacked on it
@@ -150,6 +156,7 @@ class Lvm {
   std::shared_ptr<const LvmReport> cache_;  // replaced, never changed: Kept shares it
   std::chrono::steady_clock::time_point cache_time_;
   std::string cache_stamp_;  // "" when unknown: then only age makes it fresh
+  std::chrono::milliseconds degraded_age_ = std::chrono::seconds(4);
   std::vector<std::string> known_pvs_;  // of the last report, to stamp the next
   std::string pvs_dir_;                 // where known_pvs_ are kept, or ""
   std::shared_ptr<Flight> flight_;

@@ -203,9 +203,10 @@ int main(int argc, char** argv) {
     }
   Extender ext(&ledger,
                [&](const std::string& ns, const std::vector<std::string>& want) {
-                 std::vector<PendingClaim> out;
+                 PodClaims out;
                  for (const auto& n : want)
-                   if (auto it = cache.find(ns + "/" + n); it != cache.end()) out.push_back(it->second);
+                   if (auto it = cache.find(ns + "/" + n); it != cache.end()) out.pending.push_back(it->second);
+                   else out.unknown.push_back(n);
                  return out;
                },
                PlacementPolicy::kMostFree);

@@ -125,7 +125,7 @@ bool Lvm::CacheServes(std::chrono::milliseconds max_age) {
   const bool young = age < max_age;
   // A command of ours is changing the VG: its edit comes when it ends.
   if (changing_ > 0 || cache_stamp_.empty()) return young;
-  if (std::chrono::steady_clock::now() - cache_time_ >= kStampedReportAge) return false;
+  if (age >= kStampedReportAge) return false;
   Status why;
   std::string now = StampOf(*cache_, &why);
   if (!now.empty()) return now == cache_stamp_;

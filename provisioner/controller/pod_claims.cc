@@ -27,7 +27,6 @@ std::vector<std::string> ClaimNames(const json& pod) {
   return out;
 }
 
-
 }  // namespace
 
 namespace {

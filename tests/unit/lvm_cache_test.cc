@@ -75,6 +75,7 @@ struct Fixture {
   std::shared_ptr<FakeProbe> probe = std::make_shared<FakeProbe>();
   std::mutex mu;
   std::vector<std::string> commands;
+  std::string report = kReport;  // what fullreport prints
   std::chrono::milliseconds report_takes{0};
   bool fail = false;
   Lvm lvm{"/sbin/lvm", true,
@@ -86,7 +87,8 @@ struct Fixture {
             *r = RunResult{};
             if (argv[1] == "fullreport") {
               std::this_thread::sleep_for(report_takes);
-              r->out = kReport;
+              std::lock_guard<std::mutex> l(mu);
+              r->out = report;
               return Status::Ok();
             }
             if (fail) return Status::Internal("lvm exit 5");
@@ -232,36 +234,27 @@ TEST(LvmCache, AStampedPvThatCannotBeReadMakesANewReport) {
 TEST(LvmCache, AReportOfAVgMissingADiskServesBriefly) {
   Fixture f;
   f.probe->readable = false;  // what a missing PV does to the stamp
-  std::string degraded = kReport;
-  degraded.replace(degraded.find("\"vg_extent_size\""), 0, "\"vg_missing_pv_count\":\"1\",");
-  Lvm lvm{"/sbin/lvm", true,
-          [&](const std::vector<std::string>& argv, const RunOptions&, RunResult* r) {
-            {
-              std::lock_guard<std::mutex> l(f.mu);
-              f.commands.push_back(argv[1]);
-            }
-            *r = RunResult{};
-            r->out = degraded;
-            return Status::Ok();
-          },
-          f.probe};
-  lvm.set_degraded_report_age(std::chrono::milliseconds(50));
+  f.report.replace(f.report.find("\"vg_extent_size\""), 0, "\"vg_missing_pv_count\":\"1\",");
+  f.lvm.set_degraded_report_age(std::chrono::milliseconds(50));
   LvmReport r;
-  ASSERT_TRUE(lvm.Report(&r).ok());
+  ASSERT_TRUE(f.lvm.Report(&r).ok());
   ASSERT_EQ(r.FindVg("vg0")->missing_pvs, 1u);
-  ASSERT_TRUE(lvm.Report(&r, std::chrono::seconds(30)).ok());
+  ASSERT_TRUE(f.lvm.Report(&r, std::chrono::seconds(30)).ok());
   EXPECT_EQ(f.Reports(), 1u) << "within the short age the cached report serves";
   std::this_thread::sleep_for(std::chrono::milliseconds(60));
-  ASSERT_TRUE(lvm.Report(&r, std::chrono::seconds(30)).ok());
+  ASSERT_TRUE(f.lvm.Report(&r, std::chrono::seconds(30)).ok());
   EXPECT_EQ(f.Reports(), 2u) << "past it, lvm is asked again although the poll allows 30 s";
 
   // A whole VG: age decides as before (WithoutAReadableStampOnlyAgeMakesItFresh).
-  degraded = kReport;
+  {
+    std::lock_guard<std::mutex> l(f.mu);
+    f.report = kReport;
+  }
   std::this_thread::sleep_for(std::chrono::milliseconds(60));
-  ASSERT_TRUE(lvm.Report(&r, std::chrono::seconds(30)).ok());  // the old degraded one is past its age
+  ASSERT_TRUE(f.lvm.Report(&r, std::chrono::seconds(30)).ok());  // the old degraded one is past its age
   ASSERT_EQ(f.Reports(), 3u);
   std::this_thread::sleep_for(std::chrono::milliseconds(60));
-  ASSERT_TRUE(lvm.Report(&r, std::chrono::seconds(30)).ok());
+  ASSERT_TRUE(f.lvm.Report(&r, std::chrono::seconds(30)).ok());
   EXPECT_EQ(f.Reports(), 3u);
 }
 

@@ -53,11 +53,13 @@ rpm -qp --qf '[%{FILEMODES:perms} %{FILENAMES}\n]' "$rpm" | awk '$1 !~ /^d/ && $
 # The documented differences (packaging/rpm/README.md): Debian's unit dir
 # is /lib/systemd/system, RHEL's /usr/lib/systemd/system; changelog.gz
 # (changelog.Debian.gz for a non-native version) is a Debian policy file
-# (the rpm has %changelog in its header); the licence is Debian's
+# (the rpm has %changelog in its header), as is the lintian override
+# (nodevol-flex is static-pie); the licence is Debian's
 # doc/copyright and RHEL's licenses/<package>/LICENSE.
 deb_to_rpm() {
   sed -E -e 's# /lib/systemd/system/# /usr/lib/systemd/system/#' \
          -e '\# /usr/share/doc/nodevol-node/changelog(\.Debian)?\.gz$#d' \
+         -e '\# /usr/share/lintian/overrides/nodevol-node$#d' \
          -e 's# /usr/share/doc/nodevol-node/copyright$# /usr/share/licenses/nodevol-node/LICENSE#'
 }
 deb_to_rpm <"$t/deb.files" | sort >"$t/deb.mapped"

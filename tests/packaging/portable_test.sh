@@ -21,12 +21,11 @@ rpm=$(ls "$dist"/nodevol-node-"${version%-*}"-*.rpm 2>/dev/null | head -1) || tr
 mapfile -t suites < <(awk '$1 == "soname" { print $2 }' "$table" | sort -u)
 ((${#suites[@]} >= 5)) || { echo "FAIL: $table lists ${#suites[@]} distributions" >&2; exit 1; }
 
-# nodes SUITE SONAME: the version nodes SONAME defines there ("" if absent).
-nodes() { awk -v s="$1" -v so="$2" '$1 == "soname" && $2 == s && $3 == so { $1 = $2 = $3 = ""; print " " $0 " "; f = 1 } END { if (!f) print "" }' "$table"; }
+# have[SUITE/SONAME]: " NODE NODE ... " that SONAME defines there.
 declare -A have
-for s in "${suites[@]}"; do
-  while read -r so; do have[$s/$so]=$(nodes "$s" "$so"); done < <(awk -v s="$s" '$1 == "soname" && $2 == s { print $3 }' "$table")
-done
+while read -r kind s so nodes; do
+  [[ $kind == soname ]] && have[$s/$so]=" $nodes "
+done <"$table"
 
 # ---- 1. the ELF files of both packages
 mkdir -p "$work/deb" "$work/rpm"

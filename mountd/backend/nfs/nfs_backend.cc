@@ -642,14 +642,32 @@ Status NfsBackend::Check(const VolumeRecord& record) {
 }
 
 Status NfsBackend::GetCapacity(Capacity* out) {
-  std::unique_lock<std::mutex> refresh(refresh_mu_, std::try_to_lock);
+  std::unique_lock<std::timed_mutex> refresh(refresh_mu_, std::try_to_lock);
   if (!refresh.owns_lock()) {
-    std::lock_guard<std::mutex> l(capacity_mu_);
-    if (!capacity_known_)
+    {
+      std::lock_guard<std::mutex> l(capacity_mu_);
+      if (capacity_known_) {
+        *out = capacity_;
+        return Status::Ok();
+      }
+    }
+    // The first read is under way (start-up's poll, or another call): its
+    // answer is this call's answer too. Waiting for it is bounded by the
+    // server's timeout, the same wait as reading here; a CreateVolume
+    // right after start then succeeds instead of being told to come back.
+    if (!refresh.try_lock_for(timeout() + std::chrono::seconds(1)))
       return Status::Unavailable("capacity of " + NfsSpec(options_.server, options_.share) +
-                                 " is being read for the first time; try again");
-    *out = capacity_;
-    return Status::Ok();
+                                 " is still being read for the first time; try again");
+    std::lock_guard<std::mutex> l(capacity_mu_);
+    if (capacity_known_) {
+      *out = capacity_;
+      return Status::Ok();
+    }
+    if (!capacity_error_.empty())
+      return Status::Unavailable("capacity of " + NfsSpec(options_.server, options_.share) +
+                                 " cannot be read: " + capacity_error_);
+    // The other read ended without figures or an error (it found nothing
+    // to read yet): read here.
   }
   const std::string spec = NfsSpec(options_.server, options_.share);
   std::vector<MountInfo> mounts;

@@ -185,8 +185,9 @@ class NfsBackend : public Backend {
   std::set<std::string> shared_checked_;  // volumes whose shared record is known to be there
 
   // One refresh at a time; a caller that finds one running gets the last
-  // figures at once instead of waiting for the server with it.
-  std::mutex refresh_mu_;
+  // figures at once instead of waiting for the server with it. Before
+  // the first figures there is nothing to give, so it waits for that read.
+  std::timed_mutex refresh_mu_;
   std::mutex capacity_mu_;  // guards the five below
   Capacity capacity_;
   bool capacity_known_ = false;  // capacity_ was read at least once

@@ -66,6 +66,8 @@ int main(int argc, char** argv) {
        "CreateVolume calls in flight to one node at most, so a slow node cannot hold every claim worker (0: "
        "claim-workers - 1)")
       ("volume-workers", po::value(&cc.volume_workers)->default_value(cc.volume_workers), "volume worker threads")
+      ("event-defer-ms", po::value<long>()->default_value(cc.event_defer.count()),
+       "in a burst, events wait while claims are queued, at most this long (0: never)")
       ("orphan-sweep-seconds", po::value<long>()->default_value(600),
        "how often to look for volumes whose claim and PV are gone (0 = never)")
       ("orphan-grace-seconds", po::value<long>()->default_value(120),
@@ -112,6 +114,7 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::from_str(log_level));
   cc.sweep_interval = std::chrono::seconds(vm["orphan-sweep-seconds"].as<long>());
   cc.orphan_grace = std::chrono::seconds(vm["orphan-grace-seconds"].as<long>());
+  cc.event_defer = std::chrono::milliseconds(std::max(0L, vm["event-defer-ms"].as<long>()));
   Status st = ParsePlacementPolicy(placement, &cc.options.policy);
   if (st.ok()) st = nodes::CheckTlsClientFiles(cc.tls);
   if (!st.ok()) {

@@ -116,6 +116,10 @@ Controller::Controller(kube::Client* client, ControllerConfig config)
   ctx_.nodes = nodes_.get();
   ctx_.node_view = view_.get();
   ctx_.events = &events_;
+  // A claim's PV before its events (events.h): in a burst they wait while
+  // claims are queued, for at most config.event_defer.
+  if (config_.event_defer.count() > 0)
+    events_.DeferWhile([this] { return claim_queue_.Len() > 0; }, config_.event_defer);
   ctx_.ledger = ledger_.get();
   ctx_.options = config_.options;
   ctx_.metrics = config_.metrics;
@@ -212,6 +216,8 @@ void Controller::Stop() {
   stop_.Set();
   claim_queue_.ShutDown();
   volume_queue_.ShutDown();
+  // The recorder outlives the claim queue its predicate reads.
+  events_.DeferWhile(nullptr, {});
   if (publisher_) publisher_->Stop();
   if (snapshots_) snapshots_->Stop();
   // Informers next (no new work; a Start waiting for them to sync gives

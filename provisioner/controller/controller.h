@@ -68,6 +68,9 @@ struct ControllerConfig {
   nlohmann::json capacity_owner;
   // The CSI snapshotter's part (snapshots/snapshot_controller.h).
   bool snapshots = true;
+  // How long an event may wait while claims are queued (events.h): a
+  // user's kubectl describe is at most this late in a burst. 0: never.
+  std::chrono::milliseconds event_defer{5000};
 };
 
 class Controller {

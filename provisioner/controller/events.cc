@@ -19,6 +19,15 @@ namespace {
 // Bounded, like client-go's LRU of 4096: beyond it repeats start new events.
 constexpr size_t kMaxSeen = 4096;
 
+// The progress event an outcome supersedes, or "".
+const char* Supersedes(const std::string& reason) {
+  if (reason == "ProvisioningSucceeded" || reason == "ProvisioningFailed") return "Provisioning";
+  if (reason == "VolumeResizeSuccessful" || reason == "VolumeResizeFailed") return "Resizing";
+  return "";
+}
+
+bool IsProgress(const std::string& reason) { return reason == "Provisioning" || reason == "Resizing"; }
+
 }  // namespace
 
 bool EventRecorder::Allow(const std::string& object_key) {
@@ -65,27 +74,74 @@ EventRecorder::~EventRecorder() {
   }
   queue_cv_.notify_all();
   if (sender_.joinable()) sender_.join();
+  if (dropped_ > 0) spdlog::warn("events: {} dropped in all, the queue being full", dropped_);
+  if (superseded_ > 0) spdlog::info("events: {} progress events not sent, their outcome following", superseded_);
 }
 
 void EventRecorder::Flush() {
   std::unique_lock<std::mutex> lock(queue_mu_);
+  ++flushing_;
+  queue_cv_.notify_all();
   queue_cv_.wait(lock, [this] { return (queue_.empty() && !sending_) || !sender_.joinable(); });
+  --flushing_;
+}
+
+void EventRecorder::DeferWhile(std::function<bool()> busy, std::chrono::milliseconds max) {
+  std::unique_lock<std::mutex> lock(queue_mu_);
+  // The old predicate may be running on the sender: once this returns, it
+  // is never called again (an owner clears it before it is destroyed).
+  queue_cv_.wait(lock, [this] { return !in_busy_; });
+  busy_ = std::move(busy);
+  max_defer_ = max;
+  queue_cv_.notify_all();
+}
+
+void EventRecorder::WaitWhileDeferred(std::unique_lock<std::mutex>& lock) {
+  // How often a deferred event looks at busy() again: the end of a burst
+  // is seen within this, and the sender costs nothing measurable.
+  constexpr auto kRecheck = std::chrono::milliseconds(20);
+  // Half the queue may wait: beyond that, deferring would end in drops.
+  while (!stop_ && flushing_ == 0 && busy_ && !queue_.empty() && live_ < kMaxQueued / 2) {
+    const auto due = queue_.front().recorded + max_defer_;
+    if (std::chrono::steady_clock::now() >= due) return;
+    // busy() takes the claim queue's lock: never call it under ours.
+    std::function<bool()> busy = busy_;
+    in_busy_ = true;
+    lock.unlock();
+    const bool wait = busy();
+    lock.lock();
+    in_busy_ = false;
+    queue_cv_.notify_all();
+    if (!wait) return;
+    queue_cv_.wait_until(lock, std::min(due, std::chrono::steady_clock::now() + kRecheck));
+  }
 }
 
 void EventRecorder::SenderLoop() {
   std::unique_lock<std::mutex> lock(queue_mu_);
   for (;;) {
     queue_cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+    WaitWhileDeferred(lock);
     if (stop_) {
       // Shutting down is not held up by an apiserver that does not answer
       // (client-go's broadcaster drops what is queued, too).
-      if (!queue_.empty()) spdlog::info("events: {} not written at shutdown", queue_.size());
+      if (live_ > 0) spdlog::info("events: {} not written at shutdown", live_);
       queue_.clear();
+      progress_.clear();
+      live_ = 0;
       queue_cv_.notify_all();
       return;
     }
+    if (queue_.front().superseded) {
+      queue_.pop_front();
+      queue_cv_.notify_all();
+      continue;
+    }
     Pending e = std::move(queue_.front());
+    if (auto it = progress_.find(e.object.uid + "\x1f" + e.reason); it != progress_.end() && it->second == &queue_.front())
+      progress_.erase(it);
     queue_.pop_front();
+    --live_;
     sending_ = true;
     lock.unlock();
     Send(e);
@@ -110,17 +166,28 @@ void EventRecorder::Record(const ObjectRef& object, const std::string& type, con
                   kSpamBurst);
     return;
   }
-  Pending e{object, type, reason, message, NowRfc3339()};
+  Pending e{object, type, reason, message, NowRfc3339(), std::chrono::steady_clock::now()};
   if (!sender_.joinable()) return Send(e);
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
-    if (queue_.size() >= kMaxQueued) {
+    if (const std::string sup = Supersedes(reason); !sup.empty()) {
+      if (auto it = progress_.find(uid + "\x1f" + sup); it != progress_.end()) {
+        it->second->superseded = true;
+        progress_.erase(it);
+        --live_;
+        ++superseded_;
+      }
+    }
+    if (live_ >= kMaxQueued) {
       if (dropped_++ % 100 == 0)
-        spdlog::warn("events: {} waiting to be written; dropping {} for {}/{} ({} dropped so far)", queue_.size(),
+        spdlog::warn("events: {} waiting to be written; dropping {} for {}/{} ({} dropped so far)", live_,
                      reason, ns, name, dropped_);
       return;
     }
+    const bool progress = IsProgress(reason);
     queue_.push_back(std::move(e));
+    ++live_;
+    if (progress) progress_[uid + "\x1f" + reason] = &queue_.back();
   }
   queue_cv_.notify_all();
 }

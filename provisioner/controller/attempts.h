@@ -20,7 +20,7 @@
 #include <set>
 #include <string>
 
-#include "util/backoff.h"
+#include "base/backoff.h"
 
 namespace nodevol::provisioner {
 

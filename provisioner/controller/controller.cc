@@ -150,6 +150,13 @@ Controller::Controller(kube::Client* client, ControllerConfig config)
         return found;
       },
       config_.options.policy);
+  if (config_.node_ca) {
+    SignerConfig sc;
+    sc.ca = config_.node_ca;
+    sc.max_lifetime = config_.node_cert_lifetime;
+    sc.events = &events_;
+    signer_ = std::make_unique<Signer>(client, sc);
+  }
   if (config_.snapshots) {
     SnapshotController::Options so;
     so.resync = config_.resync;
@@ -202,6 +209,7 @@ bool Controller::Start(std::chrono::milliseconds sync_timeout) {
   mirror_ = std::thread([this] { MirrorLoop(); });
   if (publisher_) publisher_->Start();
   if (snapshots_) snapshots_->Start();
+  if (signer_) signer_->Start();
   started_at_ = std::chrono::steady_clock::now();
   started_ = true;
   spdlog::info("controller started: {} claim workers, {} volume workers, nodes labelled {}", config_.claim_workers,
@@ -220,6 +228,7 @@ void Controller::Stop() {
   events_.DeferWhile(nullptr, {});
   if (publisher_) publisher_->Stop();
   if (snapshots_) snapshots_->Stop();
+  if (signer_) signer_->Stop();
   // Informers next (no new work; a Start waiting for them to sync gives
   // up), then the workers finish their keys.
   for (auto* i : Informers())

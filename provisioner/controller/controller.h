@@ -29,6 +29,7 @@
 #include "controller/given_up.h"
 #include "capacity/storage_capacity.h"
 #include "controller/registry_view.h"
+#include "enroll/signer.h"
 #include "extender/extender.h"
 #include "kube/informer.h"
 #include "nodes/node_registry.h"
@@ -36,6 +37,10 @@
 #include "queue/work_queue.h"
 #include "queue/workers.h"
 #include "snapshots/snapshot_controller.h"
+
+namespace nodevol::pki {
+class Ca;
+}
 
 namespace nodevol::provisioner {
 
@@ -71,6 +76,10 @@ struct ControllerConfig {
   // How long an event may wait while claims are queued (events.h): a
   // user's kubectl describe is at most this late in a burst. 0: never.
   std::chrono::milliseconds event_defer{5000};
+  // Node enrollment (enroll/signer.h): with a CA, this replica signs the
+  // nodes' serving certificates while it leads; they live at most this long.
+  const pki::Ca* node_ca = nullptr;
+  std::chrono::seconds node_cert_lifetime{std::chrono::hours(24 * 30)};
 };
 
 class Controller {
@@ -148,6 +157,7 @@ class Controller {
   WorkQueue claim_queue_, volume_queue_;
   std::unique_ptr<Workers> claim_workers_, volume_workers_;
   std::unique_ptr<SnapshotController> snapshots_;
+  std::unique_ptr<Signer> signer_;  // null unless config.node_ca
   std::thread sweeper_, mirror_;
   StopFlag stop_;
   std::mutex lifecycle_mu_;  // Start and Stop never overlap

@@ -41,7 +41,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "util/clock.h"
+#include "base/clock.h"
 
 namespace nodevol::kube {
 class Api;

@@ -125,6 +125,32 @@ class FakeApi : public kube::Api {
     if (out) *out = it->second;
     return kube::Result::Ok();
   }
+  // PUT of an object or of its /status or /approval subresource: the whole
+  // object is replaced, 409 when its resourceVersion is not the stored one.
+  kube::Result Update(const std::string& path, const json& obj, json* out) override {
+    std::lock_guard<std::mutex> l(mu_);
+    calls_.push_back({"PUT", path, obj});
+    if (auto s = TakeLocked("PUT", path)) return *s;
+    std::string base = path;
+    for (const std::string sub : {"/status", "/approval"})
+      if (base.size() > sub.size() && base.compare(base.size() - sub.size(), sub.size(), sub) == 0)
+        base = base.substr(0, base.size() - sub.size());
+    auto it = objects_.find(base);
+    if (it == objects_.end()) return NotFound(path);
+    const std::string have = it->second["metadata"].value("resourceVersion", "");
+    const std::string want = obj.contains("metadata") ? obj["metadata"].value("resourceVersion", "") : "";
+    if (!want.empty() && want != have)
+      return kube::Result::FromHttp(409, StatusBody(409, "Conflict", path + ": the object has been modified").dump());
+    long long version = 0;
+    try {
+      version = std::stoll(have);
+    } catch (...) {
+    }
+    it->second = obj;
+    it->second["metadata"]["resourceVersion"] = std::to_string(version + 1);
+    if (out) *out = it->second;
+    return kube::Result::Ok();
+  }
   kube::Result Delete(const std::string& path, const kube::DeletePreconditions& pre, json* out) override {
     std::lock_guard<std::mutex> l(mu_);
     calls_.push_back({"DELETE", path, {{"uid", pre.uid}}});

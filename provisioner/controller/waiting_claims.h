@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "util/clock.h"
+#include "base/clock.h"
 
 namespace nodevol::provisioner {
 

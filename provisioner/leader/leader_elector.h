@@ -31,7 +31,7 @@
 #include "base/status.h"
 #include "leader/lease_record.h"
 #include "leader/lease_store.h"
-#include "util/clock.h"
+#include "base/clock.h"
 
 namespace nodevol::leader {
 

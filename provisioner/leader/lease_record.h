@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
-#include "util/clock.h"
+#include "base/clock.h"
 
 namespace nodevol::leader {
 

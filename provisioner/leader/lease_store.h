@@ -14,7 +14,7 @@
 
 #include "base/status.h"
 #include "leader/lease_record.h"
-#include "util/clock.h"
+#include "base/clock.h"
 
 namespace nodevol::leader {
 

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <random>
 
-#include "util/backoff.h"
+#include "base/backoff.h"
 
 namespace nodevol::nodes {
 

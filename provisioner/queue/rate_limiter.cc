@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "util/backoff.h"
+#include "base/backoff.h"
 
 namespace nodevol {
 

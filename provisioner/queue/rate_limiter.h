@@ -10,7 +10,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "util/clock.h"
+#include "base/clock.h"
 
 namespace nodevol {
 

@@ -25,7 +25,7 @@
 #include <utility>
 
 #include "queue/rate_limiter.h"
-#include "util/clock.h"
+#include "base/clock.h"
 
 namespace nodevol {
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The provisioner's Kubernetes client (provisioner/kube) against the real
+# nodevol's Kubernetes client (kube/) against the real
 # kube-apiserver of tests/k8s/cluster-up: runs the gtest binary
 # kube_client_it (KUBE_CLIENT_IT, set by ctest) inside the cluster's network
 # namespace with the admin kubeconfig (client certificates) and etcd's

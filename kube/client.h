@@ -74,7 +74,7 @@ class Client : public Api {
   Result Create(const std::string& collection_path, const nlohmann::json& object,
                 nlohmann::json* out = nullptr) override;
   // PUT; carries the object's metadata.resourceVersion, so a stale one is Conflict.
-  Result Update(const std::string& path, const nlohmann::json& object, nlohmann::json* out = nullptr);
+  Result Update(const std::string& path, const nlohmann::json& object, nlohmann::json* out = nullptr) override;
   // PATCH application/merge-patch+json (null deletes a key). Put
   // metadata.resourceVersion in the patch to make it conditional.
   Result MergePatch(const std::string& path, const nlohmann::json& patch, nlohmann::json* out = nullptr) override;

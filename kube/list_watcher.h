@@ -36,9 +36,12 @@ class ListWatcher {
 
 class ClientListWatcher : public ListWatcher {
  public:
-  // `path` is a collection ("/api/v1/persistentvolumeclaims"); the selector may be "".
-  ClientListWatcher(Client* client, std::string path, std::string label_selector = "")
-      : client_(client), path_(std::move(path)), label_selector_(std::move(label_selector)) {}
+  // `path` is a collection ("/api/v1/persistentvolumeclaims"); either selector may be "".
+  ClientListWatcher(Client* client, std::string path, std::string label_selector = "", std::string field_selector = "")
+      : client_(client),
+        path_(std::move(path)),
+        label_selector_(std::move(label_selector)),
+        field_selector_(std::move(field_selector)) {}
 
   Result List(const std::string& resource_version, const Item& each, const std::function<void()>& restart,
               std::string* list_resource_version) override;
@@ -51,6 +54,7 @@ class ClientListWatcher : public ListWatcher {
   Client* client_;
   std::string path_;
   std::string label_selector_;
+  std::string field_selector_;
 };
 
 }  // namespace nodevol::kube

@@ -1,5 +1,6 @@
-// Clock: the provisioner's only source of time, so that backoff, delayed
-// queue items and lease expiry can be tested without sleeping.
+// Clock: the only source of time of the provisioner and the kube client,
+// so that backoff, delayed queue items and lease expiry can be tested
+// without sleeping.
 //
 // Now() is monotonic (durations, deadlines); WallNow() is calendar time for
 // timestamps written to the API (Lease renewTime, event times). Code that

@@ -9,6 +9,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "kube/base64.h"
+
 namespace nodevol::kube {
 namespace {
 
@@ -25,36 +27,6 @@ struct Merged {
   std::string current_context;
   std::string current_context_file;
 };
-
-bool DecodeBase64(const std::string& in, std::string* out) {
-  static const auto kTable = [] {
-    std::array<int, 256> t;
-    t.fill(-1);
-    const char* a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    for (int i = 0; i < 64; ++i) t[static_cast<unsigned char>(a[i])] = i;
-    return t;
-  }();
-  out->clear();
-  unsigned buf = 0;
-  int bits = 0;
-  size_t pad = 0;
-  for (char c : in) {
-    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
-    if (c == '=') {
-      ++pad;
-      continue;
-    }
-    int v = kTable[static_cast<unsigned char>(c)];
-    if (v < 0 || pad > 0) return false;  // bad character, or data after padding
-    buf = (buf << 6) | static_cast<unsigned>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out->push_back(static_cast<char>((buf >> bits) & 0xff));
-    }
-  }
-  return pad <= 2 && bits < 6;
-}
 
 std::string Where(const std::string& file, const std::string& key) { return file + ": " + key; }
 

@@ -1,4 +1,4 @@
-// Api: the object calls the controllers make (GET, POST, merge PATCH,
+// Api: the object calls the controllers make (GET, POST, PUT, merge PATCH,
 // DELETE), behind a narrow interface so their decisions can be unit-tested
 // against a fake (controller/testing/fake_api.h). Client is the real one;
 // the contract of each call is Client's (kube/client.h).
@@ -23,6 +23,7 @@ class Api {
   virtual Result Get(const std::string& path, nlohmann::json* out) = 0;
   virtual Result Create(const std::string& collection_path, const nlohmann::json& object,
                         nlohmann::json* out = nullptr) = 0;
+  virtual Result Update(const std::string& path, const nlohmann::json& object, nlohmann::json* out = nullptr) = 0;
   virtual Result MergePatch(const std::string& path, const nlohmann::json& patch, nlohmann::json* out = nullptr) = 0;
   virtual Result Delete(const std::string& path, const DeletePreconditions& preconditions,
                         nlohmann::json* out = nullptr) = 0;

@@ -23,6 +23,7 @@ namespace nodevol::kube {
 struct WatchOptions {
   std::string resource_version;  // "" = start from the current state
   std::string label_selector;
+  std::string field_selector;
   int timeout_seconds = 0;  // 0: random in [300, 600], as client-go spreads reconnects
 };
 

@@ -1,4 +1,4 @@
-#include "util/backoff.h"
+#include "base/backoff.h"
 
 #include <gtest/gtest.h>
 

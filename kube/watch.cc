@@ -18,6 +18,7 @@ std::string Watch::RequestPath() const {
   if (!options_.resource_version.empty()) q += "&resourceVersion=" + Client::EscapeQuery(options_.resource_version);
   q += "&allowWatchBookmarks=true&timeoutSeconds=" + std::to_string(options_.timeout_seconds);
   if (!options_.label_selector.empty()) q += "&labelSelector=" + Client::EscapeQuery(options_.label_selector);
+  if (!options_.field_selector.empty()) q += "&fieldSelector=" + Client::EscapeQuery(options_.field_selector);
   return q;
 }
 

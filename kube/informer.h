@@ -39,7 +39,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "util/backoff.h"
+#include "base/backoff.h"
 #include "kube/list_watcher.h"
 
 namespace nodevol::kube {

@@ -1,0 +1,86 @@
+#include "pki/cert.h"
+
+#include <openssl/pem.h>
+
+#include <ctime>
+
+#include "pki/openssl_ptr.h"
+
+namespace nodevol::pki {
+namespace {
+
+bool ToTimePoint(const ASN1_TIME* t, std::chrono::system_clock::time_point* out) {
+  std::tm tm{};
+  if (!t || ASN1_TIME_to_tm(t, &tm) != 1) return false;
+  *out = std::chrono::system_clock::from_time_t(timegm(&tm));
+  return true;
+}
+
+}  // namespace
+
+GENERAL_NAMES* MakeNames(const std::vector<std::string>& dns_names, const std::vector<std::string>& ips) {
+  NamesPtr names(sk_GENERAL_NAME_new_null());
+  if (!names) return nullptr;
+  for (const auto& d : dns_names) {
+    GENERAL_NAME* g = GENERAL_NAME_new();
+    ASN1_IA5STRING* s = ASN1_IA5STRING_new();
+    if (!g || !s || ASN1_STRING_set(s, d.data(), static_cast<int>(d.size())) != 1) {
+      GENERAL_NAME_free(g);
+      ASN1_IA5STRING_free(s);
+      return nullptr;
+    }
+    GENERAL_NAME_set0_value(g, GEN_DNS, s);
+    sk_GENERAL_NAME_push(names.get(), g);
+  }
+  for (const auto& ip : ips) {
+    ASN1_OCTET_STRING* a = a2i_IPADDRESS(ip.c_str());
+    GENERAL_NAME* g = a ? GENERAL_NAME_new() : nullptr;
+    if (!g) {
+      ASN1_OCTET_STRING_free(a);
+      return nullptr;
+    }
+    GENERAL_NAME_set0_value(g, GEN_IPADD, a);
+    sk_GENERAL_NAME_push(names.get(), g);
+  }
+  return names.release();
+}
+
+Status ReadValidity(const std::string& pem, Validity* out) {
+  BioPtr bio = ReadBio(pem);
+  CertPtr cert(bio ? PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr) : nullptr);
+  if (!cert) return Status::InvalidArgument("no PEM certificate");
+  if (!ToTimePoint(X509_get0_notBefore(cert.get()), &out->not_before) ||
+      !ToTimePoint(X509_get0_notAfter(cert.get()), &out->not_after))
+    return Status::InvalidArgument("the certificate's validity cannot be read");
+  return Status::Ok();
+}
+
+Status MakeKeyAndRequest(const std::string& common_name, const std::vector<std::string>& dns_names,
+                         const std::vector<std::string>& ips, std::string* key_pem, std::string* request_pem) {
+  KeyPtr key(EVP_EC_gen("P-256"));
+  if (!key) return Status::Internal("cannot make an EC P-256 key");
+  ReqPtr req(X509_REQ_new());
+  if (!req || X509_REQ_set_version(req.get(), 0) != 1 || X509_REQ_set_pubkey(req.get(), key.get()) != 1)
+    return Status::Internal("cannot make a certificate request");
+  X509_NAME* subject = X509_REQ_get_subject_name(req.get());
+  if (X509_NAME_add_entry_by_NID(subject, NID_commonName, MBSTRING_UTF8,
+                                 reinterpret_cast<const unsigned char*>(common_name.c_str()), -1, -1, 0) != 1)
+    return Status::InvalidArgument("cannot put \"" + common_name + "\" in a certificate's subject");
+  NamesPtr names(MakeNames(dns_names, ips));
+  if (!names) return Status::InvalidArgument("a name or address of the request is not valid");
+  STACK_OF(X509_EXTENSION)* exts = sk_X509_EXTENSION_new_null();
+  X509_EXTENSION* san = X509V3_EXT_i2d(NID_subject_alt_name, 0, names.get());
+  bool ok = exts && san && sk_X509_EXTENSION_push(exts, san) > 0;
+  if (ok) san = nullptr;
+  ok = ok && X509_REQ_add_extensions(req.get(), exts) == 1;
+  X509_EXTENSION_free(san);
+  sk_X509_EXTENSION_pop_free(exts, X509_EXTENSION_free);
+  if (!ok) return Status::Internal("cannot add the names to the certificate request");
+  if (X509_REQ_sign(req.get(), key.get(), EVP_sha256()) <= 0) return Status::Internal("cannot sign the certificate request");
+  *request_pem = WritePem([&](BIO* b) { return PEM_write_bio_X509_REQ(b, req.get()); });
+  *key_pem = WritePem([&](BIO* b) { return PEM_write_bio_PrivateKey(b, key.get(), nullptr, nullptr, 0, nullptr, nullptr); });
+  if (request_pem->empty() || key_pem->empty()) return Status::Internal("cannot write the key or the request as PEM");
+  return Status::Ok();
+}
+
+}  // namespace nodevol::pki

@@ -1,0 +1,26 @@
+// What nodevol reads of a certificate and makes for a request: the
+// validity of the first certificate in a PEM text (a renewal is due at two
+// thirds of it), and a new EC P-256 key with a PKCS#10 request naming a
+// node, as nodevold sends it to the signer.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace nodevol::pki {
+
+struct Validity {
+  std::chrono::system_clock::time_point not_before{}, not_after{};
+};
+// INVALID_ARGUMENT when `pem` holds no certificate.
+Status ReadValidity(const std::string& pem, Validity* out);
+
+// A new EC P-256 key (PKCS#8 PEM) and a request signed by it for subject
+// CN=`common_name` with these DNS names and IP addresses.
+Status MakeKeyAndRequest(const std::string& common_name, const std::vector<std::string>& dns_names,
+                         const std::vector<std::string>& ips, std::string* key_pem, std::string* request_pem);
+
+}  // namespace nodevol::pki

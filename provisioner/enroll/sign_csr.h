@@ -1,0 +1,47 @@
+// SignCsr: nodevol-provisioner's turn, as the signer nodevol.io/node-serving,
+// on one CertificateSigningRequest. Idempotent, so a watch event, a resync
+// and a retry after a conflict may all call it:
+//  - a request of another signer, or one already Denied or Failed, or
+//    already carrying a certificate: nothing to do;
+//  - no verdict yet: CheckNodeCsr decides. Denied gets condition Denied
+//    with the check's reason and message and a Warning event on the CSR;
+//    approved gets condition Approved (both through /approval);
+//  - Approved and no certificate: signed, if CheckNodeCsr approves it now
+//    (an approval by someone else is not this signer's policy; a request it
+//    will not sign gets condition Failed, through /status).
+// The certificate lives the request's expirationSeconds, clamped to
+// [10 min, max_lifetime] (10 minutes is the API's own minimum).
+// A 409 (the CSR changed meanwhile) is returned for the caller to retry.
+#pragma once
+
+#include <chrono>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+#include "enroll/csr_check.h"
+
+namespace nodevol::kube {
+class Api;
+}
+namespace nodevol::pki {
+class Ca;
+}
+
+namespace nodevol::provisioner {
+
+class EventRecorder;
+
+struct SignerConfig {
+  const pki::Ca* ca = nullptr;
+  std::chrono::seconds max_lifetime{std::chrono::hours(24 * 30)};
+  NodeAddresses node_addresses;
+  EventRecorder* events = nullptr;  // may be null
+};
+
+// What SignCsr did, for logs and tests.
+enum class SignOutcome { kIgnored, kApproved, kDenied, kSigned, kFailed };
+
+Status SignCsr(kube::Api* api, const SignerConfig& config, const nlohmann::json& csr, SignOutcome* outcome);
+
+}  // namespace nodevol::provisioner

@@ -1,0 +1,74 @@
+#include "enroll/signer.h"
+
+#include <spdlog/spdlog.h>
+
+#include "kube/client.h"
+#include "kube/fields.h"
+#include "kube/list_watcher.h"
+
+namespace nodevol::provisioner {
+namespace {
+
+constexpr char kCsrs[] = "/apis/certificates.k8s.io/v1/certificatesigningrequests";
+// Gives up on a request after this many failed turns (it is queued again
+// at its next change, and at the informer's resync).
+constexpr int kMaxFailures = 15;
+constexpr std::chrono::minutes kResync{10};
+
+}  // namespace
+
+NodeAddresses LiveNodeAddresses(kube::Api* api) {
+  return [api](const std::string& name, std::vector<std::string>* ips) {
+    nlohmann::json node;
+    if (!api->Get("/api/v1/nodes/" + name, &node).ok()) return false;
+    ips->clear();
+    const auto& status = kube::Obj(node, "status");
+    if (auto it = status.find("addresses"); it != status.end() && it->is_array())
+      for (const auto& a : *it)
+        if (kube::Str(a, "type") == "InternalIP") ips->push_back(kube::Str(a, "address"));
+    return true;
+  };
+}
+
+Signer::Signer(kube::Client* client, SignerConfig config) : client_(client), config_(std::move(config)) {
+  if (!config_.node_addresses) config_.node_addresses = LiveNodeAddresses(client_);
+  auto enqueue = [this](const nlohmann::json& csr) { queue_.Add(kube::Str(kube::Obj(csr, "metadata"), "name")); };
+  kube::TypedInformer<nlohmann::json>::Handlers handlers{
+      enqueue, [enqueue](const nlohmann::json&, const nlohmann::json& csr) { enqueue(csr); }, nullptr};
+  kube::InformerOptions options;
+  options.name = "certificatesigningrequests";
+  options.resync = kResync;
+  options.transform = [](nlohmann::json& obj) {
+    if (obj.contains("metadata") && obj["metadata"].is_object()) obj["metadata"].erase("managedFields");
+  };
+  informer_ = std::make_unique<kube::TypedInformer<nlohmann::json>>(
+      std::make_unique<kube::ClientListWatcher>(client_, kCsrs, "", std::string("spec.signerName=") + kNodeServingSigner),
+      handlers, options);
+}
+
+Signer::~Signer() { Stop(); }
+
+void Signer::Start() {
+  informer_->Start();
+  workers_ = std::make_unique<Workers>("csr", &queue_, 1, kMaxFailures,
+                                       [this](const std::string& name) { return Process(name); });
+  spdlog::info("signing node serving certificates (signer {})", kNodeServingSigner);
+}
+
+void Signer::Stop() {
+  queue_.ShutDown();
+  if (informer_) informer_->Stop();
+  workers_.reset();
+}
+
+Workers::Outcome Signer::Process(const std::string& name) {
+  auto csr = informer_->Get(name);
+  if (!csr) return Workers::Outcome::kDone;  // deleted meanwhile
+  SignOutcome outcome;
+  Status st = SignCsr(client_, config_, *csr, &outcome);
+  if (st.ok()) return Workers::Outcome::kDone;
+  spdlog::warn("certificate request {}: {}", name, st.message());
+  return Workers::Outcome::kRetry;
+}
+
+}  // namespace nodevol::provisioner

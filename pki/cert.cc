@@ -68,13 +68,12 @@ Status MakeKeyAndRequest(const std::string& common_name, const std::vector<std::
     return Status::InvalidArgument("cannot put \"" + common_name + "\" in a certificate's subject");
   NamesPtr names(MakeNames(dns_names, ips));
   if (!names) return Status::InvalidArgument("a name or address of the request is not valid");
-  STACK_OF(X509_EXTENSION)* exts = sk_X509_EXTENSION_new_null();
+  ExtensionsPtr exts(sk_X509_EXTENSION_new_null());
   X509_EXTENSION* san = X509V3_EXT_i2d(NID_subject_alt_name, 0, names.get());
-  bool ok = exts && san && sk_X509_EXTENSION_push(exts, san) > 0;
+  bool ok = exts && san && sk_X509_EXTENSION_push(exts.get(), san) > 0;
   if (ok) san = nullptr;
-  ok = ok && X509_REQ_add_extensions(req.get(), exts) == 1;
+  ok = ok && X509_REQ_add_extensions(req.get(), exts.get()) == 1;
   X509_EXTENSION_free(san);
-  sk_X509_EXTENSION_pop_free(exts, X509_EXTENSION_free);
   if (!ok) return Status::Internal("cannot add the names to the certificate request");
   if (X509_REQ_sign(req.get(), key.get(), EVP_sha256()) <= 0) return Status::Internal("cannot sign the certificate request");
   *request_pem = WritePem([&](BIO* b) { return PEM_write_bio_X509_REQ(b, req.get()); });

@@ -1,5 +1,6 @@
 // unique_ptr for the OpenSSL objects pki/ handles, and PEM in and out of
-// strings. Internal to pki/.
+// strings. For pki/ and the code that checks requests (the provisioner's
+// enroll/csr_check.cc).
 #pragma once
 
 #include <openssl/bio.h>
@@ -22,6 +23,8 @@ using KeyPtr = std::unique_ptr<EVP_PKEY, Freer<EVP_PKEY, EVP_PKEY_free>>;
 using CertPtr = std::unique_ptr<X509, Freer<X509, X509_free>>;
 using ReqPtr = std::unique_ptr<X509_REQ, Freer<X509_REQ, X509_REQ_free>>;
 using NamesPtr = std::unique_ptr<GENERAL_NAMES, Freer<GENERAL_NAMES, GENERAL_NAMES_free>>;
+inline void FreeExtensions(STACK_OF(X509_EXTENSION) * s) { sk_X509_EXTENSION_pop_free(s, X509_EXTENSION_free); }
+using ExtensionsPtr = std::unique_ptr<STACK_OF(X509_EXTENSION), Freer<STACK_OF(X509_EXTENSION), FreeExtensions>>;
 
 inline BioPtr ReadBio(const std::string& text) {
   return BioPtr(BIO_new_mem_buf(text.data(), static_cast<int>(text.size())));

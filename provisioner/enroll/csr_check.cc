@@ -13,6 +13,7 @@
 
 #include "kube/base64.h"
 #include "kube/fields.h"
+#include "pki/openssl_ptr.h"
 
 namespace nodevol::provisioner {
 namespace {
@@ -20,19 +21,6 @@ namespace {
 using kube::Obj;
 using kube::Str;
 using kube::Strings;
-
-struct BioFree {
-  void operator()(BIO* b) const { BIO_free(b); }
-};
-struct ReqFree {
-  void operator()(X509_REQ* r) const { X509_REQ_free(r); }
-};
-struct ExtsFree {
-  void operator()(STACK_OF(X509_EXTENSION) * s) const { sk_X509_EXTENSION_pop_free(s, X509_EXTENSION_free); }
-};
-struct NamesFree {
-  void operator()(GENERAL_NAMES* n) const { GENERAL_NAMES_free(n); }
-};
 
 constexpr char kNodeUserPrefix[] = "system:node:";
 constexpr char kNodesGroup[] = "system:nodes";
@@ -164,8 +152,8 @@ CsrVerdict CheckNodeCsr(const CsrRequest& r, const NodeAddresses& node_addresses
 
   // The request itself: a PKCS#10 request signed by the key it carries.
   if (r.request_pem.empty()) return Deny(v, "BadRequest", "spec.request is empty or not base64");
-  std::unique_ptr<BIO, BioFree> bio(BIO_new_mem_buf(r.request_pem.data(), static_cast<int>(r.request_pem.size())));
-  std::unique_ptr<X509_REQ, ReqFree> req(bio ? PEM_read_bio_X509_REQ(bio.get(), nullptr, nullptr, nullptr) : nullptr);
+  pki::BioPtr bio = pki::ReadBio(r.request_pem);
+  pki::ReqPtr req(bio ? PEM_read_bio_X509_REQ(bio.get(), nullptr, nullptr, nullptr) : nullptr);
   if (!req) return Deny(v, "BadRequest", "spec.request is not a PEM certificate request");
   EVP_PKEY* key = X509_REQ_get0_pubkey(req.get());
   if (!key) return Deny(v, "BadRequest", "the certificate request carries no public key it can be checked with");
@@ -182,7 +170,7 @@ CsrVerdict CheckNodeCsr(const CsrRequest& r, const NodeAddresses& node_addresses
     return Deny(v, "WrongSubject", "the subject must be CN=" + v.node + " and nothing else");
 
   // The names: DNS <n>, and only the Node's own InternalIP addresses.
-  std::unique_ptr<STACK_OF(X509_EXTENSION), ExtsFree> exts(X509_REQ_get_extensions(req.get()));
+  pki::ExtensionsPtr exts(X509_REQ_get_extensions(req.get()));
   bool seen_san = false;
   std::set<std::string> dns, ips;
   for (int i = 0; exts && i < sk_X509_EXTENSION_num(exts.get()); ++i) {
@@ -190,7 +178,7 @@ CsrVerdict CheckNodeCsr(const CsrRequest& r, const NodeAddresses& node_addresses
     if (OBJ_obj2nid(X509_EXTENSION_get_object(ext)) != NID_subject_alt_name) continue;  // never copied
     if (seen_san) return Deny(v, "ExtraNames", "the request has two subjectAltName extensions");
     seen_san = true;
-    std::unique_ptr<GENERAL_NAMES, NamesFree> names(static_cast<GENERAL_NAMES*>(X509V3_EXT_d2i(ext)));
+    pki::NamesPtr names(static_cast<GENERAL_NAMES*>(X509V3_EXT_d2i(ext)));
     if (!names) return Deny(v, "BadRequest", "the request's subjectAltName cannot be read");
     for (int j = 0; j < sk_GENERAL_NAME_num(names.get()); ++j) {
       const GENERAL_NAME* g = sk_GENERAL_NAME_value(names.get(), j);

@@ -63,7 +63,7 @@
 #include "node/volume.h"
 #include "csi/v1/csi.grpc.pb.h"
 #include "nodevol/v1/node.grpc.pb.h"
-#include "state/atomic_file.h"
+#include "base/atomic_file.h"
 #include "state/records_json.h"
 #include "state/store.h"
 

@@ -32,7 +32,7 @@
 #include "server/node_service.h"
 #include "server/tcp_relay.h"
 #include "server/tls_credentials.h"
-#include "state/atomic_file.h"
+#include "base/atomic_file.h"
 #include "state/store.h"
 
 namespace nodevol {

@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <map>
 
-#include "state/atomic_file.h"
+#include "base/atomic_file.h"
 #include "state/records_json.h"
 
 namespace nodevol {

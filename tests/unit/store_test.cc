@@ -12,7 +12,7 @@
 #include <regex>
 #include <fstream>
 
-#include "state/atomic_file.h"
+#include "base/atomic_file.h"
 
 namespace nodevol {
 namespace {

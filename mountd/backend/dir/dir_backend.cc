@@ -13,7 +13,7 @@
 #include "backend/dir/remove_tree.h"
 #include "backend/volume_root.h"
 #include "mount/target.h"
-#include "state/atomic_file.h"
+#include "base/atomic_file.h"
 
 namespace nodevol {
 namespace {

@@ -6,7 +6,7 @@
 #include <ctime>
 #include <sstream>
 
-#include "state/atomic_file.h"
+#include "base/atomic_file.h"
 
 namespace nodevol {
 namespace {

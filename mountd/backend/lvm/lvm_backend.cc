@@ -21,7 +21,7 @@
 #include "base/size.h"
 #include "base/unique_fd.h"
 #include "mount/bind.h"
-#include "state/atomic_file.h"
+#include "base/atomic_file.h"
 
 namespace nodevol {
 namespace {

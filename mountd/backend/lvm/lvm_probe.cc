@@ -15,7 +15,7 @@
 #include <sstream>
 
 #include "base/unique_fd.h"
-#include "state/atomic_file.h"
+#include "base/atomic_file.h"
 
 namespace nodevol {
 namespace {

@@ -21,7 +21,7 @@
 #include "backend/nfs/nfs_client.h"
 #include "backend/nfs/path_pattern.h"
 #include "backend/nfs/shared_records.h"
-#include "state/atomic_file.h"
+#include "base/atomic_file.h"
 #include "state/records_json.h"
 
 namespace nodevol {

@@ -1,4 +1,5 @@
-// Crash-safe file primitives for the state dir.
+// Crash-safe file primitives: nodevold's state dir, and any file a program
+// must replace whole (certificates and keys).
 //
 // WriteFileAtomic leaves, after a crash at any instant, either the old file or
 // the complete new one: it writes a temp file (".tmp-" prefix) in the same

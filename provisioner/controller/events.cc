@@ -28,6 +28,8 @@ const char* Supersedes(const std::string& reason) {
 
 bool IsProgress(const std::string& reason) { return reason == "Provisioning" || reason == "Resizing"; }
 
+std::string ProgressKey(const std::string& uid, const std::string& reason) { return uid + "\x1f" + reason; }
+
 }  // namespace
 
 bool EventRecorder::Allow(const std::string& object_key) {
@@ -138,7 +140,7 @@ void EventRecorder::SenderLoop() {
       continue;
     }
     Pending e = std::move(queue_.front());
-    if (auto it = progress_.find(e.object.uid + "\x1f" + e.reason); it != progress_.end() && it->second == &queue_.front())
+    if (auto it = progress_.find(ProgressKey(e.object.uid, e.reason)); it != progress_.end() && it->second == &queue_.front())
       progress_.erase(it);
     queue_.pop_front();
     --live_;
@@ -171,7 +173,7 @@ void EventRecorder::Record(const ObjectRef& object, const std::string& type, con
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
     if (const std::string sup = Supersedes(reason); !sup.empty()) {
-      if (auto it = progress_.find(uid + "\x1f" + sup); it != progress_.end()) {
+      if (auto it = progress_.find(ProgressKey(uid, sup)); it != progress_.end()) {
         it->second->superseded = true;
         progress_.erase(it);
         --live_;
@@ -187,7 +189,7 @@ void EventRecorder::Record(const ObjectRef& object, const std::string& type, con
     const bool progress = IsProgress(reason);
     queue_.push_back(std::move(e));
     ++live_;
-    if (progress) progress_[uid + "\x1f" + reason] = &queue_.back();
+    if (progress) progress_[ProgressKey(uid, reason)] = &queue_.back();
   }
   queue_cv_.notify_all();
 }

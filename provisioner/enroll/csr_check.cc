@@ -57,8 +57,6 @@ CsrVerdict Deny(CsrVerdict v, std::string reason, std::string message) {
   v.approve = false;
   v.reason = std::move(reason);
   v.message = std::move(message);
-  v.dns_names.clear();
-  v.ips.clear();
   return v;
 }
 

@@ -5,6 +5,7 @@
 #include "kube/client.h"
 #include "kube/fields.h"
 #include "kube/list_watcher.h"
+#include "nodes/kube_node.h"
 
 namespace nodevol::provisioner {
 namespace {
@@ -21,11 +22,7 @@ NodeAddresses LiveNodeAddresses(kube::Api* api) {
   return [api](const std::string& name, std::vector<std::string>* ips) {
     nlohmann::json node;
     if (!api->Get("/api/v1/nodes/" + name, &node).ok()) return false;
-    ips->clear();
-    const auto& status = kube::Obj(node, "status");
-    if (auto it = status.find("addresses"); it != status.end() && it->is_array())
-      for (const auto& a : *it)
-        if (kube::Str(a, "type") == "InternalIP") ips->push_back(kube::Str(a, "address"));
+    *ips = DecodeNode(node).internal_ips;
     return true;
   };
 }

@@ -18,10 +18,8 @@ KubeNode DecodeNode(const nlohmann::json& node) {
   auto addresses = status.find("addresses");
   if (addresses != status.end() && addresses->is_array())
     for (const auto& a : *addresses)
-      if (kube::Str(a, "type") == "InternalIP") {
-        n.internal_ip = kube::Str(a, "address");
-        break;
-      }
+      if (kube::Str(a, "type") == "InternalIP") n.internal_ips.push_back(kube::Str(a, "address"));
+  if (!n.internal_ips.empty()) n.internal_ip = n.internal_ips.front();
   return n;
 }
 

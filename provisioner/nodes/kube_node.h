@@ -6,6 +6,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -14,6 +15,7 @@ namespace nodevol::provisioner {
 struct KubeNode {
   std::string name, resource_version;
   std::string internal_ip;  // the first InternalIP address, "" when none
+  std::vector<std::string> internal_ips;  // all of them, in the Node's order
   std::map<std::string, std::string> labels;
   // Only annotations under capacity.nodevol.io/ (controller/node_capacity.h).
   std::map<std::string, std::string> capacity_annotations;

@@ -18,6 +18,7 @@ TEST(KubeNode, KeepsAddressLabelsAndOnlyOurAnnotations) {
   EXPECT_EQ(n.name, "n1");
   EXPECT_EQ(n.resource_version, "4");
   EXPECT_EQ(n.internal_ip, "10.0.0.7");  // the first, as before
+  EXPECT_EQ(n.internal_ips, (std::vector<std::string>{"10.0.0.7", "fd00::7"}));  // every one, for the signer
   EXPECT_EQ(n.Hostname(), "host-1");
   EXPECT_EQ(n.labels.at("nodevol.io/node"), "true");
   EXPECT_EQ(n.capacity_annotations.size(), 1u);

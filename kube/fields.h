@@ -52,4 +52,15 @@ inline std::vector<std::string> Strings(const nlohmann::json& j) {
   return out;
 }
 
+// A Node's InternalIP addresses (status.addresses), in the Node's order.
+inline std::vector<std::string> NodeInternalIps(const nlohmann::json& node) {
+  std::vector<std::string> out;
+  const auto& status = Obj(node, "status");
+  auto addresses = status.find("addresses");
+  if (addresses != status.end() && addresses->is_array())
+    for (const auto& a : *addresses)
+      if (Str(a, "type") == "InternalIP") out.push_back(Str(a, "address"));
+  return out;
+}
+
 }  // namespace nodevol::kube

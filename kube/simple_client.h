@@ -1,0 +1,47 @@
+// SimpleClient: kube::Api over HTTPS with Boost.Beast, one connection per
+// call. For nodevold's enrollment, which makes a handful of calls an hour
+// as the node itself: it must run on every node's distribution, and the
+// libcurl of RHEL 9 and Ubuntu 22.04 is older than what Client (client.h)
+// needs and versions its symbols differently from Debian's. Client stays
+// the provisioner's: pooled connections, watches, throttling.
+//
+// Each call re-reads the kubeconfig's files (kubelet rotates its client
+// certificate in place), verifies the apiserver against the CA and the
+// server name, and gives up after the request timeout. Results are
+// classified as Client's (result.h). Keys and tokens are never logged.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "kube/api.h"
+#include "kube/config.h"
+
+namespace nodevol::kube {
+
+class SimpleClient : public Api {
+ public:
+  // INVALID_ARGUMENT when the server is not an https:// URL.
+  static Status New(Config config, std::string user_agent, std::chrono::milliseconds timeout,
+                    std::unique_ptr<SimpleClient>* out);
+
+  Result Get(const std::string& path, nlohmann::json* out) override;
+  Result Create(const std::string& collection_path, const nlohmann::json& object, nlohmann::json* out = nullptr) override;
+  Result Update(const std::string& path, const nlohmann::json& object, nlohmann::json* out = nullptr) override;
+  Result MergePatch(const std::string& path, const nlohmann::json& patch, nlohmann::json* out = nullptr) override;
+  Result Delete(const std::string& path, const DeletePreconditions& preconditions,
+                nlohmann::json* out = nullptr) override;
+
+ private:
+  SimpleClient() = default;
+  Result Call(const char* method, const std::string& path, const char* content_type, const std::string* body,
+              nlohmann::json* out);
+
+  Config config_;
+  std::string host_, port_, prefix_, user_agent_;
+  std::chrono::milliseconds timeout_{30000};
+};
+
+}  // namespace nodevol::kube

@@ -113,5 +113,25 @@ TEST(Cert, ReadValidityRefusesWhatIsNoCertificate) {
             Status::Code::kInvalidArgument);
 }
 
+TEST(Cert, ReadCertificateGivesNamesAndChecksTheKey) {
+  Ca ca;
+  ASSERT_TRUE(Ca::Make("nodevol test CA", 24h, &ca).ok());
+  std::string key, req, cert, other_key, other_req;
+  ASSERT_TRUE(MakeKeyAndRequest("n1", {"n1"}, {"10.0.0.1", "fd00::7"}, &key, &req).ok());
+  ASSERT_TRUE(ca.SignRequest(req, Ca::Leaf{"n1", {"n1"}, {"10.0.0.1", "fd00::7"}, true, false, 2h}, &cert).ok());
+  CertFacts f;
+  ASSERT_TRUE(ReadCertificate(cert, key, &f).ok());
+  EXPECT_EQ(f.dns_names, std::vector<std::string>{"n1"});
+  EXPECT_EQ(f.ips, (std::vector<std::string>{"10.0.0.1", "fd00::7"}));
+  EXPECT_GT(f.validity.not_after, std::chrono::system_clock::now() + 1h);
+
+  ASSERT_TRUE(MakeKeyAndRequest("n1", {"n1"}, {}, &other_key, &other_req).ok());
+  Status st = ReadCertificate(cert, other_key, &f);
+  EXPECT_EQ(st.code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("not the certificate's"), std::string::npos) << st.message();
+  EXPECT_EQ(ReadCertificate(cert, "junk", &f).code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(ReadCertificate("junk", key, &f).code(), Status::Code::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace nodevol::pki

@@ -1,5 +1,6 @@
 #include "pki/cert.h"
 
+#include <arpa/inet.h>
 #include <openssl/pem.h>
 
 #include <ctime>
@@ -52,6 +53,36 @@ Status ReadValidity(const std::string& pem, Validity* out) {
   if (!ToTimePoint(X509_get0_notBefore(cert.get()), &out->not_before) ||
       !ToTimePoint(X509_get0_notAfter(cert.get()), &out->not_after))
     return Status::InvalidArgument("the certificate's validity cannot be read");
+  return Status::Ok();
+}
+
+Status ReadCertificate(const std::string& cert_pem, const std::string& key_pem, CertFacts* out) {
+  BioPtr bio = ReadBio(cert_pem);
+  CertPtr cert(bio ? PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr) : nullptr);
+  if (!cert) return Status::InvalidArgument("no PEM certificate");
+  *out = CertFacts{};
+  if (!ToTimePoint(X509_get0_notBefore(cert.get()), &out->validity.not_before) ||
+      !ToTimePoint(X509_get0_notAfter(cert.get()), &out->validity.not_after))
+    return Status::InvalidArgument("the certificate's validity cannot be read");
+  NamesPtr names(static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(cert.get(), NID_subject_alt_name, nullptr, nullptr)));
+  for (int i = 0; names && i < sk_GENERAL_NAME_num(names.get()); ++i) {
+    const GENERAL_NAME* g = sk_GENERAL_NAME_value(names.get(), i);
+    if (g->type == GEN_DNS) {
+      const ASN1_IA5STRING* s = g->d.dNSName;
+      out->dns_names.emplace_back(reinterpret_cast<const char*>(ASN1_STRING_get0_data(s)), ASN1_STRING_length(s));
+    } else if (g->type == GEN_IPADD) {
+      char text[INET6_ADDRSTRLEN] = {};
+      int len = g->d.iPAddress->length;
+      if ((len == 4 || len == 16) && inet_ntop(len == 4 ? AF_INET : AF_INET6, g->d.iPAddress->data, text, sizeof text))
+        out->ips.emplace_back(text);
+    }
+  }
+  if (key_pem.empty()) return Status::Ok();
+  BioPtr kbio = ReadBio(key_pem);
+  KeyPtr key(kbio ? PEM_read_bio_PrivateKey(kbio.get(), nullptr, nullptr, nullptr) : nullptr);
+  if (!key) return Status::InvalidArgument("no PEM private key");
+  if (X509_check_private_key(cert.get(), key.get()) != 1)
+    return Status::InvalidArgument("the private key is not the certificate's");
   return Status::Ok();
 }
 

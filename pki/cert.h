@@ -1,7 +1,7 @@
 // What nodevol reads of a certificate and makes for a request: the
-// validity of the first certificate in a PEM text (a renewal is due at two
-// thirds of it), and a new EC P-256 key with a PKCS#10 request naming a
-// node, as nodevold sends it to the signer.
+// validity and names of the first certificate in a PEM text (a renewal is
+// due at two thirds of it), and a new EC P-256 key with a PKCS#10 request
+// naming a node, as nodevold sends it to the signer.
 #pragma once
 
 #include <chrono>
@@ -17,6 +17,16 @@ struct Validity {
 };
 // INVALID_ARGUMENT when `pem` holds no certificate.
 Status ReadValidity(const std::string& pem, Validity* out);
+
+// What a node checks of the certificate it holds before serving with it:
+// its validity and the DNS names and IP addresses of its subjectAltName.
+struct CertFacts {
+  Validity validity;
+  std::vector<std::string> dns_names, ips;
+};
+// INVALID_ARGUMENT when `cert_pem` holds no certificate, or when `key_pem`
+// is not empty and is not the private key of that certificate.
+Status ReadCertificate(const std::string& cert_pem, const std::string& key_pem, CertFacts* out);
 
 // A new EC P-256 key (PKCS#8 PEM) and a request signed by it for subject
 // CN=`common_name` with these DNS names and IP addresses.

@@ -63,6 +63,54 @@ Status CheckTls(const Config& c) {
   return Status::Ok();
 }
 
+// Settles whether this nodevold enrolls (Config::enroll) and what that
+// implies for the TLS options.
+Status ResolveEnrollment(Config* c) {
+  if (c->enroll != "off" && c->enroll != "on" && c->enroll != "auto")
+    return Status::InvalidArgument("--enroll must be off, on or auto, not \"" + c->enroll + "\"");
+  if (c->enroll == "off") return Status::Ok();
+  if (!c->tls_cert.empty()) {
+    c->enroll_note = "--enroll " + c->enroll + " ignored: certificate files are configured (--tls-cert), and they win";
+    return Status::Ok();
+  }
+  if (!c->enroll_kubeconfig.empty()) {
+    NODEVOL_RETURN_IF_ERROR(CheckAbsolute("enroll-kubeconfig", c->enroll_kubeconfig));
+  } else {
+    for (const char* k : kKubeletKubeconfigs)
+      if (::access(k, R_OK) == 0) {
+        c->enroll_kubeconfig = k;
+        break;
+      }
+  }
+  bool found = !c->enroll_kubeconfig.empty() && ::access(c->enroll_kubeconfig.c_str(), R_OK) == 0;
+  if (!found) {
+    std::string where = c->enroll_kubeconfig.empty() ? std::string(kKubeletKubeconfigs[0]) + " or " + kKubeletKubeconfigs[1]
+                                                     : c->enroll_kubeconfig;
+    if (c->enroll == "on")
+      return Status::InvalidArgument("--enroll on: no kubelet kubeconfig to enroll with at " + where +
+                                     " (set --enroll-kubeconfig, or join the node to the cluster first)");
+    c->enroll_note = "enrollment off: no kubelet kubeconfig at " + where;
+    return Status::Ok();
+  }
+  size_t slash = c->enroll_ca_configmap.find('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 == c->enroll_ca_configmap.size() ||
+      c->enroll_ca_configmap.find('/', slash + 1) != std::string::npos)
+    return Status::InvalidArgument("--enroll-ca-configmap must be namespace/name, not \"" + c->enroll_ca_configmap + "\"");
+  if (!c->announce_label.empty() && (c->announce_label.find('=') == std::string::npos || c->announce_label[0] == '='))
+    return Status::InvalidArgument("--announce-label must be key=value or empty, not \"" + c->announce_label + "\"");
+  if (c->enroll_lifetime_seconds < 600)
+    return Status::InvalidArgument("--enroll-lifetime-seconds must be at least 600 (the CSR API's minimum)");
+  if (c->enroll_dir.empty()) c->enroll_dir = c->state_dir + "/tls";
+  NODEVOL_RETURN_IF_ERROR(CheckAbsolute("enroll-dir", c->enroll_dir));
+  if (c->tls_listen.empty()) c->tls_listen = "0.0.0.0:9809";
+  c->tls_ca = c->enroll_dir + "/ca.crt";
+  c->tls_cert = c->enroll_dir + "/tls.crt";
+  c->tls_key = c->enroll_dir + "/tls.key";
+  c->enroll_active = true;
+  c->enroll_note = "enrolling with " + c->enroll_kubeconfig + " (--enroll " + c->enroll + ")";
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status ParsePoolSpec(const std::string& spec, PoolConfig* out) {
@@ -143,6 +191,20 @@ Status ParseConfig(int argc, const char* const* argv, Config* c, ParseOutcome* o
       ("tls-key", po::value(&c->tls_key), "private key (PEM) of --tls-cert")
       ("tls-refresh-seconds", po::value(&c->tls_refresh_seconds)->default_value(c->tls_refresh_seconds),
        "how often the TLS files are re-read, so rotated certificates apply without a restart")
+      ("enroll", po::value(&c->enroll)->default_value(c->enroll),
+       "zero-touch enrollment (docs/enrollment.md): on, off, or auto (on when kubelet's kubeconfig is found): "
+       "get the --tls-listen certificate from nodevol-provisioner through the Kubernetes CSR API, renew it, and "
+       "announce this node; --tls-cert files win over it")
+      ("enroll-kubeconfig", po::value(&c->enroll_kubeconfig),
+       "the node's own kubeconfig (user system:node:<node>) to enroll with (default: /etc/kubernetes/kubelet.conf, "
+       "else /var/lib/kubelet/kubeconfig)")
+      ("enroll-dir", po::value(&c->enroll_dir), "where the enrolled key and certificates live (default: <state-dir>/tls)")
+      ("enroll-ca-configmap", po::value(&c->enroll_ca_configmap)->default_value(c->enroll_ca_configmap),
+       "namespace/name of the ConfigMap where nodevol-provisioner publishes its CA (ca.crt)")
+      ("enroll-lifetime-seconds", po::value(&c->enroll_lifetime_seconds)->default_value(c->enroll_lifetime_seconds),
+       "certificate lifetime asked for (the signer may cut it); renewed at two thirds")
+      ("announce-label", po::value(&c->announce_label)->default_value(c->announce_label),
+       "key=value label an enrolled node sets on its Node, for nodevol-provisioner's --node-selector (\"\" for none)")
       ("max-tcp-connections", po::value(&c->max_tcp_connections)->default_value(c->max_tcp_connections),
        "clients --tls-listen serves at once; more are closed at accept (each costs 3 descriptors)")
       ("max-metrics-connections", po::value(&c->max_metrics_connections)->default_value(c->max_metrics_connections),
@@ -206,6 +268,7 @@ Status ParseConfig(int argc, const char* const* argv, Config* c, ParseOutcome* o
   if (c->capacity_poll_ms < 100) return Status::InvalidArgument("--capacity-poll-ms must be at least 100");
   if (c->lvm_timeout_seconds == 0 || c->mkfs_timeout_seconds == 0)
     return Status::InvalidArgument("--lvm-timeout-seconds and --mkfs-timeout-seconds must be at least 1");
+  NODEVOL_RETURN_IF_ERROR(ResolveEnrollment(c));
   NODEVOL_RETURN_IF_ERROR(CheckTls(*c));
   if (c->max_tcp_connections == 0 || c->max_metrics_connections == 0)
     return Status::InvalidArgument("--max-tcp-connections and --max-metrics-connections must be at least 1");

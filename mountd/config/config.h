@@ -44,6 +44,20 @@ struct Config {
   std::string tls_cert;    // this node's certificate chain
   std::string tls_key;     // its private key
   unsigned tls_refresh_seconds = 60;  // how often the three files are re-read
+  // Zero-touch enrollment (docs/enrollment.md): off, on, or auto (on when
+  // kubelet's kubeconfig is found). Certificate files given by hand win:
+  // with --tls-cert, enrollment stays off. When it is on, the TLS files
+  // are the enrolled ones under enroll_dir and tls_listen defaults to
+  // 0.0.0.0:9809. ParseConfig settles enroll_active and says why in
+  // enroll_note, for the start-up log.
+  std::string enroll = "off";
+  std::string enroll_kubeconfig;  // default: the first of kKubeletKubeconfigs that exists
+  std::string enroll_dir;         // default: <state_dir>/tls
+  std::string enroll_ca_configmap = "nodevol-system/nodevol-ca";  // namespace/name
+  unsigned enroll_lifetime_seconds = 7 * 24 * 3600;
+  std::string announce_label = "nodevol.io/node=true";  // key=value, or "" for none
+  bool enroll_active = false;
+  std::string enroll_note;
   // Clients the TCP and metrics listeners serve at once (daemon/fd_limit.h).
   unsigned max_tcp_connections = 64;
   unsigned max_metrics_connections = 16;
@@ -60,6 +74,9 @@ struct Config {
   // <kubelet root>/plugins_registry/.
   bool csi = true;
 };
+
+// Where kubelet's kubeconfig usually is (kubeadm's, then kubelet's own default).
+inline constexpr const char* kKubeletKubeconfigs[] = {"/etc/kubernetes/kubelet.conf", "/var/lib/kubelet/kubeconfig"};
 
 // Outcome of parsing: run, or print `text` to stdout and exit 0.
 enum class ParseOutcome { kRun, kExit };

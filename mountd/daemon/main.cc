@@ -23,6 +23,9 @@
 #include "csi/node_service.h"
 #include "csi/registrar.h"
 #include "daemon/socket_probe.h"
+#include "enroll/enroller.h"
+#include "kube/simple_client.h"
+#include "kube/config.h"
 #include "metrics/http_server.h"
 #include "metrics/metrics.h"
 #include "mount/target.h"
@@ -75,9 +78,11 @@ int Run(const Config& c) {
   ::umask(077);
 
   // TLS files first: a bad one should stop the start before anything is touched.
+  // Enrolled files are checked once they exist (enroll/enroller.h).
   TlsFiles files{c.tls_ca, c.tls_cert, c.tls_key};
-  TlsFacts facts;
-  if (!c.tls_listen.empty()) {
+  if (!c.enroll_note.empty()) spdlog::info("{}", c.enroll_note);
+  if (!c.tls_listen.empty() && !c.enroll_active) {
+    TlsFacts facts;
     if (Status st = CheckTlsFiles(files, &facts); !st.ok()) return Fail(st);
     if (facts.expired) spdlog::warn("--tls-cert {} is not valid now (valid until {})", c.tls_cert, facts.not_after);
     if (facts.key_readable_by_others) spdlog::warn("--tls-key is readable by group or others; chmod 0600 it");
@@ -191,8 +196,11 @@ int Run(const Config& c) {
   std::unique_ptr<grpc::Server> remote_server;
   TcpRelay relay;
   std::string relay_socket = c.socket + ".tls";
-  if (!c.tls_listen.empty()) {
-    if (st = PrepareSocket(relay_socket); !st.ok()) return Fail(st);
+  // Started here, or by the enroller once it holds a certificate.
+  auto start_listener = [&]() -> Status {
+    TlsFacts facts;
+    NODEVOL_RETURN_IF_ERROR(CheckTlsFiles(files, &facts));
+    NODEVOL_RETURN_IF_ERROR(PrepareSocket(relay_socket));
     grpc::ServerBuilder tcp;
     tcp.AddListeningPort("unix:" + relay_socket, MutualTlsServerCredentials(files, c.tls_refresh_seconds));
     tcp.RegisterService(&remote_service);
@@ -202,15 +210,51 @@ int Run(const Config& c) {
     tcp.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60000);
     tcp.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20000);
     remote_server = tcp.BuildAndStart();
-    if (!remote_server) return Fail(Status::Unavailable("cannot listen on unix socket " + relay_socket));
-    if (::chmod(relay_socket.c_str(), 0600) != 0) return Fail(Status::FromErrno("chmod " + relay_socket, errno));
-    if (st = relay.Start({c.tls_listen, relay_socket, c.max_tcp_connections}); !st.ok()) return Fail(st);
-    int port = relay.port();
+    if (!remote_server) return Status::Unavailable("cannot listen on unix socket " + relay_socket);
+    if (::chmod(relay_socket.c_str(), 0600) != 0) return Status::FromErrno("chmod " + relay_socket, errno);
+    NODEVOL_RETURN_IF_ERROR(relay.Start({c.tls_listen, relay_socket, c.max_tcp_connections}));
     spdlog::info("mutual TLS listener on {} (port {}): client certificates must chain to {} ({} CA certificates); "
                  "serving {} as {} (until {}), files re-read every {} s; Publish/Unpublish/GetVolumeStats refused",
-                 c.tls_listen, port, c.tls_ca, facts.ca_certificates, c.tls_cert, facts.subject, facts.not_after,
-                 c.tls_refresh_seconds);
+                 c.tls_listen, relay.port(), c.tls_ca, facts.ca_certificates, c.tls_cert, facts.subject,
+                 facts.not_after, c.tls_refresh_seconds);
+    return Status::Ok();
+  };
+  // Enrollment (enroll/enroller.h) as the node itself, with kubelet's kubeconfig.
+  std::unique_ptr<kube::SimpleClient> kube_client;
+  std::unique_ptr<enroll::Enroller> enroller;
+  std::string listen_host = c.tls_listen.substr(0, c.tls_listen.rfind(':'));
+  if (c.enroll_active) {
+    kube::Config kc;
+    st = kube::LoadKubeconfig({c.enroll_kubeconfig}, "", &kc);
+    if (st.ok())
+      st = kube::SimpleClient::New(kc, std::string("nodevold/") + nodevol::Version(), std::chrono::seconds(30),
+                                   &kube_client);
+    if (!st.ok()) return Fail(st.WithContext("--enroll-kubeconfig " + c.enroll_kubeconfig));
+    enroll::EnrollConfig ec;
+    ec.node = c.node_name;
+    ec.files.dir = c.enroll_dir;
+    size_t slash = c.enroll_ca_configmap.find('/');
+    ec.ca_namespace = c.enroll_ca_configmap.substr(0, slash);
+    ec.ca_configmap = c.enroll_ca_configmap.substr(slash + 1);
+    ec.lifetime = std::chrono::seconds(c.enroll_lifetime_seconds);
+    size_t eq = c.announce_label.find('=');
+    ec.label_key = c.announce_label.empty() ? "" : c.announce_label.substr(0, eq);
+    ec.label_value = c.announce_label.empty() ? "" : c.announce_label.substr(eq + 1);
+    enroller = std::make_unique<enroll::Enroller>(kube_client.get(), ec, [&] {
+      if (Status ls = start_listener(); !ls.ok()) {
+        spdlog::error("enrolled, but the TLS listener cannot start: {}; restart nodevold", ls.message());
+        return;
+      }
+      enroller->Announce(listen_host, relay.port());
+    });
   }
+  if (!c.tls_listen.empty() && (!enroller || enroller->ready())) {
+    if (st = start_listener(); !st.ok()) return Fail(st);
+    if (enroller) enroller->Announce(listen_host, relay.port());
+  } else if (enroller) {
+    spdlog::info("the TLS listener {} starts once this node holds a certificate", c.tls_listen);
+  }
+  if (enroller) enroller->Start();
 
   // The CSI front door: kubelet's other way in, to the same Node. The CSI
   // socket answers before the registration socket appears (kubelet dials
@@ -276,6 +320,8 @@ int Run(const Config& c) {
   }
 
   sd_notify(0, "STOPPING=1");
+  // No listener starts after this.
+  if (enroller) enroller->Stop();
   // kubelet deregisters the driver when the registration socket goes;
   // the CSI socket stays until the end for calls in flight.
   registrar.Stop();

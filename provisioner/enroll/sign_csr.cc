@@ -79,10 +79,11 @@ Status SignCsr(kube::Api* api, const SignerConfig& config, const nlohmann::json&
     return Status::Ok();
   }
   if (!config.ca) return Status::FailedPrecondition("no CA to sign " + r.name + " with");
+  // The request's expirationSeconds (the API's minimum is 600 s), cut to
+  // this signer's maximum, which may be shorter (tests of rotation).
   auto lifetime = config.max_lifetime;
   if (r.expiration_seconds > 0)
-    lifetime = std::clamp(std::chrono::seconds(r.expiration_seconds), kMinLifetime,
-                          std::max(kMinLifetime, config.max_lifetime));
+    lifetime = std::min(std::max(std::chrono::seconds(r.expiration_seconds), kMinLifetime), config.max_lifetime);
   pki::Ca::Leaf leaf{v.node, v.dns_names, v.ips, /*server_auth=*/true, /*client_auth=*/false, lifetime};
   std::string cert;
   NODEVOL_RETURN_IF_ERROR(config.ca->SignRequest(r.request_pem, leaf, &cert));

@@ -9,8 +9,8 @@
 //  - Approved and no certificate: signed, if CheckNodeCsr approves it now
 //    (an approval by someone else is not this signer's policy; a request it
 //    will not sign gets condition Failed, through /status).
-// The certificate lives the request's expirationSeconds, clamped to
-// [10 min, max_lifetime] (10 minutes is the API's own minimum).
+// The certificate lives the request's expirationSeconds (at least the
+// API's own minimum, 10 minutes), at most max_lifetime.
 // A 409 (the CSR changed meanwhile) is returned for the caller to retry.
 #pragma once
 

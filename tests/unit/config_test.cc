@@ -140,6 +140,45 @@ TEST(Config, TlsListenerNeedsAllFourOptionsOrNone) {
   EXPECT_TRUE(Parse(args, &v6).ok());
 }
 
+TEST(Config, EnrollmentSettlesTheTlsFiles) {
+  std::string kubeconfig = ::testing::TempDir() + "/enroll-kubelet.conf";
+  std::ofstream(kubeconfig) << "apiVersion: v1\n";
+  Config c;
+  ASSERT_TRUE(Parse({kPool, "--enroll=on", "--enroll-kubeconfig=" + kubeconfig, "--state-dir=/var/lib/nv"}, &c).ok());
+  EXPECT_TRUE(c.enroll_active);
+  EXPECT_EQ(c.tls_listen, "0.0.0.0:9809");
+  EXPECT_EQ(c.tls_cert, "/var/lib/nv/tls/tls.crt");
+  EXPECT_EQ(c.tls_key, "/var/lib/nv/tls/tls.key");
+  EXPECT_EQ(c.tls_ca, "/var/lib/nv/tls/ca.crt");
+
+  // Files given by hand win.
+  Config manual;
+  ASSERT_TRUE(Parse({kPool, "--enroll=auto", "--enroll-kubeconfig=" + kubeconfig, "--tls-listen=0.0.0.0:1",
+                     "--tls-ca=/a", "--tls-cert=/b", "--tls-key=/c"}, &manual).ok());
+  EXPECT_FALSE(manual.enroll_active);
+  EXPECT_EQ(manual.tls_cert, "/b");
+  EXPECT_NE(manual.enroll_note.find("win"), std::string::npos) << manual.enroll_note;
+
+  // auto without a kubeconfig: off, and says why; on without one: an error.
+  Config none;
+  ASSERT_TRUE(Parse({kPool, "--enroll=auto", "--enroll-kubeconfig=/nonexistent/kubelet.conf"}, &none).ok());
+  EXPECT_FALSE(none.enroll_active);
+  EXPECT_TRUE(none.tls_listen.empty());
+  EXPECT_NE(none.enroll_note.find("/nonexistent/kubelet.conf"), std::string::npos) << none.enroll_note;
+  Status st = Parse({kPool, "--enroll=on", "--enroll-kubeconfig=/nonexistent/kubelet.conf"}, &none);
+  EXPECT_EQ(st.code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("--enroll-kubeconfig"), std::string::npos) << st.message();
+
+  for (const std::string& bad : {"--enroll=yes", "--enroll-ca-configmap=nodevol-ca", "--enroll-lifetime-seconds=60",
+                                 "--announce-label=nolabel"}) {
+    Config b;
+    st = Parse({kPool, "--enroll=on", "--enroll-kubeconfig=" + kubeconfig, bad}, &b);
+    EXPECT_EQ(st.code(), Status::Code::kInvalidArgument) << bad;
+    std::string option = bad.substr(0, bad.find('='));
+    EXPECT_NE(st.message().find(option), std::string::npos) << st.message();
+  }
+}
+
 TEST(Config, HelpListsEveryOption) {
   Config c;
   ParseOutcome o;

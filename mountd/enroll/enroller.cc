@@ -1,0 +1,219 @@
+#include "enroll/enroller.h"
+
+#include <fmt/chrono.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "base/backoff.h"
+#include "kube/api.h"
+#include "kube/fields.h"
+
+namespace nodevol::enroll {
+namespace {
+
+bool IsWildcard(const std::string& host) {
+  return host.empty() || host == "0.0.0.0" || host == "[::]" || host == "::";
+}
+
+std::string HostPort(const std::string& host, int port) {
+  bool v6 = host.find(':') != std::string::npos && host.front() != '[';
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+std::string AsText(const std::vector<std::string>& v) {
+  std::vector<std::string> s = v;
+  std::sort(s.begin(), s.end());
+  std::string out;
+  for (const auto& x : s) out += (out.empty() ? "" : ",") + x;
+  return out;
+}
+
+}  // namespace
+
+Enroller::Enroller(kube::Api* api, EnrollConfig config, std::function<void()> on_ready)
+    : api_(api), config_(std::move(config)), on_ready_(std::move(on_ready)) {
+  pki::CertFacts facts;
+  std::chrono::system_clock::time_point written;
+  Status st = config_.files.Load(config_.node, &facts, &written);
+  if (st.ok()) {
+    ready_at_start_ = true;
+    held_ = facts;
+    issued_ = std::min(written, std::chrono::system_clock::now());
+    have_cert_ = true;
+  } else if (st.code() != Status::Code::kNotFound) {
+    spdlog::warn("enrollment: the enrolled files cannot serve ({}); enrolling again", st.message());
+  }
+}
+
+Enroller::~Enroller() { Stop(); }
+
+void Enroller::Start() { thread_ = std::thread([this] { Loop(); }); }
+
+void Enroller::Stop() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Enroller::Announce(const std::string& host, int port) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    announce_host_ = host;
+    announce_port_ = port;
+    wake_ = true;
+  }
+  cv_.notify_all();
+}
+
+std::chrono::system_clock::time_point Enroller::not_after() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return have_cert_ ? held_.validity.not_after : std::chrono::system_clock::time_point{};
+}
+
+bool Enroller::SleepFor(std::chrono::milliseconds d) {
+  std::unique_lock<std::mutex> l(mu_);
+  cv_.wait_for(l, d, [this] { return stopping_ || wake_; });
+  wake_ = false;
+  return !stopping_;
+}
+
+void Enroller::Loop() {
+  Backoff backoff(std::chrono::seconds(1), std::chrono::minutes(5), 0.2);
+  for (;;) {
+    auto next = std::chrono::system_clock::now() + config_.recheck;
+    Status st = Pass(&next);
+    std::chrono::milliseconds wait;
+    if (st.ok()) {
+      backoff.Reset();
+      wait = std::chrono::duration_cast<std::chrono::milliseconds>(next - std::chrono::system_clock::now());
+      wait = std::max(wait, std::chrono::milliseconds(1000));
+    } else if (st.code() == Status::Code::kCancelled) {
+      return;
+    } else {
+      wait = backoff.Next();
+      spdlog::warn("enrollment: {}; again in {} s", st.message(), wait.count() / 1000);
+    }
+    if (!SleepFor(wait)) return;
+  }
+}
+
+Status Enroller::CheckIdentity() {
+  if (identity_checked_) return Status::Ok();
+  // Who the apiserver says we are (SelfSubjectReview, GA in 1.28): a node
+  // name that is not the kubeconfig's would only be denied by the signer.
+  nlohmann::json review = {{"apiVersion", "authentication.k8s.io/v1"}, {"kind", "SelfSubjectReview"}}, out;
+  kube::Result r = api_->Create("/apis/authentication.k8s.io/v1/selfsubjectreviews", review, &out);
+  if (!r.ok()) {
+    if (r.IsTransient()) return Status::Unavailable("ask the apiserver who this node is: " + r.ToString());
+    spdlog::info("enrollment: cannot ask the apiserver who this node is ({}); going on", r.ToString());
+    identity_checked_ = true;
+    return Status::Ok();
+  }
+  std::string user = kube::Str(kube::Obj(kube::Obj(out, "status"), "userInfo"), "username");
+  if (user != "system:node:" + config_.node)
+    return Status::FailedPrecondition("the kubeconfig authenticates as \"" + user + "\", not system:node:" +
+                                      config_.node + ": give nodevold kubelet's kubeconfig (--enroll-kubeconfig), "
+                                      "and a --node-name that is kubelet's");
+  identity_checked_ = true;
+  return Status::Ok();
+}
+
+Status Enroller::Pass(std::chrono::system_clock::time_point* next) {
+  NODEVOL_RETURN_IF_ERROR(CheckIdentity());
+
+  nlohmann::json cm;
+  kube::Result r = api_->Get("/api/v1/namespaces/" + config_.ca_namespace + "/configmaps/" + config_.ca_configmap, &cm);
+  if (!r.ok())
+    return Status::Unavailable("read the CA bundle, ConfigMap " + config_.ca_namespace + "/" + config_.ca_configmap +
+                               " (published by nodevol-provisioner run with --node-ca-secret): " + r.ToString());
+  std::string bundle = kube::Str(kube::Obj(cm, "data"), "ca.crt");
+  pki::CertFacts ca_facts;
+  if (Status st = pki::ReadCertificate(bundle, "", &ca_facts); !st.ok())
+    return Status::FailedPrecondition("ConfigMap " + config_.ca_namespace + "/" + config_.ca_configmap +
+                                      " has no usable ca.crt: " + st.message());
+  bool changed = false;
+  NODEVOL_RETURN_IF_ERROR(config_.files.WriteCaBundle(bundle, &changed));
+  if (changed) spdlog::info("enrollment: CA bundle written to {}", config_.files.tls().ca);
+
+  nlohmann::json node;
+  r = api_->Get("/api/v1/nodes/" + config_.node, &node);
+  if (!r.ok()) return Status::Unavailable("read Node " + config_.node + ": " + r.ToString());
+  std::vector<std::string> ips = kube::NodeInternalIps(node);
+
+  pki::CertFacts held;
+  std::chrono::system_clock::time_point issued;
+  bool have;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    held = held_;
+    issued = issued_;
+    have = have_cert_;
+  }
+  auto now = std::chrono::system_clock::now();
+  auto renew_at = issued + (held.validity.not_after - issued) * 2 / 3;
+  std::string why;
+  if (!have) why = "none held";
+  else if (now >= renew_at) why = "two thirds of its lifetime have passed";
+  else if (AsText(held.ips) != AsText(ips)) why = "the Node's addresses are now " + AsText(ips);
+  if (!why.empty()) {
+    spdlog::info("enrollment: a serving certificate is needed ({})", why);
+    std::string key, cert;
+    auto sleep = [this](std::chrono::milliseconds d) { return SleepFor(d); };
+    NODEVOL_RETURN_IF_ERROR(RequestCertificate(api_, {config_.node, ips, config_.lifetime}, sleep, &key, &cert));
+    NODEVOL_RETURN_IF_ERROR(config_.files.WritePair(key, cert));
+    NODEVOL_RETURN_IF_ERROR(pki::ReadCertificate(cert, key, &held));
+    issued = std::chrono::system_clock::now();
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      held_ = held;
+      issued_ = issued;
+      have_cert_ = true;
+    }
+    auto t = std::chrono::system_clock::to_time_t(held.validity.not_after);
+    spdlog::info("enrollment: serving certificate for {} written to {}, valid until {:%F %T} UTC", config_.node,
+                 config_.files.tls().cert, fmt::gmtime(t));
+    renew_at = issued + (held.validity.not_after - issued) * 2 / 3;
+  }
+  if (!ready_at_start_ && !ready_called_) {
+    ready_called_ = true;
+    if (on_ready_) on_ready_();
+  }
+  NODEVOL_RETURN_IF_ERROR(AnnounceOn(node, ips));
+  *next = std::min(renew_at, now + config_.recheck);
+  return Status::Ok();
+}
+
+Status Enroller::AnnounceOn(const nlohmann::json& node, const std::vector<std::string>& ips) {
+  std::string host;
+  int port;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    host = announce_host_;
+    port = announce_port_;
+  }
+  if (port == 0) return Status::Ok();  // the listener is not up yet
+  if (IsWildcard(host)) {
+    if (ips.empty()) return Status::Unavailable("Node " + config_.node + " has no InternalIP address to announce");
+    host = ips.front();
+  }
+  std::string endpoint = HostPort(host, port);
+  const auto& meta = kube::Obj(node, "metadata");
+  auto labels = kube::StringMap(kube::Obj(meta, "labels"));
+  auto annotations = kube::StringMap(kube::Obj(meta, "annotations"));
+  nlohmann::json patch_meta = nlohmann::json::object();
+  if (!config_.label_key.empty() && labels[config_.label_key] != config_.label_value)
+    patch_meta["labels"] = {{config_.label_key, config_.label_value}};
+  if (annotations[kEndpointAnnotation] != endpoint) patch_meta["annotations"] = {{kEndpointAnnotation, endpoint}};
+  if (patch_meta.empty()) return Status::Ok();
+  kube::Result r = api_->MergePatch("/api/v1/nodes/" + config_.node, {{"metadata", patch_meta}});
+  if (!r.ok()) return Status::Unavailable("announce on Node " + config_.node + ": " + r.ToString());
+  spdlog::info("enrollment: announced on Node {}: {}={}{}", config_.node, kEndpointAnnotation, endpoint,
+               config_.label_key.empty() ? "" : ", label " + config_.label_key + "=" + config_.label_value);
+  return Status::Ok();
+}
+
+}  // namespace nodevol::enroll

@@ -15,6 +15,8 @@
 #include "base/po_error.h"
 #include "base/version.h"
 #include "controller/controller.h"
+#include "enroll/ca_store.h"
+#include "enroll/client_certificate.h"
 #include "extender/http.h"
 #include "extender/serving_label.h"
 #include "httpd/http_server.h"
@@ -24,6 +26,7 @@
 #include "leader/lease_store_kube.h"
 #include "metrics/metrics.h"
 #include "metrics/status_server.h"
+#include "pki/ca.h"
 
 namespace po = boost::program_options;
 using namespace nodevol;
@@ -47,6 +50,8 @@ int main(int argc, char** argv) {
   std::string metrics_address = "0.0.0.0:9810";
   std::string extender_address = "off";
   httpd::TlsFiles extender_tls;
+  std::string node_ca_secret, node_ca_configmap = "nodevol-ca", tls_dir = "/run/nodevol-provisioner/tls";
+  long node_cert_max_seconds = 30L * 24 * 3600;
   po::options_description desc(
       "Usage: nodevol-provisioner [options]\n\n"
       "Provisions nodevol volumes for PersistentVolumeClaims of StorageClasses whose\n"
@@ -57,9 +62,20 @@ int main(int argc, char** argv) {
       ("node-selector", po::value(&cc.node_selector)->default_value(cc.node_selector),
        "label (key=value) of the nodes running nodevold")
       ("node-port", po::value(&cc.node_port)->default_value(cc.node_port), "nodevold's --tls-listen port on every node")
-      ("tls-ca", po::value(&cc.tls.ca)->required(), "CA bundle nodevold certificates chain to")
-      ("tls-cert", po::value(&cc.tls.cert)->required(), "the provisioner's client certificate")
-      ("tls-key", po::value(&cc.tls.key)->required(), "its private key")
+      ("tls-ca", po::value(&cc.tls.ca), "CA bundle nodevold certificates chain to (default: the node CA's, with "
+       "--node-ca-secret)")
+      ("tls-cert", po::value(&cc.tls.cert), "the provisioner's client certificate (default: issued by the node CA)")
+      ("tls-key", po::value(&cc.tls.key), "its private key")
+      ("node-ca-secret", po::value(&node_ca_secret),
+       "sign the nodes' serving certificates (signer nodevol.io/node-serving, docs/enrollment.md) with the CA in "
+       "this kubernetes.io/tls Secret of the provisioner's namespace, made when absent; and issue this "
+       "provisioner's own client certificate from it")
+      ("node-ca-configmap", po::value(&node_ca_configmap)->default_value(node_ca_configmap),
+       "ConfigMap of the provisioner's namespace where the CA certificate is published (ca.crt) for nodevold")
+      ("node-cert-max-lifetime-seconds", po::value(&node_cert_max_seconds)->default_value(node_cert_max_seconds),
+       "the longest certificate the signer issues (nodes ask for 7 days); the provisioner's own lives at most a day")
+      ("tls-dir", po::value(&tls_dir)->default_value(tls_dir),
+       "where the issued client certificate is written (a tmpfs)")
       ("placement", po::value(&placement)->default_value(placement), "most-free (spread) or binpack (fill)")
       ("claim-workers", po::value(&cc.claim_workers)->default_value(cc.claim_workers), "claim worker threads")
       ("creates-per-node", po::value(&cc.creates_per_node)->default_value(cc.creates_per_node),
@@ -116,7 +132,16 @@ int main(int argc, char** argv) {
   cc.orphan_grace = std::chrono::seconds(vm["orphan-grace-seconds"].as<long>());
   cc.event_defer = std::chrono::milliseconds(std::max(0L, vm["event-defer-ms"].as<long>()));
   Status st = ParsePlacementPolicy(placement, &cc.options.policy);
-  if (st.ok()) st = nodes::CheckTlsClientFiles(cc.tls);
+  const bool manual_tls = !cc.tls.ca.empty() || !cc.tls.cert.empty() || !cc.tls.key.empty();
+  if (st.ok() && (manual_tls || node_ca_secret.empty())) {
+    if (cc.tls.ca.empty() || cc.tls.cert.empty() || cc.tls.key.empty())
+      st = Status::InvalidArgument("give all of --tls-ca, --tls-cert and --tls-key, or --node-ca-secret to have "
+                                   "them issued (docs/enrollment.md)");
+    else
+      st = nodes::CheckTlsClientFiles(cc.tls);
+  }
+  if (st.ok() && node_cert_max_seconds < 60)
+    st = Status::InvalidArgument("--node-cert-max-lifetime-seconds must be at least 60");
   if (!st.ok()) {
     std::cerr << "nodevol-provisioner: " << st.message() << "\n";
     return 2;
@@ -155,6 +180,33 @@ int main(int argc, char** argv) {
                    cc.capacity_owner.value("name", ""));
     else
       spdlog::warn("capacity objects get no owner (uninstalling will not remove them): {}", os.message());
+  }
+
+  // Node enrollment (docs/enrollment.md): every replica loads the CA, makes
+  // sure it is published, and holds a client certificate of its own from
+  // it; the leader signs.
+  pki::Ca node_ca;
+  std::unique_ptr<ClientCertificate> own_cert;
+  if (!node_ca_secret.empty()) {
+    const char* pod_ns = std::getenv("POD_NAMESPACE");
+    const std::string ns = pod_ns && *pod_ns ? pod_ns : config.ns;
+    st = LoadOrMakeCa(client.get(), ns, node_ca_secret, std::chrono::hours(24 * 365 * 10), &node_ca);
+    if (st.ok()) st = PublishCaBundle(client.get(), ns, node_ca_configmap, node_ca.cert_pem());
+    if (st.ok() && !manual_tls) {
+      auto lifetime = std::min(std::chrono::seconds(node_cert_max_seconds), std::chrono::seconds(24 * 3600));
+      own_cert = std::make_unique<ClientCertificate>(&node_ca, tls_dir, lifetime);
+      st = own_cert->Issue();
+      cc.tls = own_cert->files();
+    }
+    if (!st.ok()) {
+      std::cerr << "nodevol-provisioner: node CA: " << st.message() << "\n";
+      return 1;
+    }
+    cc.node_ca = &node_ca;
+    cc.node_cert_lifetime = std::chrono::seconds(node_cert_max_seconds);
+    spdlog::info("node CA from Secret {}/{}, published in ConfigMap {}/{}; {}", ns, node_ca_secret, ns,
+                 node_ca_configmap, own_cert ? "client certificate issued into " + tls_dir : "client certificate from --tls-cert");
+    if (own_cert) own_cert->Start();
   }
 
   sigset_t set;

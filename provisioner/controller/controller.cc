@@ -84,7 +84,7 @@ Controller::Controller(kube::Client* client, ControllerConfig config)
         PokePublisher();
       },
       [this](const KubeNode& a, const KubeNode& b) {
-        if (a.internal_ip != b.internal_ip) OnNodesChanged();
+        if (a.internal_ips != b.internal_ips || a.endpoint != b.endpoint) OnNodesChanged();
         if (a.Hostname() != b.Hostname()) PokePublisher();
       },
       [this](const KubeNode&) {
@@ -284,10 +284,15 @@ bool Controller::Ready() const {
 void Controller::OnNodesChanged() {
   std::vector<nodes::NodeEndpoint> eps;
   for (const auto& n : nodes_->List()) {
-    const std::string& ip = n->internal_ip;
-    if (ip.empty()) continue;
-    std::string host = ip.find(':') != std::string::npos ? "[" + ip + "]" : ip;
-    eps.push_back({n->name, host + ":" + std::to_string(config_.node_port)});
+    std::string ignored;
+    std::string address = DialAddress(*n, config_.node_port, &ignored);
+    {
+      std::lock_guard<std::mutex> lock(endpoint_mu_);
+      if (ignored.empty()) ignored_endpoints_.erase(n->name);
+      else if (ignored_endpoints_[n->name] != n->endpoint) spdlog::warn("node {}: {}", n->name, ignored);
+      if (!ignored.empty()) ignored_endpoints_[n->name] = n->endpoint;
+    }
+    if (!address.empty()) eps.push_back({n->name, address});
   }
   registry_->SetNodes(eps);
 }

@@ -10,8 +10,10 @@
 // changes, each at most every 15 s (controller/waiting_claims.h); all
 // pending claims when a class changes. PVs by name. Node capacity is
 // mirrored onto the Node objects, coalesced to one patch per node every
-// few seconds. Nodes are found by the label selector and dialled at their
-// InternalIP and the configured port, with the node name as TLS name.
+// few seconds. Nodes are found by the label selector (which enrolled nodes
+// set on themselves) and dialled where their nodevol.io/endpoint says, if
+// it is one of their InternalIPs, else at their first InternalIP and the
+// configured port; the node name is the TLS name.
 // Stop drops queued keys, lets running ones finish (long waits inside them
 // end at once) and ends the sweep between volumes.
 #pragma once
@@ -116,6 +118,9 @@ class Controller {
   static constexpr std::chrono::seconds kClaimCacheWait{2};
   bool EveryNodeHeard() const;
   void OnNodesChanged();
+  // The last nodevol.io/endpoint of each node that was ignored (logged once).
+  std::mutex endpoint_mu_;
+  std::map<std::string, std::string> ignored_endpoints_;
   void OnCapacityChanged(const std::string& node);
   void PokePublisher() {
     if (publisher_) publisher_->Poke();

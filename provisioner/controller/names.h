@@ -32,5 +32,7 @@ inline constexpr const char* kAnnProvisioningNode = "nodevol.io/provisioning-nod
 inline constexpr const char* kAnnLastApplied = "kubectl.kubernetes.io/last-applied-configuration";
 // On Nodes: free bytes per pool, mirrored from nodevold (`kubectl describe node`).
 inline constexpr const char* kAnnCapacityPrefix = "capacity.nodevol.io/";
+// Where an enrolled nodevold listens (mountd/enroll/enroller.h).
+inline constexpr const char* kAnnEndpoint = "nodevol.io/endpoint";
 
 }  // namespace nodevol::provisioner

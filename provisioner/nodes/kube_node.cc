@@ -1,5 +1,7 @@
 #include "nodes/kube_node.h"
 
+#include <algorithm>
+
 #include "controller/names.h"
 #include "kube/fields.h"
 
@@ -15,8 +17,42 @@ KubeNode DecodeNode(const nlohmann::json& node) {
   for (const auto& [k, v] : kube::StringMap(kube::Obj(meta, "annotations")))
     if (k.rfind(prefix, 0) == 0) n.capacity_annotations[k] = v;
   n.internal_ips = kube::NodeInternalIps(node);
+  n.endpoint = kube::Str(kube::Obj(meta, "annotations"), kAnnEndpoint);
   if (!n.internal_ips.empty()) n.internal_ip = n.internal_ips.front();
   return n;
+}
+
+namespace {
+
+std::string HostPort(const std::string& ip, int port) {
+  return (ip.find(':') != std::string::npos ? "[" + ip + "]" : ip) + ":" + std::to_string(port);
+}
+
+}  // namespace
+
+std::string DialAddress(const KubeNode& node, int default_port, std::string* ignored) {
+  ignored->clear();
+  if (node.internal_ip.empty()) return "";
+  std::string fallback = HostPort(node.internal_ip, default_port);
+  if (node.endpoint.empty()) return fallback;
+  auto refuse = [&](const std::string& why) {
+    *ignored = std::string("annotation ") + kAnnEndpoint + "=\"" + node.endpoint + "\" " + why + "; dialling " +
+               fallback;
+    return fallback;
+  };
+  size_t colon = node.endpoint.rfind(':');
+  if (colon == std::string::npos || colon == 0) return refuse("is not host:port");
+  std::string host = node.endpoint.substr(0, colon), port_text = node.endpoint.substr(colon + 1);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  int port = 0;
+  for (char ch : port_text) {
+    if (ch < '0' || ch > '9' || port > 65535) return refuse("has no valid port");
+    port = port * 10 + (ch - '0');
+  }
+  if (port_text.empty() || port < 1 || port > 65535) return refuse("has no valid port");
+  if (std::find(node.internal_ips.begin(), node.internal_ips.end(), host) == node.internal_ips.end())
+    return refuse("names an address that is not one of the Node's InternalIP addresses");
+  return HostPort(host, port);
 }
 
 }  // namespace nodevol::provisioner

@@ -19,6 +19,9 @@ struct KubeNode {
   std::map<std::string, std::string> labels;
   // Only annotations under capacity.nodevol.io/ (controller/node_capacity.h).
   std::map<std::string, std::string> capacity_annotations;
+  // nodevol.io/endpoint: where an enrolled nodevold says it listens
+  // (mountd/enroll/enroller.h); "" when it did not say.
+  std::string endpoint;
 
   // kubernetes.io/hostname: the topology of capacity objects.
   std::string Hostname() const {
@@ -28,5 +31,13 @@ struct KubeNode {
 };
 
 KubeNode DecodeNode(const nlohmann::json& node);
+
+// Where to dial the node's nodevold: its nodevol.io/endpoint when that
+// names one of its InternalIP addresses and a port, else its first
+// InternalIP and default_port; "" when it has no InternalIP. A node may
+// write its own annotation, so one that points anywhere else is ignored,
+// and *ignored says why (the TLS name check would refuse another host's
+// certificate anyway; this keeps the provisioner from dialling it).
+std::string DialAddress(const KubeNode& node, int default_port, std::string* ignored);
 
 }  // namespace nodevol::provisioner

@@ -8,8 +8,9 @@
 #    deploy/extender; its StorageClasses are deploy/examples/
 #    storageclass-dir.yaml's; only the metrics Service is the chart's own;
 #  - the chart's appVersion is the project version (the image tag);
-#  - values: tls.create makes the Secret from the PEMs (and refuses to
-#    render without them), a default class gets the annotation, other
+#  - values: enrollment on by default (as deploy/base); with it off,
+#    tls.create makes the Secret from the PEMs (and refuses to render
+#    without them), a default class gets the annotation, other
 #    classes' fields land as given, extraArgs, a ServiceMonitor;
 #  - every flag in the rendered args is one this build's
 #    nodevol-provisioner accepts (--help).
@@ -36,7 +37,7 @@ export HELM_CACHE_HOME=$w/helm-cache HELM_CONFIG_HOME=$w/helm-config HELM_DATA_H
 printf '%s\n' '-----BEGIN CERTIFICATE-----' 'Q0E=' '-----END CERTIFICATE-----' >"$w/ca.pem"
 cp "$w/ca.pem" "$w/cert.pem"
 printf '%s\n' '-----BEGIN PRIVATE KEY-----' 'S0VZ' '-----END PRIVATE KEY-----' >"$w/key.pem"
-all_on=(--set extender.enabled=true --set tls.create=true --set-file tls.ca="$w/ca.pem"
+all_on=(--set extender.enabled=true --set enrollment.enabled=false --set tls.create=true --set-file tls.ca="$w/ca.pem"
         --set-file tls.cert="$w/cert.pem" --set-file tls.key="$w/key.pem"
         --set metrics.serviceMonitor.enabled=true --set 'extraArgs={--orphan-sweep-seconds=600}')
 "$helm" lint --strict "$chart" >"$w/lint.txt" 2>&1 || { cat "$w/lint.txt" >&2; fail "helm lint --strict (defaults)"; }
@@ -61,7 +62,7 @@ storageClasses:
   mountOptions: [noatime]
 YAML
 render "$w/chart-classes.yaml" -f "$w/classes.yaml"
-if "$helm" template nodevol "$chart" --set tls.create=true >"$w/out" 2>"$w/err"; then
+if "$helm" template nodevol "$chart" --set enrollment.enabled=false --set tls.create=true >"$w/out" 2>"$w/err"; then
   fail "tls.create without the PEMs rendered"
 fi
 grep -q 'tls.create needs tls.ca, tls.cert and tls.key' "$w/err" || fail "tls.create without PEMs: $(cat "$w/err")"
@@ -190,7 +191,7 @@ if ("StorageClass", "nodevol-dir") in cl:
 help_text = open(f"{w}/help.txt").read()
 if help_text:
     accepted = set(re.findall(r"--[a-z][a-z0-9-]*", help_text))
-    for f in [f"{w}/chart-all.yaml"]:
+    for f in [f"{w}/chart.yaml", f"{w}/chart-all.yaml"]:
         for o in load(f):
             if o["kind"] != "Deployment":
                 continue

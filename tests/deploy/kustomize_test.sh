@@ -4,10 +4,11 @@
 # deployment depends on:
 #  - base: namespace nodevol-system; the ClusterRole and Role bound to the
 #    ServiceAccount the Deployment runs as, no wildcard and nothing beyond
-#    claims, PVs, classes, nodes, events and leases; Deployment of 2
-#    replicas, the image tagged with the project version, the Secret
-#    nodevol-provisioner-tls mounted read-only where --tls-ca/--tls-cert/
-#    --tls-key point, non-root, read-only root fs, no privilege escalation,
+#    claims, PVs, classes, nodes, events, leases, the node CA's Secret and
+#    ConfigMap and the CSRs of signer nodevol.io/node-serving; Deployment of 2
+#    replicas, the image tagged with the project version, enrollment on
+#    (--node-ca-secret, --tls-dir on an in-memory emptyDir, no hand-made
+#    TLS files), the nodes' Role reading the CA ConfigMap, non-root, read-only root fs, no privilege escalation,
 #    ALL capabilities dropped, seccomp RuntimeDefault, resources, anti-
 #    affinity on the pods' own labels, probes on /healthz and /readyz at the
 #    --metrics-address port; with NODEVOL_PROVISIONER, every flag
@@ -89,22 +90,31 @@ allowed = {
     ("storage.k8s.io", "csistoragecapacities"),
     ("snapshot.storage.k8s.io", "volumesnapshotcontents"), ("snapshot.storage.k8s.io", "volumesnapshotcontents/status"),
     ("snapshot.storage.k8s.io", "volumesnapshotclasses"), ("snapshot.storage.k8s.io", "volumesnapshots"),
+    ("", "secrets"), ("", "configmaps"), ("certificates.k8s.io", "certificatesigningrequests"),
+    ("certificates.k8s.io", "certificatesigningrequests/approval"),
+    ("certificates.k8s.io", "certificatesigningrequests/status"), ("certificates.k8s.io", "signers"),
 }
 verbs_of = {}
+sa_subject = {"kind": "ServiceAccount", "name": sa_name, "namespace": NS}
 for kind, bkind in (("ClusterRole", "ClusterRoleBinding"), ("Role", "RoleBinding")):
-    role = one(kind)
-    binding = one(bkind)
-    check(binding.get("roleRef", {}).get("name") == role.get("metadata", {}).get("name")
-          and binding.get("roleRef", {}).get("kind") == kind, f"base: {bkind} does not refer to the {kind}")
-    check({"kind": "ServiceAccount", "name": sa_name, "namespace": NS} in binding.get("subjects", []),
-          f"base: {bkind} does not bind ServiceAccount {NS}/{sa_name}")
-    for rule in role.get("rules", []):
-        for g in rule.get("apiGroups", []):
-            for r in rule.get("resources", []):
-                check((g, r) in allowed, f"base: {kind} grants {g or 'core'}/{r}, which the provisioner does not use")
-                for v in rule.get("verbs", []):
-                    check(v != "*" and r != "*" and g != "*", f"base: {kind} has a wildcard")
-                    verbs_of.setdefault((kind, r), set()).add(v)
+    bound = [b for b in base if b["kind"] == bkind and sa_subject in b.get("subjects", [])]
+    check(len(bound) >= 1, f"base: no {bkind} binds ServiceAccount {NS}/{sa_name}")
+    for binding in bound:
+        check(binding.get("roleRef", {}).get("kind") == kind, f"base: {bkind} {binding['metadata']['name']} refers to no {kind}")
+        check(binding.get("subjects") == [sa_subject], f"base: {bkind} {binding['metadata']['name']} binds more than the ServiceAccount")
+        role = one(kind, binding["roleRef"]["name"])
+        for rule in role.get("rules", []):
+            for g in rule.get("apiGroups", []):
+                for r in rule.get("resources", []):
+                    check((g, r) in allowed, f"base: {kind} grants {g or 'core'}/{r}, which the provisioner does not use")
+                    for v in rule.get("verbs", []):
+                        check(v != "*" and r != "*" and g != "*", f"base: {kind} has a wildcard")
+                        verbs_of.setdefault((kind, r), set()).add(v)
+# Every role is bound: to the ServiceAccount, or (the nodes' reader) below.
+for d in base:
+    if d["kind"] in ("Role", "ClusterRole"):
+        check(any(b["kind"] == d["kind"] + "Binding" and b["roleRef"]["name"] == d["metadata"]["name"] for b in base),
+              f"base: {d['kind']} {d['metadata']['name']} is bound to nobody")
 # What the code needs (clusterrole.yaml names the code paths): the role
 # must still grant it.
 need = {
@@ -112,7 +122,13 @@ need = {
     ("ClusterRole", "persistentvolumeclaims/status"): {"patch"},
     ("ClusterRole", "persistentvolumes"): {"get", "list", "watch", "create", "delete", "patch"},
     ("ClusterRole", "storageclasses"): {"list", "watch"},
-    ("ClusterRole", "nodes"): {"list", "watch", "patch"},
+    ("ClusterRole", "nodes"): {"get", "list", "watch", "patch"},
+    ("Role", "secrets"): {"create", "get"},
+    ("Role", "configmaps"): {"create", "get", "update"},
+    ("ClusterRole", "certificatesigningrequests"): {"get", "list", "watch"},
+    ("ClusterRole", "certificatesigningrequests/approval"): {"update"},
+    ("ClusterRole", "certificatesigningrequests/status"): {"update"},
+    ("ClusterRole", "signers"): {"approve", "sign"},
     ("ClusterRole", "events"): {"create", "patch"},
     ("Role", "leases"): {"get", "create", "update"},
     ("ClusterRole", "pods"): {"list"},
@@ -160,25 +176,33 @@ image = c.get("image", "")
 check(re.fullmatch(r"registry\.local/nodevol/provisioner:" + re.escape(version), image) is not None,
       f"Deployment: image {image!r}, want registry.local/nodevol/provisioner:{version}")
 
-# The Secret: mounted read-only, and the TLS flags point at its files.
+# Enrollment: the node CA's Secret and ConfigMap named, and the issued
+# client certificate written to an in-memory emptyDir mounted where
+# --tls-dir points (the root filesystem is read-only); no certificate from
+# a hand-made Secret.
 vols = {v["name"]: v for v in pod.get("volumes", [])}
-tls_vols = [n for n, v in vols.items() if v.get("secret", {}).get("secretName") == "nodevol-provisioner-tls"]
-check(len(tls_vols) == 1, "Deployment: no volume from Secret nodevol-provisioner-tls")
-mounts = [m for m in c.get("volumeMounts", []) if tls_vols and m["name"] == tls_vols[0]]
-check(len(mounts) == 1, "Deployment: the TLS Secret is not mounted")
+args = c.get("args", [])
+argv = dict(a.split("=", 1) for a in args if "=" in a)
+check(argv.get("--node-ca-secret") == "nodevol-node-ca", "Deployment: no --node-ca-secret=nodevol-node-ca")
+check(argv.get("--node-ca-configmap") == "nodevol-ca", "Deployment: no --node-ca-configmap=nodevol-ca")
+check(not any(f in argv for f in ("--tls-ca", "--tls-cert", "--tls-key")),
+      "Deployment: --tls-ca/--tls-cert/--tls-key given (they would win over the issued certificate)")
+tls_dir = argv.get("--tls-dir", "")
+mounts = [m for m in c.get("volumeMounts", []) if tls_dir.startswith(m["mountPath"].rstrip("/") + "/")]
+check(len(mounts) == 1, f"Deployment: --tls-dir {tls_dir!r} is not below a mounted volume")
 if mounts:
-    m = mounts[0]
-    check(m.get("readOnly") is True, "Deployment: the TLS Secret is not mounted readOnly")
-    check("subPath" not in m, "Deployment: the TLS Secret mounted with subPath (rotation would not reach it)")
-    mode = vols[tls_vols[0]]["secret"].get("defaultMode", 0o644)
-    check(mode & 0o007 == 0, f"Deployment: Secret files are world-readable (mode {mode:o})")
-    items = vols[tls_vols[0]]["secret"].get("items")
-    args = c.get("args", [])
-    for flag, key in (("--tls-ca", "ca.crt"), ("--tls-cert", "tls.crt"), ("--tls-key", "tls.key")):
-        want = m["mountPath"].rstrip("/") + "/" + key
-        check(f"{flag}={want}" in args, f"Deployment: args lack {flag}={want}")
-        if items is not None:
-            check(any(i["key"] == key and i["path"] == key for i in items), f"Deployment: Secret items lack {key}")
+    v = vols.get(mounts[0]["name"], {})
+    check(v.get("emptyDir", {}).get("medium") == "Memory", "Deployment: the --tls-dir volume is not an in-memory emptyDir")
+    check(not mounts[0].get("readOnly"), "Deployment: the --tls-dir volume is mounted readOnly")
+# The nodes' Role: get of the CA ConfigMap, bound to group system:nodes.
+roles = {d["metadata"]["name"]: d for d in base if d.get("kind") == "Role"}
+reader = roles.get("nodevol-node-ca-reader", {})
+check(reader.get("rules") == [{"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["nodevol-ca"],
+                                "verbs": ["get"]}], "Role nodevol-node-ca-reader: want get of ConfigMap nodevol-ca only")
+bindings = [d for d in base if d.get("kind") == "RoleBinding" and d["roleRef"]["name"] == "nodevol-node-ca-reader"]
+check(len(bindings) == 1 and bindings[0].get("subjects") == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                                                               "name": "system:nodes"}],
+      "RoleBinding of nodevol-node-ca-reader: want group system:nodes only")
 check(not any(a.startswith("--kubeconfig") for a in c.get("args", [])), "Deployment: --kubeconfig (want in-cluster)")
 check(not any(e.get("name") == "KUBECONFIG" for e in c.get("env", [])), "Deployment: KUBECONFIG set (want in-cluster)")
 
@@ -275,7 +299,7 @@ if check(len(xv) == 1 and len(xm) == 1 and xm[0].get("readOnly") is True,
                       ("--extender-tls-client-ca", "ca.crt")):
         want = xm[0]["mountPath"].rstrip("/") + "/" + key
         check(f"{flag}={want}" in eargs, f"extender: args lack {flag}={want}")
-erole = [d for d in ext if d["kind"] == "Role"][0]
+erole = [d for d in ext if d["kind"] == "Role" and d["metadata"]["name"] == "nodevol-provisioner-leader"][0]
 pod_verbs = {v for r in erole.get("rules", []) if "pods" in r.get("resources", []) for v in r.get("verbs", [])}
 check(pod_verbs == {"get", "patch"}, f"extender: the Role's verbs on pods are {sorted(pod_verbs)}, want get and patch")
 if help_text:

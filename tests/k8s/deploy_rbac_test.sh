@@ -2,8 +2,14 @@
 # Under the real control plane and kubelet (run by cluster-up): deploy/base's
 # RBAC is enough for nodevol-provisioner, proven on the real apiserver.
 #  - deploy/base is applied with the Deployment at 0 replicas (no image
-#    yet) and passes the apiserver's validation as is (server dry run); the
-#    README's Secret command works;
+#    yet) and passes the apiserver's validation as is (server dry run);
+#  - zero-touch enrollment (docs/enrollment.md) on the real kubelet's node:
+#    nodevold, started first with kubelet's kubeconfig (system:node:<n>),
+#    waits for the provisioner while its unix socket answers; the
+#    provisioner makes the CA Secret and ConfigMap, signs the node's CSR,
+#    issues its own client certificate; the node writes its certificate,
+#    labels and annotates its Node, and is dialled: no certificate is made
+#    by the test;
 #  - a kubeconfig carrying only the ServiceAccount's token (kubectl create
 #    token); nodevol-provisioner runs out of cluster with it and with the
 #    Deployment's own args (TLS paths filled in, debug log);
@@ -24,8 +30,6 @@ source "$(dirname "$0")/lib.sh"
 : "${NODEVOL_PROVISIONER:?}"
 deploy=${DEPLOY_DIR:-$(cd "$(dirname "$0")/../../deploy" && pwd)}
 kbin=${NODEVOL_K8S_CACHE:-$HOME/.cache/nodevol/k8s}/${K8S_VERSION:-$K8S_VERSION_PINNED}/bin/kubectl
-tls=$K8S_WORK/tls
-make_tls "$tls" "$K8S_NODE"
 node_ip=$(k get node "$K8S_NODE" -o jsonpath='{.status.addresses[?(@.type=="InternalIP")].address}')
 
 step "deploy/base: applied with the Deployment at 0 replicas, accepted as is (server dry run)"
@@ -34,10 +38,6 @@ deploy_base_apply "$deploy"
 # The unmodified base, replicas 2, through the apiserver's validation (strict
 # field validation) and admission, without running pods: no image yet.
 k apply -k "$deploy/base" --dry-run=server >/dev/null || fail "the apiserver refuses deploy/base as is"
-# The Secret as deploy/README.md makes it.
-k -n $NS create secret generic nodevol-provisioner-tls --from-file=ca.crt="$tls/ca.crt" \
-  --from-file=tls.crt="$tls/provisioner.crt" --from-file=tls.key="$tls/provisioner.key" >/dev/null \
-  || fail "creating the Secret as deploy/README.md says"
 
 step "kubeconfig with the ServiceAccount's token only"
 sakc=$K8S_WORK/sa.kubeconfig
@@ -46,10 +46,15 @@ ksa() { nsenter --net="/run/netns/$K8S_NETNS" "$kbin" --kubeconfig "$sakc" "$@";
 who=$(ksa auth whoami -o jsonpath='{.status.userInfo.username}') || fail "the token is refused"
 [[ $who == "system:serviceaccount:$NS:$SA" ]] || fail "kubeconfig authenticates as '$who'"
 [[ $(ksa auth can-i list secrets --all-namespaces) == no ]] || fail "the ServiceAccount may list secrets"
+[[ $(ksa -n $NS auth can-i get secrets/another) == no ]] || fail "the ServiceAccount may read any Secret of $NS"
 [[ $(ksa auth can-i create persistentvolumes) == yes ]] || fail "the ServiceAccount may not create PVs"
 
-step "nodevold: dir pool \"default\", TLS on $node_ip:9809"
-nodevold_start --tls-listen="$node_ip:9809" --tls-ca="$tls/ca.crt" --tls-cert="$tls/node.crt" --tls-key="$tls/node.key"
+step "nodevold: dir pool \"default\", enrolling as the node (kubelet's kubeconfig) before any provisioner runs"
+nodevold_start --enroll=on --enroll-kubeconfig="$K8S_WORK/kubelet.kubeconfig" --tls-listen="$node_ip:9809"
+for _ in $(seq 40); do grep -q "enrollment: read the CA bundle" "$K8S_WORK/logs/nodevold.log" && break; sleep 0.5; done
+grep -q "enrollment: read the CA bundle" "$K8S_WORK/logs/nodevold.log" || fail "nodevold does not say it waits for the CA"
+ctl volume list >/dev/null || fail "the unix socket does not answer while the node waits"
+[[ ! -e $K8S_WORK/nodevold/state/tls/tls.crt ]] || fail "a certificate before any signer ran"
 
 step "nodevol-provisioner: the Deployment's args, the ServiceAccount's kubeconfig"
 args=(--kubeconfig="$sakc" --orphan-sweep-seconds=3 --orphan-grace-seconds=0)
@@ -57,22 +62,37 @@ elects=1  # --leader-elect defaults to true
 while IFS= read -r a; do
   flag=${a%%=*}
   case $flag in
-    --tls-ca) a=$flag=$tls/ca.crt ;;
-    --tls-cert) a=$flag=$tls/provisioner.crt ;;
-    --tls-key) a=$flag=$tls/provisioner.key ;;
+    --tls-dir) a=$flag=$K8S_WORK/provisioner-tls ;;  # the pod's emptyDir
     --log-level) a=$flag=debug ;;  # event patch failures are logged at debug
     --leader-elect) [[ ${a#*=} =~ ^(false|0|no|off)$ ]] && elects=0 ;;
   esac
   args+=("$a")
 done < <(k -n $NS get deploy nodevol-provisioner -o jsonpath='{range .spec.template.spec.containers[0].args[*]}{@}{"\n"}{end}')
 step "nodevol-provisioner ${args[*]:1}"
-k label node "$K8S_NODE" nodevol.io/node=true >/dev/null
 plog=$K8S_WORK/logs/provisioner.log
 nsenter --net="/run/netns/$K8S_NETNS" "$NODEVOL_PROVISIONER" "${args[@]}" >"$plog" 2>&1 &
 PROV_PID=$!
 CLEANUP_PIDS+=("$PROV_PID")
 prov_fail() { echo "---- provisioner log (tail)" >&2; tail -30 "$plog" >&2; fail "$@"; }
 forbidden() { grep -i forbidden "$plog" | head -5; }
+
+step "enrollment: CA made, node's request signed, certificate written, Node announced"
+k -n $NS get secret nodevol-node-ca -o jsonpath='{.type}' 2>/dev/null | grep -qx kubernetes.io/tls \
+  || { sleep 3; k -n $NS get secret nodevol-node-ca -o jsonpath='{.type}' | grep -qx kubernetes.io/tls; } \
+  || prov_fail "no Secret $NS/nodevol-node-ca of type kubernetes.io/tls"
+endpoint=
+for _ in $(seq 90); do
+  endpoint=$(k get node "$K8S_NODE" -o jsonpath='{.metadata.annotations.nodevol\.io/endpoint}')
+  [[ -n $endpoint ]] && break; sleep 0.5
+done
+[[ $endpoint == "$node_ip:9809" ]] || prov_fail "Node annotation nodevol.io/endpoint '$endpoint', want $node_ip:9809"
+[[ $(k get node "$K8S_NODE" -o jsonpath='{.metadata.labels.nodevol\.io/node}') == true ]] \
+  || prov_fail "the node did not label itself nodevol.io/node=true"
+csr=$(k get csr -o jsonpath="{range .items[?(@.spec.signerName==\"nodevol.io/node-serving\")]}{.metadata.name} {.spec.username} {.status.conditions[0].type}{\"\\n\"}{end}")
+grep -qx "[^ ]* system:node:$K8S_NODE Approved" <<<"$csr" || prov_fail "the node's request: '$csr'"
+grep -q "serving certificate for $K8S_NODE written" "$K8S_WORK/logs/nodevold.log" || fail "nodevold wrote no certificate"
+[[ $(stat -c %a "$K8S_WORK/nodevold/state/tls/tls.key") == 600 ]] || fail "the node's key is not 0600"
+[[ $(stat -c %a "$K8S_WORK/provisioner-tls/tls.key") == 600 ]] || fail "the provisioner's key is not 0600"
 
 storage_class nv-now expand=true backend=dir pool=default
 storage_class nv-wait binding=WaitForFirstConsumer pool=default

@@ -6,9 +6,10 @@
 #  - deploy/extender (deploy/base plus the scheduler extender) through
 #    kustomize (kubectl kustomize), changed only by a test overlay: the
 #    image tag, imagePullPolicy Never, and the apiserver's address (below);
-#    the TLS Secrets as deploy/README.md and docs/tls.md make them, from
-#    lib.sh's make_tls; nodevold with TLS on the node; deploy/examples'
-#    dir classes.
+#    the extender's TLS Secret as docs/scheduling.md makes it, from lib.sh's
+#    make_tls; nodevold enrolling as the node (kubelet's kubeconfig), so
+#    the provisioner pods sign its certificate and issue their own;
+#    deploy/examples' dir classes.
 # Checked:
 #  - both replicas Running and Ready (the liveness and readiness probes
 #    pass; no Warning event in the namespace), each container running as
@@ -46,15 +47,11 @@ kn() { k -n "$NS" "$@"; }
 step "image: build-oci, imported into the node's containerd"
 provisioner_image "$tag"
 
-step "nodevold: dir pool \"default\", TLS on $node_ip:9809"
-nodevold_start --tls-listen="$node_ip:9809" --tls-ca="$tls/ca.crt" --tls-cert="$tls/node.crt" --tls-key="$tls/node.key"
-k label node "$K8S_NODE" nodevol.io/node=true >/dev/null
+step "nodevold: dir pool \"default\", enrolling as the node on $node_ip:9809"
+nodevold_start --enroll=on --enroll-kubeconfig="$K8S_WORK/kubelet.kubeconfig" --tls-listen="$node_ip:9809"
 
-step "the namespace and the Secrets as deploy/README.md and docs/tls.md make them"
+step "the namespace and the extender's Secret as docs/scheduling.md makes it"
 k apply -f "$deploy/base/namespace.yaml" >/dev/null || fail "apply namespace.yaml"
-kn create secret generic nodevol-provisioner-tls --from-file=ca.crt="$tls/ca.crt" \
-  --from-file=tls.crt="$tls/provisioner.crt" --from-file=tls.key="$tls/provisioner.key" >/dev/null \
-  || fail "creating the Secret"
 SVC=nodevol-extender.$NS.svc
 sign_cert "$tls" extender "DNS:$SVC" serverAuth
 sign_cert "$tls" scheduler DNS:kube-scheduler clientAuth

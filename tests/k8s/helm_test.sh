@@ -4,8 +4,8 @@
 # (tests/k8s/build-helm), the provisioner's image from this build
 # (packaging/image/build-oci) imported into the node's containerd.
 # Checked:
-#  - install (--create-namespace, --wait, tls.create from make_tls's PEMs):
-#    the release deployed, both replicas Ready, one leader; a claim of the
+#  - install (--create-namespace, --wait, the default values: the node
+#    enrolls, signed by the chart's provisioner): the release deployed, both replicas Ready, one leader; a claim of the
 #    chart's nodevol-dir class Bound and written by a pod; the metrics
 #    Service's endpoints are the two pods and serve /metrics;
 #  - upgrade (--reuse-values, logLevel=debug, a class of the user's own
@@ -15,7 +15,7 @@
 #  - uninstall (--wait): none of the chart's objects left (Deployment,
 #    ServiceAccount, RBAC, Secret, CSIDriver, classes, Services), nor the
 #    CSIStorageCapacity objects the Deployment owned; the PVs and the data
-#    on the node stay (a PV still owns them).
+#    on the node stay (a PV still owns them), and so does the node CA.
 # Needs NODEVOL_PROVISIONER (path) besides what lib.sh needs.
 K8S_TEST=helm
 source "$(dirname "$0")/lib.sh"
@@ -25,8 +25,6 @@ chart=$repo/deploy/helm/nodevol
 helm_bin=$("$(dirname "$0")/build-helm" --check) || { echo "helm not built: run tests/k8s/build-helm"; exit 77; }
 NS=nodevol-system
 tag=test
-tls=$K8S_WORK/tls
-make_tls "$tls" "$K8S_NODE"
 node_ip=$(k get node "$K8S_NODE" -o jsonpath='{.status.addresses[?(@.type=="InternalIP")].address}')
 kn() { k -n "$NS" "$@"; }
 export HELM_CACHE_HOME=$K8S_WORK/helm/cache HELM_CONFIG_HOME=$K8S_WORK/helm/config HELM_DATA_HOME=$K8S_WORK/helm/data
@@ -42,9 +40,8 @@ pfail() {
 step "image: build-oci, imported into the node's containerd"
 provisioner_image "$tag"
 
-step "nodevold: dir pool \"default\", TLS on $node_ip:9809; the node labelled"
-nodevold_start --tls-listen="$node_ip:9809" --tls-ca="$tls/ca.crt" --tls-cert="$tls/node.crt" --tls-key="$tls/node.key"
-k label node "$K8S_NODE" nodevol.io/node=true >/dev/null
+step "nodevold: dir pool \"default\", enrolling as the node on $node_ip:9809"
+nodevold_start --enroll=on --enroll-kubeconfig="$K8S_WORK/kubelet.kubeconfig" --tls-listen="$node_ip:9809"
 
 # Test-only values: the image built here (never pulled) and, since this
 # harness runs no kube-proxy, the apiserver's own address for the pods
@@ -58,8 +55,7 @@ YAML
 
 step "helm install"
 helm install nodevol "$chart" --namespace "$NS" --create-namespace --wait --timeout 4m \
-  -f "$K8S_WORK/helm-test-values.yaml" --set tls.create=true \
-  --set-file tls.ca="$tls/ca.crt" --set-file tls.cert="$tls/provisioner.crt" --set-file tls.key="$tls/provisioner.key" \
+  -f "$K8S_WORK/helm-test-values.yaml" \
   >"$K8S_WORK/logs/helm-install.log" 2>&1 || { cat "$K8S_WORK/logs/helm-install.log" >&2; pfail "helm install"; }
 grep -q 'Leader:' "$K8S_WORK/logs/helm-install.log" || fail "helm install printed no NOTES: $(cat "$K8S_WORK/logs/helm-install.log")"
 [[ $(helm status nodevol -n "$NS" -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["info"]["status"])') == deployed ]] ||
@@ -144,6 +140,9 @@ for _ in $(seq 60); do
   [[ -z $left ]] && break; sleep 0.5
 done
 [[ -z $left ]] || fail "left after helm uninstall: $(echo $left)"
+# The node CA is the provisioner's, not the chart's: it stays, so the
+# nodes' certificates stay good for a reinstall (docs/enrollment.md).
+kn get secret nodevol-node-ca >/dev/null 2>&1 || fail "the node CA went with the chart"
 step "CSIStorageCapacity objects: $caps_before before the uninstall, none after"
 for c in data plain; do
   v=$(k get pvc "$c" -o jsonpath='{.spec.volumeName}')

@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
   httpd::TlsFiles extender_tls;
   std::string node_ca_secret, node_ca_configmap = "nodevol-ca", tls_dir = "/run/nodevol-provisioner/tls";
   long node_cert_max_seconds = 30L * 24 * 3600;
+  unsigned tls_refresh_seconds = 60;
   po::options_description desc(
       "Usage: nodevol-provisioner [options]\n\n"
       "Provisions nodevol volumes for PersistentVolumeClaims of StorageClasses whose\n"
@@ -76,6 +77,8 @@ int main(int argc, char** argv) {
        "the longest certificate the signer issues (nodes ask for 7 days); the provisioner's own lives at most a day")
       ("tls-dir", po::value(&tls_dir)->default_value(tls_dir),
        "where the issued client certificate is written (a tmpfs)")
+      ("tls-refresh-seconds", po::value(&tls_refresh_seconds)->default_value(tls_refresh_seconds),
+       "how often the TLS files are re-read, so renewed or rotated certificates apply to new connections")
       ("placement", po::value(&placement)->default_value(placement), "most-free (spread) or binpack (fill)")
       ("claim-workers", po::value(&cc.claim_workers)->default_value(cc.claim_workers), "claim worker threads")
       ("creates-per-node", po::value(&cc.creates_per_node)->default_value(cc.creates_per_node),
@@ -133,6 +136,7 @@ int main(int argc, char** argv) {
   cc.event_defer = std::chrono::milliseconds(std::max(0L, vm["event-defer-ms"].as<long>()));
   Status st = ParsePlacementPolicy(placement, &cc.options.policy);
   const bool manual_tls = !cc.tls.ca.empty() || !cc.tls.cert.empty() || !cc.tls.key.empty();
+  cc.tls.refresh_seconds = tls_refresh_seconds;
   if (st.ok() && (manual_tls || node_ca_secret.empty())) {
     if (cc.tls.ca.empty() || cc.tls.cert.empty() || cc.tls.key.empty())
       st = Status::InvalidArgument("give all of --tls-ca, --tls-cert and --tls-key, or --node-ca-secret to have "
@@ -197,6 +201,7 @@ int main(int argc, char** argv) {
       own_cert = std::make_unique<ClientCertificate>(&node_ca, tls_dir, lifetime);
       st = own_cert->Issue();
       cc.tls = own_cert->files();
+      cc.tls.refresh_seconds = tls_refresh_seconds;
     }
     if (!st.ok()) {
       std::cerr << "nodevol-provisioner: node CA: " << st.message() << "\n";

@@ -1,0 +1,247 @@
+#!/usr/bin/env bash
+# Under the real control plane (run by cluster-up): zero-touch enrollment
+# (docs/enrollment.md) of pretend nodes (pretend_nodes.sh) that each hold
+# only their own node identity, a client certificate system:node:<n>
+# (group system:nodes) from the cluster's CA, as kubelet would, and
+# deploy/base's RBAC. No serving certificate is made by the test.
+#  - nodevold started before any provisioner: it waits, its unix socket
+#    answers; once the provisioner (--node-ca-secret) runs, each node gets
+#    its certificate through the CSR API, labels and annotates its Node, and
+#    is dialled; claims are provisioned on each;
+#  - refused, nothing signed: a node asking for another node's name, for an
+#    extra DNS name or a foreign IP address (Denied, with the reason in the
+#    condition and a Warning event); a non-node identity (Denied); a
+#    malformed request (the apiserver refuses it); a request of another
+#    signer (left alone: no verdict, no certificate);
+#  - a node's certificate is not a client certificate: another node's
+#    nodevold refuses it; the provisioner's is accepted;
+#  - an annotation pointing at a foreign address is ignored with a warning;
+#    the node is still dialled at its InternalIP;
+#  - rotation: certificates of 60 s (the signer's maximum here), renewed at
+#    two thirds by the nodes and the provisioner, while claims are made and
+#    deleted, none failing; after the first certificates expired, a
+#    restarted nodevold serves its renewed one and the provisioner dials it
+#    with its renewed client certificate.
+# Needs NODEVOL_PROVISIONER besides what lib.sh needs.
+K8S_TEST=enroll
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/pretend_nodes.sh"
+trap pn_cleanup EXIT
+NS=nodevol-system
+pki=$K8S_WORK/pki
+kbin=${NODEVOL_K8S_CACHE:-$HOME/.cache/nodevol/k8s}/${K8S_VERSION:-$K8S_VERSION_PINNED}/bin/kubectl
+CSRS=/apis/certificates.k8s.io/v1/certificatesigningrequests
+
+pn_init
+deploy_base_apply "$(cd "$(dirname "$0")/../../deploy" && pwd)"
+
+# en_identity NAME: NAME's client certificate (CN system:node:NAME,
+# O system:nodes) from the cluster's CA, and a kubeconfig with it.
+en_identity() {
+  local n=$1 d=$PN_DIR/$1
+  mkdir -p "$d"
+  openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/O=system:nodes/CN=system:node:$n" \
+    -keyout "$d/client.key" -out "$d/client.csr" 2>/dev/null || fail "client key of $n"
+  printf '%s\n' 'basicConstraints = CA:FALSE' 'keyUsage = critical,digitalSignature' 'extendedKeyUsage = clientAuth' \
+    >"$d/client.ext"
+  openssl x509 -req -in "$d/client.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial -days 1 \
+    -extfile "$d/client.ext" -out "$d/client.crt" 2>/dev/null || fail "client certificate of $n"
+  cat >"$d/kubeconfig" <<YAML
+apiVersion: v1
+kind: Config
+clusters: [{name: local, cluster: {server: "https://127.0.0.1:6443", certificate-authority: "$pki/ca.crt"}}]
+users: [{name: $n, user: {client-certificate: "$d/client.crt", client-key: "$d/client.key"}}]
+contexts: [{name: local, context: {cluster: local, user: $n}}]
+current-context: local
+YAML
+}
+# as_node NAME kubectl-args...: kubectl as node NAME.
+as_node() { local n=$1; shift; in_ns "$kbin" --kubeconfig "$PN_DIR/$n/kubeconfig" "$@"; }
+
+# en_add NAME IP: a Node with no nodevol label and a nodevold that enrolls.
+en_add() {
+  local n=$1 ip=$2 d=$PN_DIR/$1 t
+  PN_NAMES+=("$n")
+  PN_IP[$n]=$ip
+  mkdir -p "$d/state" "$d/pool" "$d/pods"
+  in_ns ip addr add "$ip/32" dev lo || fail "address $ip"
+  en_identity "$n"
+  t=$(now_micro)
+  k create -f - >/dev/null <<YAML || fail "create node $n"
+apiVersion: v1
+kind: Node
+metadata:
+  name: $n
+  labels: {kubernetes.io/hostname: $n, kubernetes.io/os: linux}
+YAML
+  k patch node "$n" --subresource=status --type=merge -p "{\"status\": {
+    \"addresses\": [{\"type\": \"InternalIP\", \"address\": \"$ip\"}, {\"type\": \"Hostname\", \"address\": \"$n\"}],
+    \"conditions\": [{\"type\": \"Ready\", \"status\": \"True\", \"reason\": \"KubeletReady\", \"message\": \"pretend\",
+                    \"lastHeartbeatTime\": \"${t%.*}Z\", \"lastTransitionTime\": \"${t%.*}Z\"}]}}" >/dev/null \
+    || fail "status of node $n"
+  en_start "$n"
+}
+# en_start NAME: NAME's nodevold, enrolling with NAME's kubeconfig.
+en_start() {
+  local n=$1 d=$PN_DIR/$1
+  : >"$d/nodevold.conf"
+  nsenter --net="/run/netns/$K8S_NETNS" "$NODEVOLD" --config="$d/nodevold.conf" --socket="$d/nodevold.sock" \
+    --state-dir="$d/state" --pods-root="$d/pods" --node-name="$n" --pool="name=default,backend=dir,path=$d/pool" \
+    --enroll=on --enroll-kubeconfig="$d/kubeconfig" --tls-listen="${PN_IP[$n]}:9809" --tls-refresh-seconds=2 \
+    --metrics-address=off --log-target=stderr --log-level=debug >>"$d/nodevold.log" 2>&1 &
+  PN_PID[$n]=$!
+  CLEANUP_PIDS+=("$!")
+  for _ in $(seq 100); do pn_ctl "$n" info >/dev/null 2>&1 && return 0; sleep 0.1; done
+  pn_fail "nodevold of $n did not start"
+}
+# written NAME: how many serving certificates NAME's nodevold has written.
+written() { grep -c "serving certificate for $1 written" "$PN_DIR/$1/nodevold.log" || true; }
+
+step "two nodes, each with only its own identity; nodevold enrolling before any provisioner runs"
+en_add en-1 10.200.0.11
+en_add en-2 10.200.0.12
+sleep 2
+for n in en-1 en-2; do
+  pn_ctl "$n" volume list >/dev/null || pn_fail "$n's unix socket does not answer while it waits"
+  grep -q "enrollment: read the CA bundle" "$PN_DIR/$n/nodevold.log" || pn_fail "$n does not say what it waits for"
+  [[ ! -e $PN_DIR/$n/state/tls/tls.crt ]] || pn_fail "$n has a certificate before any signer ran"
+done
+
+step "the provisioner (--node-ca-secret, 60 s certificates): both nodes enroll and are dialled"
+PROV_LOG=$K8S_WORK/logs/prov.log
+PROV_OFF=1
+POD_NAMESPACE=$NS nsenter --net="/run/netns/$K8S_NETNS" "$NODEVOL_PROVISIONER" \
+  --kubeconfig="$K8S_WORK/admin.kubeconfig" --metrics-address=off --leader-elect=false \
+  --node-ca-secret=nodevol-node-ca --node-cert-max-lifetime-seconds=60 --tls-dir="$K8S_WORK/prov-tls" \
+  --tls-refresh-seconds=2 >>"$PROV_LOG" 2>&1 &
+PROV_PID=$!
+CLEANUP_PIDS+=("$PROV_PID")
+t_enrolled=$SECONDS
+for n in en-1 en-2; do
+  for _ in $(seq 60); do
+    [[ $(k get node "$n" -o jsonpath='{.metadata.annotations.nodevol\.io/endpoint}') == "${PN_IP[$n]}:9809" ]] && break
+    sleep 0.5
+  done
+  [[ $(k get node "$n" -o jsonpath='{.metadata.annotations.nodevol\.io/endpoint}') == "${PN_IP[$n]}:9809" ]] ||
+    pn_fail "$n did not announce ${PN_IP[$n]}:9809"
+  [[ $(k get node "$n" -o jsonpath='{.metadata.labels.nodevol\.io/node}') == true ]] || pn_fail "$n did not label itself"
+  [[ $(stat -c %a "$PN_DIR/$n/state/tls/tls.key") == 600 ]] || pn_fail "$n's key is not 0600"
+done
+prov_wait_nodes
+
+step "claims provisioned on each node"
+for n in en-1 en-2; do
+  k apply -f - >/dev/null <<YAML || fail "class on-$n"
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: on-$n}
+provisioner: nodevol.io
+parameters: {pool: default, volumeSource: flexVolume}
+allowedTopologies: [{matchLabelExpressions: [{key: kubernetes.io/hostname, values: [$n]}]}]
+YAML
+  claim "first-$n" "on-$n" 16Mi
+done
+for n in en-1 en-2; do
+  bound "first-$n" 60 || pn_fail "claim first-$n not Bound"
+  pn_volumes "$n" | grep -qx "$(k get pvc "first-$n" -o jsonpath='{.spec.volumeName}')" || pn_fail "no volume of first-$n on $n"
+done
+
+# csr NAME USER SIGNER SUBJECT SAN: a CertificateSigningRequest made as USER
+# (a node name, or "admin"), with a new key.
+csr() {
+  local name=$1 user=$2 signer=$3 subject=$4 san=$5 req
+  req=$(openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout /dev/null -subj "$subject" \
+    -addext "subjectAltName=$san" 2>/dev/null | base64 -w0)
+  local yaml="apiVersion: certificates.k8s.io/v1
+kind: CertificateSigningRequest
+metadata: {name: $name}
+spec: {request: $req, signerName: $signer, usages: [digital signature, server auth]}"
+  if [[ $user == admin ]]; then k create -f - <<<"$yaml" >/dev/null; else as_node "$user" create -f - <<<"$yaml" >/dev/null; fi
+}
+# denied NAME REASON: Denied with REASON, a Warning event, no certificate.
+denied() {
+  local got
+  for _ in $(seq 40); do
+    got=$(k get csr "$1" -o jsonpath='{.status.conditions[0].type} {.status.conditions[0].reason}')
+    [[ -n ${got// } ]] && break; sleep 0.25
+  done
+  [[ $got == "Denied $2" ]] || pn_fail "request $1: '$got', want Denied $2"
+  [[ -z $(k get csr "$1" -o jsonpath='{.status.certificate}') ]] || pn_fail "request $1 was signed"
+  wait_event "$1" CertificateDenied "$2" >/dev/null
+}
+
+step "refused: another node's name, an extra name, a foreign address, a non-node; nothing signed"
+csr other-name en-1 nodevol.io/node-serving /CN=en-2 DNS:en-2 || fail "create other-name"
+denied other-name WrongSubject
+csr extra-dns en-1 nodevol.io/node-serving /CN=en-1 DNS:en-1,DNS:evil.example.com || fail "create extra-dns"
+denied extra-dns ExtraNames
+csr foreign-ip en-1 nodevol.io/node-serving /CN=en-1 "DNS:en-1,IP:${PN_IP[en-2]}" || fail "create foreign-ip"
+denied foreign-ip ExtraNames
+csr not-a-node admin nodevol.io/node-serving /CN=en-1 DNS:en-1 || fail "create not-a-node"
+denied not-a-node NotANode
+
+step "refused by the apiserver: a malformed request; left alone: another signer's"
+out=$(as_node en-1 create -f - 2>&1 <<YAML) && pn_fail "a malformed request was accepted"
+apiVersion: certificates.k8s.io/v1
+kind: CertificateSigningRequest
+metadata: {name: malformed}
+spec: {request: $(echo junk | base64 -w0), signerName: nodevol.io/node-serving, usages: [server auth]}
+YAML
+[[ $out == *"spec.request"* ]] || pn_fail "malformed request: $out"
+csr foreign-signer en-1 example.com/other /CN=en-1 DNS:en-1 || fail "create foreign-signer"
+sleep 3
+[[ -z $(k get csr foreign-signer -o jsonpath='{.status.conditions}{.status.certificate}') ]] ||
+  pn_fail "another signer's request was acted on: $(k get csr foreign-signer -o jsonpath='{.status}')"
+
+step "a node's certificate is not a client certificate; the provisioner's is"
+en1=$PN_DIR/en-1/state/tls
+if in_ns "$NODEVOLCTL" --address "${PN_IP[en-2]}:9809" --tls-server-name en-2 --tls-ca "$en1/ca.crt" \
+  --tls-cert "$en1/tls.crt" --tls-key "$en1/tls.key" --timeout 5 info >/dev/null 2>&1; then
+  pn_fail "en-2's nodevold accepted en-1's serving certificate as a client"
+fi
+in_ns "$NODEVOLCTL" --address "${PN_IP[en-2]}:9809" --tls-server-name en-2 --tls-ca "$K8S_WORK/prov-tls/ca.crt" \
+  --tls-cert "$K8S_WORK/prov-tls/tls.crt" --tls-key "$K8S_WORK/prov-tls/tls.key" --timeout 5 info >/dev/null ||
+  pn_fail "en-2's nodevold refused the provisioner's client certificate"
+
+step "a foreign address in a node's annotation: ignored, said once; the node still dialled"
+as_node en-1 annotate node en-1 --overwrite nodevol.io/endpoint=192.0.2.1:9809 >/dev/null || fail "annotate as en-1"
+for _ in $(seq 20); do grep -q 'node en-1: annotation nodevol.io/endpoint="192.0.2.1:9809"' "$PROV_LOG" && break; sleep 0.5; done
+grep -q 'node en-1: annotation nodevol.io/endpoint="192.0.2.1:9809" names an address that is not' "$PROV_LOG" ||
+  pn_fail "no warning about the foreign endpoint"
+claim foreign-ann on-en-1 16Mi
+bound foreign-ann 60 || pn_fail "claim foreign-ann not Bound"
+
+step "rotation: 60 s certificates renewed at two thirds while claims come and go"
+i=0
+while ((SECONDS - t_enrolled < 75)); do
+  n=en-$((i % 2 + 1))
+  claim "rot-$i" "on-$n" 8Mi
+  bound "rot-$i" 30 || pn_fail "claim rot-$i on $n not Bound during rotation"
+  k delete pvc "rot-$i" --wait=false >/dev/null
+  i=$((i + 1))
+  sleep 2
+done
+for n in en-1 en-2; do
+  (($(written "$n") >= 2)) || pn_fail "$n wrote $(written "$n") certificates in 75 s, want a renewal"
+done
+renewed=$(grep -c "renewed the provisioner's client certificate" "$PROV_LOG" || true)
+((renewed >= 1)) || pn_fail "the provisioner did not renew its client certificate"
+[[ -z $(k get events --field-selector reason=ProvisioningFailed -o name) ]] ||
+  pn_fail "provisioning failed during rotation: $(k get events --field-selector reason=ProvisioningFailed)"
+step "$i claims made and deleted; nodes wrote $(written en-1) and $(written en-2) certificates, the provisioner renewed $renewed"
+
+step "after the first certificates expired: en-1 restarted serves its renewed one, dialled with the renewed client's"
+pn_nodevold_stop en-1
+off=$(($(stat -c %s "$PROV_LOG") + 1))
+en_start en-1
+for _ in $(seq 60); do tail -c "+$off" "$PROV_LOG" | grep -q "node en-1 (.*) reachable" && break; sleep 0.5; done
+tail -c "+$off" "$PROV_LOG" | grep -q "node en-1 (.*) reachable" || pn_fail "the provisioner did not reach en-1 again"
+claim after-restart on-en-1 8Mi
+bound after-restart 60 || pn_fail "claim after-restart not Bound"
+for _ in $(seq 20); do
+  [[ $(k get node en-1 -o jsonpath='{.metadata.annotations.nodevol\.io/endpoint}') == "${PN_IP[en-1]}:9809" ]] && break
+  sleep 0.5
+done
+[[ $(k get node en-1 -o jsonpath='{.metadata.annotations.nodevol\.io/endpoint}') == "${PN_IP[en-1]}:9809" ]] ||
+  pn_fail "en-1 did not announce its own endpoint again at start"
+step "PASS"

@@ -82,7 +82,7 @@ bool Enroller::SleepFor(std::chrono::milliseconds d) {
 }
 
 void Enroller::Loop() {
-  Backoff backoff(std::chrono::seconds(1), std::chrono::minutes(5), 0.2);
+  Backoff backoff(std::chrono::seconds(1), std::chrono::minutes(1), 0.2);
   for (;;) {
     auto next = std::chrono::system_clock::now() + config_.recheck;
     Status st = Pass(&next);

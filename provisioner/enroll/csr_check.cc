@@ -131,8 +131,12 @@ CsrVerdict CheckNodeCsr(const CsrRequest& r, const NodeAddresses& node_addresses
   v.node = r.username.substr(sizeof kNodeUserPrefix - 1);
   if (!ValidNodeName(v.node)) return Deny(v, "NotANode", "the requester's node name is not a valid node name");
   std::vector<std::string> node_ips;
-  if (!node_addresses(v.node, &node_ips))
-    return Deny(v, "UnknownNode", "there is no Node " + v.node + " in the cluster");
+  if (Status st = node_addresses(v.node, &node_ips); !st.ok()) {
+    if (st.code() == Status::Code::kNotFound)
+      return Deny(v, "UnknownNode", "there is no Node " + v.node + " in the cluster");
+    v.undecided = st;
+    return v;
+  }
   std::set<std::string> allowed_ips;
   for (const auto& ip : node_ips)
     if (auto n = NormaliseIp(ip); !n.empty()) allowed_ips.insert(n);

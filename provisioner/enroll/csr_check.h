@@ -16,6 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/status.h"
+
 namespace nodevol::provisioner {
 
 inline constexpr char kNodeServingSigner[] = "nodevol.io/node-serving";
@@ -37,12 +39,16 @@ struct CsrVerdict {
   std::string reason;   // a CamelCase condition reason when denied
   std::string message;  // what was wrong, for the condition and the event
   std::string node;     // <n>, when the requester is a node
+  // Not OK when no verdict could be reached (the Node could not be read):
+  // neither approve nor deny, try again later.
+  Status undecided;
   // What the certificate will name, normalised (approved requests only).
   std::vector<std::string> dns_names, ips;
 };
 
-// Node `name`'s InternalIP addresses; false when there is no such Node.
-using NodeAddresses = std::function<bool(const std::string& name, std::vector<std::string>* ips)>;
+// Node `name`'s InternalIP addresses: NOT_FOUND when there is no such
+// Node; any other error when it could not be read (the request waits).
+using NodeAddresses = std::function<Status(const std::string& name, std::vector<std::string>* ips)>;
 
 CsrVerdict CheckNodeCsr(const CsrRequest& r, const NodeAddresses& node_addresses);
 

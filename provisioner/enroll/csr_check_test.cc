@@ -64,11 +64,12 @@ json CsrObject(const std::string& request_pem, const std::string& user = "system
             {"expirationSeconds", 3600}}}};
 }
 
-bool NodeIps(const std::string& name, std::vector<std::string>* ips) {
+Status NodeIps(const std::string& name, std::vector<std::string>* ips) {
   if (name == "n1") *ips = {"10.0.0.1", "fd00:0:0::1"};
   else if (name == "n2") *ips = {"10.0.0.2"};
-  else return false;
-  return true;
+  else if (name == "n3") return Status::Unavailable("read Node n3: Forbidden (403)");
+  else return Status::NotFound("no Node " + name);
+  return Status::Ok();
 }
 
 CsrVerdict CheckCsr(const json& csr) { return CheckNodeCsr(DecodeCsr(csr), NodeIps); }
@@ -174,6 +175,13 @@ TEST(CsrCheck, DeniesAnythingElseWithAReason) {
     EXPECT_FALSE(v.message.empty()) << c.what;
     EXPECT_TRUE(v.dns_names.empty() && v.ips.empty()) << c.what;
   }
+}
+
+TEST(CsrCheck, ANodeThatCannotBeReadIsNeitherApprovedNorDenied) {
+  CsrVerdict v = CheckCsr(CsrObject(MakeCsrPem({}), "system:node:n3"));
+  EXPECT_FALSE(v.approve);
+  EXPECT_EQ(v.reason, "");
+  EXPECT_EQ(v.undecided.code(), Status::Code::kUnavailable) << v.undecided.message();
 }
 
 }  // namespace

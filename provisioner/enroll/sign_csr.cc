@@ -45,6 +45,7 @@ Status SignCsr(kube::Api* api, const SignerConfig& config, const nlohmann::json&
     return Status::Ok();
   const std::string path = kCsrPath + r.name;
   CsrVerdict v = CheckNodeCsr(r, config.node_addresses);
+  if (!v.undecided.ok()) return v.undecided.WithContext("check " + r.name);
 
   if (!r.approved) {
     if (!v.approve) {

@@ -30,9 +30,9 @@ struct SignFixture {
     config.ca = &ca;
     config.max_lifetime = 48h;
     config.node_addresses = [](const std::string& n, std::vector<std::string>* ips) {
-      if (n != "n1") return false;
+      if (n != "n1") return Status::NotFound("no Node " + n);
       *ips = {"10.0.0.1"};
-      return true;
+      return Status::Ok();
     };
     config.events = &events;
   }

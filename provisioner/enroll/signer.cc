@@ -21,9 +21,11 @@ constexpr std::chrono::minutes kResync{10};
 NodeAddresses LiveNodeAddresses(kube::Api* api) {
   return [api](const std::string& name, std::vector<std::string>* ips) {
     nlohmann::json node;
-    if (!api->Get("/api/v1/nodes/" + name, &node).ok()) return false;
+    kube::Result r = api->Get("/api/v1/nodes/" + name, &node);
+    if (r.code() == kube::Result::Code::kNotFound) return Status::NotFound("no Node " + name);
+    if (!r.ok()) return Status::Unavailable("read Node " + name + ": " + r.ToString());
     *ips = DecodeNode(node).internal_ips;
-    return true;
+    return Status::Ok();
   };
 }
 

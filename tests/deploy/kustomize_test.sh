@@ -124,7 +124,7 @@ need = {
     ("ClusterRole", "storageclasses"): {"list", "watch"},
     ("ClusterRole", "nodes"): {"get", "list", "watch", "patch"},
     ("Role", "secrets"): {"create", "get"},
-    ("Role", "configmaps"): {"create", "get", "update"},
+    ("Role", "configmaps"): {"create", "get", "patch"},
     ("ClusterRole", "certificatesigningrequests"): {"get", "list", "watch"},
     ("ClusterRole", "certificatesigningrequests/approval"): {"update"},
     ("ClusterRole", "certificatesigningrequests/status"): {"update"},

@@ -56,6 +56,10 @@ grep -q "enrollment: read the CA bundle" "$K8S_WORK/logs/nodevold.log" || fail "
 ctl volume list >/dev/null || fail "the unix socket does not answer while the node waits"
 [[ ! -e $K8S_WORK/nodevold/state/tls/tls.crt ]] || fail "a certificate before any signer ran"
 
+# As after a CA replaced by hand: a ConfigMap of another CA, which the
+# provisioner must update (configmap update) before the node can trust it.
+k -n $NS create configmap nodevol-ca --from-literal=ca.crt=stale >/dev/null || fail "create the stale ConfigMap"
+
 step "nodevol-provisioner: the Deployment's args, the ServiceAccount's kubeconfig"
 args=(--kubeconfig="$sakc" --orphan-sweep-seconds=3 --orphan-grace-seconds=0)
 elects=1  # --leader-elect defaults to true
@@ -91,6 +95,8 @@ done
 csr=$(k get csr -o jsonpath="{range .items[?(@.spec.signerName==\"nodevol.io/node-serving\")]}{.metadata.name} {.spec.username} {.status.conditions[0].type}{\"\\n\"}{end}")
 grep -qx "[^ ]* system:node:$K8S_NODE Approved" <<<"$csr" || prov_fail "the node's request: '$csr'"
 grep -q "serving certificate for $K8S_NODE written" "$K8S_WORK/logs/nodevold.log" || fail "nodevold wrote no certificate"
+[[ $(k -n $NS get configmap nodevol-ca -o jsonpath='{.data.ca\.crt}') == *"BEGIN CERTIFICATE"* ]] ||
+  prov_fail "the stale CA bundle was not replaced"
 [[ $(stat -c %a "$K8S_WORK/nodevold/state/tls/tls.key") == 600 ]] || fail "the node's key is not 0600"
 [[ $(stat -c %a "$K8S_WORK/provisioner-tls/tls.key") == 600 ]] || fail "the provisioner's key is not 0600"
 

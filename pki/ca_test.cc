@@ -133,5 +133,19 @@ TEST(Cert, ReadCertificateGivesNamesAndChecksTheKey) {
   EXPECT_EQ(ReadCertificate("junk", key, &f).code(), Status::Code::kInvalidArgument);
 }
 
+TEST(Cert, VerifyChainTellsTheCaApart) {
+  Ca ca, other;
+  ASSERT_TRUE(Ca::Make("CA one", 24h, &ca).ok());
+  ASSERT_TRUE(Ca::Make("CA two", 24h, &other).ok());
+  std::string key, cert;
+  ASSERT_TRUE(ca.Issue({"n1", {"n1"}, {}, true, false, 1h}, &key, &cert).ok());
+  EXPECT_TRUE(VerifyChain(cert, ca.cert_pem()).ok());
+  EXPECT_TRUE(VerifyChain(cert, other.cert_pem() + ca.cert_pem()).ok());  // a bundle during a CA change
+  Status st = VerifyChain(cert, other.cert_pem());
+  EXPECT_EQ(st.code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(st.message().find("does not chain"), std::string::npos) << st.message();
+  EXPECT_EQ(VerifyChain(cert, "").code(), Status::Code::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace nodevol::pki

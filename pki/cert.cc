@@ -1,7 +1,9 @@
 #include "pki/cert.h"
 
 #include <arpa/inet.h>
+#include <openssl/err.h>
 #include <openssl/pem.h>
+#include <openssl/x509_vfy.h>
 
 #include <ctime>
 
@@ -83,6 +85,29 @@ Status ReadCertificate(const std::string& cert_pem, const std::string& key_pem, 
   if (!key) return Status::InvalidArgument("no PEM private key");
   if (X509_check_private_key(cert.get(), key.get()) != 1)
     return Status::InvalidArgument("the private key is not the certificate's");
+  return Status::Ok();
+}
+
+Status VerifyChain(const std::string& cert_pem, const std::string& bundle_pem) {
+  BioPtr bio = ReadBio(cert_pem);
+  CertPtr cert(bio ? PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr) : nullptr);
+  if (!cert) return Status::InvalidArgument("no PEM certificate");
+  std::unique_ptr<X509_STORE, Freer<X509_STORE, X509_STORE_free>> store(X509_STORE_new());
+  BioPtr bundle = ReadBio(bundle_pem);
+  int cas = 0;
+  while (bundle) {
+    CertPtr ca(PEM_read_bio_X509(bundle.get(), nullptr, nullptr, nullptr));
+    if (!ca) break;
+    if (X509_STORE_add_cert(store.get(), ca.get()) == 1) ++cas;
+  }
+  ERR_clear_error();
+  if (cas == 0) return Status::InvalidArgument("no CA certificate in the bundle");
+  std::unique_ptr<X509_STORE_CTX, Freer<X509_STORE_CTX, X509_STORE_CTX_free>> ctx(X509_STORE_CTX_new());
+  if (!ctx || X509_STORE_CTX_init(ctx.get(), store.get(), cert.get(), nullptr) != 1)
+    return Status::Internal("cannot set up a certificate check");
+  if (X509_verify_cert(ctx.get()) != 1)
+    return Status::FailedPrecondition(std::string("the certificate does not chain to the CA bundle: ") +
+                                      X509_verify_cert_error_string(X509_STORE_CTX_get_error(ctx.get())));
   return Status::Ok();
 }
 

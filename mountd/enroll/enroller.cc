@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "base/atomic_file.h"
 #include "base/backoff.h"
 #include "kube/api.h"
 #include "kube/fields.h"
@@ -156,8 +157,11 @@ Status Enroller::Pass(std::chrono::system_clock::time_point* next) {
   auto now = std::chrono::system_clock::now();
   auto renew_at = issued + (held.validity.not_after - issued) * 2 / 3;
   std::string why;
+  std::string cert_pem;
   if (!have) why = "none held";
   else if (now >= renew_at) why = "two thirds of its lifetime have passed";
+  else if (ReadWholeFile(config_.files.tls().cert, &cert_pem).ok() && !pki::VerifyChain(cert_pem, bundle).ok())
+    why = "the published CA is no longer the one that signed it";
   else if (AsText(held.ips) != AsText(ips)) why = "the Node's addresses are now " + AsText(ips);
   if (!why.empty()) {
     spdlog::info("enrollment: a serving certificate is needed ({})", why);

@@ -5,8 +5,9 @@
 //  1. the CA bundle from the signer's ConfigMap into ca.crt;
 //  2. a serving certificate (request_certificate.h) when none is held, when
 //     two thirds of its lifetime have passed (counted from when it was
-//     received: the signer backdates notBefore), or when the Node's
-//     InternalIP addresses are no longer the ones it names;
+//     received: the signer backdates notBefore), when the Node's
+//     InternalIP addresses are no longer the ones it names, or when it no
+//     longer chains to the published CA (the CA was replaced);
 //  3. on_ready, once, after the first usable pair is on disk: nodevold then
 //     starts its TLS listener (at start, when the files already hold one,
 //     ready() is true and on_ready is never called);

@@ -15,6 +15,7 @@
 #include "kube/base64.h"
 #include "kube/fake_api.h"
 #include "pki/ca.h"
+#include "pki/cert.h"
 #include "pki/openssl_ptr.h"
 
 namespace nodevol::enroll {
@@ -39,6 +40,14 @@ class TestSigner {
     thread_.join();
   }
   const pki::Ca& ca() const { return ca_; }
+  // A new CA from now on (as after an operator replaced the Secret).
+  std::string ReplaceCa() {
+    pki::Ca fresh;
+    EXPECT_TRUE(pki::Ca::Make("replacement CA", 24h, &fresh).ok());
+    std::lock_guard<std::mutex> l(mu_);
+    ca_ = std::move(fresh);
+    return ca_.cert_pem();
+  }
   void Deny(bool deny) { deny_ = deny; }
   int signed_count() const { return signed_; }
 
@@ -56,6 +65,7 @@ class TestSigner {
           csr["status"] = {{"conditions", {{{"type", "Denied"}, {"reason", "NotItsOwnName"}, {"message", "no"}}}}};
         } else {
           std::string cert;
+          std::lock_guard<std::mutex> l(mu_);
           ASSERT_TRUE(ca_.SignRequest(request, {"n1", {"n1"}, {"10.0.0.1"}, true, false, lifetime_}, &cert).ok());
           csr["status"] = {{"certificate", kube::EncodeBase64(cert)}};
           ++signed_;
@@ -67,6 +77,7 @@ class TestSigner {
   }
   FakeApi* api_;
   std::chrono::seconds lifetime_;
+  std::mutex mu_;
   pki::Ca ca_;
   std::atomic<bool> stop_{false}, deny_{false};
   std::atomic<int> signed_{0};
@@ -206,6 +217,28 @@ TEST_F(EnrollerTest, RenewsAtTwoThirdsOfTheLifetime) {
   pki::CertFacts f;
   std::chrono::system_clock::time_point written;
   EXPECT_TRUE(Config().files.Load("n1", &f, &written).ok());  // the new key with the new certificate
+  EXPECT_EQ(ready, 1);
+}
+
+TEST_F(EnrollerTest, ANewCaMeansANewCertificate) {
+  TestSigner signer(&api_, 1h);
+  PublishCa(signer.ca());
+  std::atomic<int> ready{0};
+  EnrollConfig c = Config();
+  c.recheck = 1s;
+  Enroller e(&api_, c, [&] { ++ready; });
+  e.Start();
+  ASSERT_TRUE(WaitFor([&] { return ready == 1; }));
+  std::string new_ca = signer.ReplaceCa();
+  api_.Put("/api/v1/namespaces/nodevol-system/configmaps/nodevol-ca", {{"data", {{"ca.crt", new_ca}}}});
+  std::string cert;
+  ASSERT_TRUE(WaitFor([&] {
+    return signer.signed_count() >= 2 && ReadWholeFile(dir_ + "/tls.crt", &cert).ok() && pki::VerifyChain(cert, new_ca).ok();
+  }));
+  e.Stop();
+  std::string bundle;
+  ASSERT_TRUE(ReadWholeFile(dir_ + "/ca.crt", &bundle).ok());
+  EXPECT_EQ(bundle, new_ca);
   EXPECT_EQ(ready, 1);
 }
 

@@ -1,11 +1,8 @@
 #include "kube/simple_client.h"
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
@@ -29,26 +26,43 @@ struct Exchange {
   http::response<http::string_body> response;
 };
 
-asio::awaitable<void> Run(ssl::context& ctx, const std::string& host, const std::string& port,
-                          const std::string& server_name, std::chrono::milliseconds timeout, Exchange& x) {
-  auto ex = co_await asio::this_coro::executor;
-  tcp::resolver resolver(ex);
-  auto endpoints = co_await resolver.async_resolve(host, port, asio::use_awaitable);
-  beast::ssl_stream<beast::tcp_stream> stream(ex, ctx);
-  boost::system::error_code ec;
-  asio::ip::make_address(server_name, ec);
-  if (ec && !SSL_set_tlsext_host_name(stream.native_handle(), server_name.c_str()))
-    throw beast::system_error(beast::error_code(static_cast<int>(::ERR_get_error()), asio::error::get_ssl_category()));
+// One exchange, step by step: each step is an asynchronous operation run
+// to completion on `io`, so the stream's deadline (expires_after) bounds
+// the connect, the handshake and the reads, which blocking calls would not.
+beast::error_code Run(asio::io_context& io, ssl::context& ctx, const std::string& host, const std::string& port,
+                      const std::string& server_name, std::chrono::milliseconds timeout, Exchange& x) {
+  beast::error_code ec;
+  auto step = [&](auto&& start) {
+    ec = {};
+    start([&ec](beast::error_code e, auto&&...) { ec = e; });
+    io.restart();
+    io.run();
+    return !ec;
+  };
+  tcp::resolver resolver(io);
+  tcp::resolver::results_type endpoints;
+  if (!step([&](auto h) {
+        resolver.async_resolve(host, port, [&endpoints, h](beast::error_code e, tcp::resolver::results_type r) {
+          endpoints = std::move(r);
+          h(e);
+        });
+      }))
+    return ec;
+  beast::ssl_stream<beast::tcp_stream> stream(io, ctx);
+  boost::system::error_code not_ip;
+  asio::ip::make_address(server_name, not_ip);
+  if (not_ip && !SSL_set_tlsext_host_name(stream.native_handle(), server_name.c_str()))
+    return beast::error_code(static_cast<int>(::ERR_get_error()), asio::error::get_ssl_category());
   stream.set_verify_callback(ssl::host_name_verification(server_name));
   beast::get_lowest_layer(stream).expires_after(timeout);
-  co_await beast::get_lowest_layer(stream).async_connect(endpoints, asio::use_awaitable);
-  co_await stream.async_handshake(ssl::stream_base::client, asio::use_awaitable);
-  co_await http::async_write(stream, x.request, asio::use_awaitable);
+  if (!step([&](auto h) { beast::get_lowest_layer(stream).async_connect(endpoints, h); })) return ec;
+  if (!step([&](auto h) { stream.async_handshake(ssl::stream_base::client, h); })) return ec;
+  if (!step([&](auto h) { http::async_write(stream, x.request, h); })) return ec;
   beast::flat_buffer buffer;
-  co_await http::async_read(stream, buffer, x.response, asio::use_awaitable);
-  beast::error_code ignored;
-  beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(1));
-  stream.shutdown(ignored);
+  if (!step([&](auto h) { http::async_read(stream, buffer, x.response, h); })) return ec;
+  // The answer is whole (its length was read) and the request said
+  // "Connection: close": no TLS shutdown to wait for, the socket just closes.
+  return {};
 }
 
 std::string ReadFileOr(const std::string& path, std::string* error) {
@@ -149,20 +163,10 @@ Result SimpleClient::Call(const char* method, const std::string& path, const cha
 
   const std::string server_name = config_.tls_server_name.empty() ? host_ : config_.tls_server_name;
   asio::io_context io;
-  std::exception_ptr failure;
-  asio::co_spawn(io, Run(ctx, host_, port_, server_name, timeout_, x),
-                 [&failure](std::exception_ptr e) { failure = e; });
-  io.run();
-  if (failure) {
-    try {
-      std::rethrow_exception(failure);
-    } catch (const beast::system_error& e) {
-      std::string what = e.code() == beast::error::timeout ? "no answer within " + std::to_string(timeout_.count()) + " ms"
-                                                           : e.code().message();
-      return Result::NetworkError(std::string(method) + " " + config_.server + path + ": " + what);
-    } catch (const std::exception& e) {
-      return Result::NetworkError(std::string(method) + " " + config_.server + path + ": " + e.what());
-    }
+  if (beast::error_code ec = Run(io, ctx, host_, port_, server_name, timeout_, x)) {
+    std::string what = ec == beast::error::timeout ? "no answer within " + std::to_string(timeout_.count()) + " ms"
+                                                   : ec.message();
+    return Result::NetworkError(std::string(method) + " " + config_.server + path + ": " + what);
   }
   long retry_after = -1;
   if (auto it = x.response.find(http::field::retry_after); it != x.response.end()) {

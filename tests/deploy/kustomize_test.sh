@@ -125,7 +125,7 @@ need = {
     ("ClusterRole", "nodes"): {"get", "list", "watch", "patch"},
     ("Role", "secrets"): {"create", "get"},
     ("Role", "configmaps"): {"create", "get", "patch"},
-    ("ClusterRole", "certificatesigningrequests"): {"get", "list", "watch"},
+    ("ClusterRole", "certificatesigningrequests"): {"list", "watch"},
     ("ClusterRole", "certificatesigningrequests/approval"): {"update"},
     ("ClusterRole", "certificatesigningrequests/status"): {"update"},
     ("ClusterRole", "signers"): {"approve", "sign"},

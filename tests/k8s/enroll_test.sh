@@ -60,25 +60,13 @@ as_node() { local n=$1; shift; in_ns "$kbin" --kubeconfig "$PN_DIR/$n/kubeconfig
 
 # en_add NAME IP: a Node with no nodevol label and a nodevold that enrolls.
 en_add() {
-  local n=$1 ip=$2 d=$PN_DIR/$1 t
+  local n=$1 ip=$2 d=$PN_DIR/$1
   PN_NAMES+=("$n")
   PN_IP[$n]=$ip
   mkdir -p "$d/state" "$d/pool" "$d/pods"
   in_ns ip addr add "$ip/32" dev lo || fail "address $ip"
   en_identity "$n"
-  t=$(now_micro)
-  k create -f - >/dev/null <<YAML || fail "create node $n"
-apiVersion: v1
-kind: Node
-metadata:
-  name: $n
-  labels: {kubernetes.io/hostname: $n, kubernetes.io/os: linux}
-YAML
-  k patch node "$n" --subresource=status --type=merge -p "{\"status\": {
-    \"addresses\": [{\"type\": \"InternalIP\", \"address\": \"$ip\"}, {\"type\": \"Hostname\", \"address\": \"$n\"}],
-    \"conditions\": [{\"type\": \"Ready\", \"status\": \"True\", \"reason\": \"KubeletReady\", \"message\": \"pretend\",
-                    \"lastHeartbeatTime\": \"${t%.*}Z\", \"lastTransitionTime\": \"${t%.*}Z\"}]}}" >/dev/null \
-    || fail "status of node $n"
+  pn_node_object "$n" "$ip"
   en_start "$n"
 }
 # en_start NAME: NAME's nodevold, enrolling with NAME's kubeconfig.

@@ -83,10 +83,9 @@ pn_renew_loop() {
 }
 
 # pn_add NAME IP POOL_SIZE: the address, the tmpfs pool, the certificate,
-# nodevold, then the Node (labelled nodevol.io/node=true, Ready, with
-# allocatable cpu/memory/pods: PN_MAX_PODS, default 110 as kubelet) and its Lease.
+# nodevold, then the Node, labelled nodevol.io/node=true (pn_node_object).
 pn_add() {
-  local n=$1 ip=$2 size=$3 d=$PN_DIR/$1 t
+  local n=$1 ip=$2 size=$3 d=$PN_DIR/$1
   PN_NAMES+=("$n")
   PN_IP[$n]=$ip
   mkdir -p "$d/state" "$d/pool" "$d/pods"
@@ -96,13 +95,22 @@ pn_add() {
   mount -t tmpfs -o "size=$size,mode=0755" "nvpn-$n" "$d/pool" || fail "tmpfs for $n"
   pn_cert "$n"
   pn_nodevold_start "$n"
+  pn_node_object "$n" "$ip" ', nodevol.io/node: "true"'
+}
+
+# pn_node_object NAME IP [LABELS]: the Node (Ready, with allocatable
+# cpu/memory/pods: PN_MAX_PODS, default 110 as kubelet; LABELS, e.g.
+# ', a: "b"', after the standard ones) and its Lease, renewed from now on.
+pn_node_object() {
+  local n=$1 ip=$2 labels=${3:-} d=$PN_DIR/$1 t
+  mkdir -p "$d"
   t=$(now_micro)
   k create -f - >/dev/null <<YAML || fail "create node $n"
 apiVersion: v1
 kind: Node
 metadata:
   name: $n
-  labels: {kubernetes.io/hostname: $n, kubernetes.io/os: linux, kubernetes.io/arch: amd64, nodevol.io/node: "true"}
+  labels: {kubernetes.io/hostname: $n, kubernetes.io/os: linux, kubernetes.io/arch: amd64$labels}
 YAML
   k patch node "$n" --subresource=status --type=merge -p "$(cat <<JSON
 {"status": {

@@ -84,19 +84,31 @@ bool Enroller::SleepFor(std::chrono::milliseconds d) {
 
 void Enroller::Loop() {
   Backoff backoff(std::chrono::seconds(1), std::chrono::minutes(1), 0.2);
+  // A node installed before the provisioner waits quietly: the same
+  // complaint is a warning the first time and every tenth, debug between.
+  std::string last_error;
+  int repeats = 0;
   for (;;) {
     auto next = std::chrono::system_clock::now() + config_.recheck;
     Status st = Pass(&next);
     std::chrono::milliseconds wait;
     if (st.ok()) {
       backoff.Reset();
+      last_error.clear();
       wait = std::chrono::duration_cast<std::chrono::milliseconds>(next - std::chrono::system_clock::now());
       wait = std::max(wait, std::chrono::milliseconds(1000));
     } else if (st.code() == Status::Code::kCancelled) {
       return;
     } else {
       wait = backoff.Next();
-      spdlog::warn("enrollment: {}; again in {} s", st.message(), wait.count() / 1000);
+      // A refusal is a decision, not a hiccup: asking again at once would
+      // pile up requests (a denied one stays an hour). Once per recheck.
+      if (st.code() == Status::Code::kPermissionDenied)
+        wait = std::max(wait, std::chrono::duration_cast<std::chrono::milliseconds>(config_.recheck));
+      repeats = st.message() == last_error ? repeats + 1 : 0;
+      last_error = st.message();
+      spdlog::log(repeats % 10 == 0 ? spdlog::level::warn : spdlog::level::debug, "enrollment: {}; again in {} s",
+                  st.message(), wait.count() / 1000);
     }
     if (!SleepFor(wait)) return;
   }

@@ -15,8 +15,8 @@
 //     port is known (Announce): the label the provisioner selects nodes by
 //     and the annotation nodevol.io/endpoint = address:port, written only
 //     when they differ.
-// A failed pass is retried after a backoff (1 s doubling to 1 min); a
-// complete one sleeps until the renewal is due or 10 minutes, whichever
+// A failed pass is retried after a backoff (1 s doubling to 1 min; a
+// request the signer refused, after the recheck interval); a complete one sleeps until the renewal is due or 10 minutes, whichever
 // is first (the CA bundle is re-read then, for CA rotation).
 #pragma once
 

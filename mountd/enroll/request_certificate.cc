@@ -69,7 +69,8 @@ Status RequestCertificate(kube::Api* api, const CertificateAsk& ask, const Sleep
     spdlog::info("enrollment: asked signer {} for a serving certificate for node {} ({}), request {}", kSignerName,
                  ask.node, ask.ips.empty() ? "no addresses" : fmt::format("{}", fmt::join(ask.ips, ", ")), name);
 
-    Backoff backoff(std::chrono::milliseconds(1000), std::chrono::milliseconds(30000), 0.2);
+    // The signer usually answers within a few hundred milliseconds.
+    Backoff backoff(std::chrono::milliseconds(250), std::chrono::milliseconds(30000), 0.2);
     int reads = 0;
     for (;;) {
       if (!sleep(backoff.Next())) return Status::Cancelled("stopping");
@@ -84,10 +85,10 @@ Status RequestCertificate(kube::Api* api, const CertificateAsk& ask, const Sleep
         continue;
       }
       if (std::string why; Refused(csr, &why))
-        return Status::FailedPrecondition("signer " + std::string(kSignerName) + " refused request " + name + ": " + why);
+        return Status::PermissionDenied("signer " + std::string(kSignerName) + " refused request " + name + ": " + why);
       std::string encoded = kube::Str(kube::Obj(csr, "status"), "certificate");
       if (encoded.empty()) {
-        if (++reads == 10)
+        if (++reads == 12)
           spdlog::warn("enrollment: request {} not answered yet; is nodevol-provisioner running with a node CA "
                        "(--node-ca-secret)? Still waiting", name);
         continue;

@@ -6,11 +6,11 @@
 // Then the request is read until the signer answers:
 //  - a certificate: checked (it is the key's and names the node) and
 //    returned with the key;
-//  - Denied or Failed: FAILED_PRECONDITION with the signer's reason and
+//  - Denied or Failed: PERMISSION_DENIED with the signer's reason and
 //    message (the request is not made again by this call);
 //  - the request deleted unanswered (the apiserver's cleaner removes
 //    requests pending for a day): a new key and request.
-// Reads back off from 1 s to 30 s while nobody answers, as when the
+// Reads back off from 250 ms to 30 s while nobody answers, as when the
 // provisioner is down. `sleep` waits and returns false when the caller is
 // stopping, which ends the call with CANCELLED.
 #pragma once

@@ -9,6 +9,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "base/host_port.h"
 #include "kube/base64.h"
 
 namespace nodevol::kube {
@@ -244,9 +245,7 @@ Status LoadInCluster(const InClusterSource& source, Config* out) {
   }
   fs::path dir = fs::path(source.root) / "var/run/secrets/kubernetes.io/serviceaccount";
   Config c;
-  std::string host = source.host;
-  if (host.find(':') != std::string::npos) host = "[" + host + "]";  // IPv6 literal
-  c.server = "https://" + host + ":" + source.port;
+  c.server = "https://" + JoinHostPort(source.host, source.port);
   c.token_file = (dir / "token").string();
   c.ca_file = (dir / "ca.crt").string();
   std::string token;

@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/host_port.h"
+
 namespace nodevol::kube {
 namespace {
 
@@ -144,7 +146,7 @@ Result SimpleClient::Call(const char* method, const std::string& path, const cha
   x.request.method_string(method);
   x.request.target(prefix_ + path);
   x.request.version(11);
-  x.request.set(http::field::host, host_.find(':') != std::string::npos ? "[" + host_ + "]:" + port_ : host_ + ":" + port_);
+  x.request.set(http::field::host, JoinHostPort(host_, port_));
   x.request.set(http::field::user_agent, user_agent_);
   x.request.set(http::field::accept, "application/json");
   x.request.set(http::field::connection, "close");

@@ -7,6 +7,7 @@
 
 #include "base/atomic_file.h"
 #include "base/backoff.h"
+#include "base/host_port.h"
 #include "kube/api.h"
 #include "kube/fields.h"
 
@@ -15,11 +16,6 @@ namespace {
 
 bool IsWildcard(const std::string& host) {
   return host.empty() || host == "0.0.0.0" || host == "[::]" || host == "::";
-}
-
-std::string HostPort(const std::string& host, int port) {
-  bool v6 = host.find(':') != std::string::npos && host.front() != '[';
-  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
 std::string AsText(const std::vector<std::string>& v) {
@@ -216,7 +212,7 @@ Status Enroller::AnnounceOn(const nlohmann::json& node, const std::vector<std::s
     if (ips.empty()) return Status::Unavailable("Node " + config_.node + " has no InternalIP address to announce");
     host = ips.front();
   }
-  std::string endpoint = HostPort(host, port);
+  std::string endpoint = JoinHostPort(host, port);
   const auto& meta = kube::Obj(node, "metadata");
   auto labels = kube::StringMap(kube::Obj(meta, "labels"));
   auto annotations = kube::StringMap(kube::Obj(meta, "annotations"));

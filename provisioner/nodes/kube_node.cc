@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/host_port.h"
 #include "controller/names.h"
 #include "kube/fields.h"
 
@@ -22,18 +23,10 @@ KubeNode DecodeNode(const nlohmann::json& node) {
   return n;
 }
 
-namespace {
-
-std::string HostPort(const std::string& ip, int port) {
-  return (ip.find(':') != std::string::npos ? "[" + ip + "]" : ip) + ":" + std::to_string(port);
-}
-
-}  // namespace
-
 std::string DialAddress(const KubeNode& node, int default_port, std::string* ignored) {
   ignored->clear();
   if (node.internal_ip.empty()) return "";
-  std::string fallback = HostPort(node.internal_ip, default_port);
+  std::string fallback = JoinHostPort(node.internal_ip, default_port);
   if (node.endpoint.empty()) return fallback;
   auto refuse = [&](const std::string& why) {
     *ignored = std::string("annotation ") + kAnnEndpoint + "=\"" + node.endpoint + "\" " + why + "; dialling " +
@@ -52,7 +45,7 @@ std::string DialAddress(const KubeNode& node, int default_port, std::string* ign
   if (port_text.empty() || port < 1 || port > 65535) return refuse("has no valid port");
   if (std::find(node.internal_ips.begin(), node.internal_ips.end(), host) == node.internal_ips.end())
     return refuse("names an address that is not one of the Node's InternalIP addresses");
-  return HostPort(host, port);
+  return JoinHostPort(host, port);
 }
 
 }  // namespace nodevol::provisioner

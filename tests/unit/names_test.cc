@@ -4,6 +4,8 @@
 
 #include <vector>
 
+#include "base/host_port.h"
+
 namespace nodevol {
 namespace {
 
@@ -33,6 +35,13 @@ TEST(PoolName, LowerCaseDnsLabel) {
   EXPECT_FALSE(ValidatePoolName("-x").ok());
   EXPECT_FALSE(ValidatePoolName("a_b").ok());
   EXPECT_FALSE(ValidatePoolName(std::string(64, 'a')).ok());
+}
+
+TEST(JoinHostPort, BracketsIpv6LiteralsOnly) {
+  EXPECT_EQ(JoinHostPort("10.0.0.1", 9809), "10.0.0.1:9809");
+  EXPECT_EQ(JoinHostPort("fd00::1", 9809), "[fd00::1]:9809");
+  EXPECT_EQ(JoinHostPort("[fd00::1]", "443"), "[fd00::1]:443");
+  EXPECT_EQ(JoinHostPort("node-1.example.com", "6443"), "node-1.example.com:6443");
 }
 
 }  // namespace

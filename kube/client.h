@@ -23,7 +23,7 @@
 
 #include "base/status.h"
 #include "base/version.h"
-#include "kube/api.h"
+#include "kube/http_api.h"
 #include "kube/config.h"
 #include "kube/result.h"
 #include "kube/token_source.h"
@@ -50,7 +50,7 @@ struct ListOptions {
   std::string resource_version;
 };
 
-class Client : public Api {
+class Client : public HttpApi {
  public:
   // Validates the config (server URL) and prepares the client.
   static Status New(Config config, ClientOptions options, std::unique_ptr<Client>* out);
@@ -58,7 +58,8 @@ class Client : public Api {
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
 
-  Result Get(const std::string& path, nlohmann::json* out) override;
+  // Get, Create, Update, MergePatch, Delete: HttpApi's (http_api.h).
+
   // All pages of a collection (`limit` per page, following metadata.continue;
   // an expired continue token restarts the list). *out gets {"items": [...],
   // "metadata": {"resourceVersion": <of the list>}}.
@@ -70,18 +71,6 @@ class Client : public Api {
   Result ListEach(const std::string& path, const ListOptions& options,
                   const std::function<void(nlohmann::json&&)>& each, const std::function<void()>& restart,
                   std::string* list_rv);
-  // POST to a collection.
-  Result Create(const std::string& collection_path, const nlohmann::json& object,
-                nlohmann::json* out = nullptr) override;
-  // PUT; carries the object's metadata.resourceVersion, so a stale one is Conflict.
-  Result Update(const std::string& path, const nlohmann::json& object, nlohmann::json* out = nullptr) override;
-  // PATCH application/merge-patch+json (null deletes a key). Put
-  // metadata.resourceVersion in the patch to make it conditional.
-  Result MergePatch(const std::string& path, const nlohmann::json& patch, nlohmann::json* out = nullptr) override;
-  // DELETE with preconditions {uid, resourceVersion}; a mismatch is Conflict.
-  Result Delete(const std::string& path, const DeletePreconditions& preconditions,
-                nlohmann::json* out = nullptr) override;
-
   // A streaming GET (watches): `on_data` receives the body of a 2xx answer
   // as it arrives and may return false to stop. Ends when the server ends
   // the body (OK), at `total_timeout`, or soon (about a second at most)
@@ -96,10 +85,12 @@ class Client : public Api {
 
   struct Request;  // one HTTP exchange; defined in client.cc
 
+ protected:
+  Result Do(const char* method, const std::string& path, std::string_view content_type, const std::string* body,
+            nlohmann::json* out) override;
+
  private:
   Client(Config config, ClientOptions options);
-  Result Do(const char* method, const std::string& path, std::string_view content_type, const std::string* body,
-            nlohmann::json* out);
   Result Perform(Request& request);
   // How long to wait before sending request again after result (the
   // server's Retry-After; ClientOptions::throttle_retries), or nothing.

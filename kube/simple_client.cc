@@ -136,8 +136,8 @@ Status SimpleClient::New(Config config, std::string user_agent, std::chrono::mil
   return Status::Ok();
 }
 
-Result SimpleClient::Call(const char* method, const std::string& path, const char* content_type,
-                          const std::string* body, nlohmann::json* out) {
+Result SimpleClient::Do(const char* method, const std::string& path, std::string_view content_type,
+                        const std::string* body, nlohmann::json* out) {
   ssl::context ctx(ssl::context::tls_client);
   std::string error;
   if (!MakeContext(config_, &ctx, &error)) return Result::NetworkError(error);
@@ -158,7 +158,7 @@ Result SimpleClient::Call(const char* method, const std::string& path, const cha
   }
   if (!token.empty()) x.request.set(http::field::authorization, "Bearer " + token);
   if (body) {
-    x.request.set(http::field::content_type, content_type);
+    x.request.set(http::field::content_type, std::string(content_type));
     x.request.body() = *body;
   }
   x.request.prepare_payload();
@@ -185,31 +185,6 @@ Result SimpleClient::Call(const char* method, const std::string& path, const cha
       return Result(Result::Code::kOther, status, "", std::string(method) + " " + path + ": the answer is not JSON");
   }
   return r;
-}
-
-Result SimpleClient::Get(const std::string& path, nlohmann::json* out) { return Call("GET", path, nullptr, nullptr, out); }
-
-Result SimpleClient::Create(const std::string& collection_path, const nlohmann::json& object, nlohmann::json* out) {
-  std::string body = object.dump();
-  return Call("POST", collection_path, "application/json", &body, out);
-}
-
-Result SimpleClient::Update(const std::string& path, const nlohmann::json& object, nlohmann::json* out) {
-  std::string body = object.dump();
-  return Call("PUT", path, "application/json", &body, out);
-}
-
-Result SimpleClient::MergePatch(const std::string& path, const nlohmann::json& patch, nlohmann::json* out) {
-  std::string body = patch.dump();
-  return Call("PATCH", path, "application/merge-patch+json", &body, out);
-}
-
-Result SimpleClient::Delete(const std::string& path, const DeletePreconditions& preconditions, nlohmann::json* out) {
-  nlohmann::json options = {{"kind", "DeleteOptions"}, {"apiVersion", "v1"}, {"preconditions", {{"uid", preconditions.uid}}}};
-  if (!preconditions.resource_version.empty())
-    options["preconditions"]["resourceVersion"] = preconditions.resource_version;
-  std::string body = options.dump();
-  return Call("DELETE", path, "application/json", &body, out);
 }
 
 }  // namespace nodevol::kube

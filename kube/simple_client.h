@@ -16,28 +16,25 @@
 #include <string>
 
 #include "base/status.h"
-#include "kube/api.h"
+#include "kube/http_api.h"
 #include "kube/config.h"
 
 namespace nodevol::kube {
 
-class SimpleClient : public Api {
+class SimpleClient : public HttpApi {
  public:
   // INVALID_ARGUMENT when the server is not an https:// URL.
   static Status New(Config config, std::string user_agent, std::chrono::milliseconds timeout,
                     std::unique_ptr<SimpleClient>* out);
 
-  Result Get(const std::string& path, nlohmann::json* out) override;
-  Result Create(const std::string& collection_path, const nlohmann::json& object, nlohmann::json* out = nullptr) override;
-  Result Update(const std::string& path, const nlohmann::json& object, nlohmann::json* out = nullptr) override;
-  Result MergePatch(const std::string& path, const nlohmann::json& patch, nlohmann::json* out = nullptr) override;
-  Result Delete(const std::string& path, const DeletePreconditions& preconditions,
-                nlohmann::json* out = nullptr) override;
+  // The calls: HttpApi's (http_api.h).
+
+ protected:
+  Result Do(const char* method, const std::string& path, std::string_view content_type, const std::string* body,
+            nlohmann::json* out) override;
 
  private:
   SimpleClient() = default;
-  Result Call(const char* method, const std::string& path, const char* content_type, const std::string* body,
-              nlohmann::json* out);
 
   Config config_;
   std::string host_, port_, prefix_, user_agent_;

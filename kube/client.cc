@@ -2,7 +2,6 @@
 
 #include "kube/call_timeout.h"
 
-#include <curl/curl.h>
 #include <spdlog/spdlog.h>
 
 #include <cctype>
@@ -13,8 +12,10 @@
 namespace nodevol::kube {
 namespace {
 
-// Bodies of error answers to streaming requests are kept up to this size.
-constexpr size_t kMaxErrorBody = 64 * 1024;
+using Clock = std::chrono::steady_clock;
+
+// Idle connections kept for reuse; more are closed when returned.
+constexpr size_t kMaxIdle = 32;
 
 struct UrlParts {
   std::string scheme, host, port, path;
@@ -28,6 +29,7 @@ bool SplitUrl(const std::string& url, UrlParts* p) {
   size_t slash = rest.find('/');
   std::string authority = rest.substr(0, slash);
   p->path = slash == std::string::npos ? "" : rest.substr(slash);
+  while (!p->path.empty() && p->path.back() == '/') p->path.pop_back();
   size_t colon = authority.rfind(':');
   size_t bracket = authority.rfind(']');
   if (colon != std::string::npos && (bracket == std::string::npos || colon > bracket)) {
@@ -37,19 +39,9 @@ bool SplitUrl(const std::string& url, UrlParts* p) {
     p->host = authority;
     p->port = p->scheme == "https" ? "443" : "80";
   }
-  return !p->host.empty();
+  if (p->host.size() > 2 && p->host.front() == '[' && p->host.back() == ']') p->host = p->host.substr(1, p->host.size() - 2);
+  return !p->host.empty() && !p->port.empty();
 }
-
-void GlobalInit() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
-
-struct CurlSlist {
-  curl_slist* list = nullptr;
-  ~CurlSlist() { curl_slist_free_all(list); }
-  void Add(const std::string& s) { list = curl_slist_append(list, s.c_str()); }
-};
 
 }  // namespace
 
@@ -63,47 +55,16 @@ struct Client::Request {
   const std::atomic<bool>* cancel = nullptr;
   std::chrono::milliseconds timeout{0};
   // Out.
-  CURL* curl = nullptr;
   long http_status = 0;
   std::string response;
   bool stopped_by_callback = false;
 };
-
-namespace {
-
-size_t WriteCallback(char* data, size_t size, size_t n, void* user) {
-  auto* r = static_cast<Client::Request*>(user);
-  size_t len = size * n;
-  if (r->on_data != nullptr) {
-    long status = 0;
-    curl_easy_getinfo(r->curl, CURLINFO_RESPONSE_CODE, &status);
-    if (status >= 200 && status < 300) {
-      if (!(*r->on_data)(std::string_view(data, len))) {
-        r->stopped_by_callback = true;
-        return 0;  // aborts the transfer
-      }
-      return len;
-    }
-    if (r->response.size() + len > kMaxErrorBody) return len;  // keep a bounded excerpt
-  }
-  r->response.append(data, len);
-  return len;
-}
-
-int ProgressCallback(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
-  auto* r = static_cast<Client::Request*>(user);
-  // libcurl calls this about once a second even when no data flows.
-  return r->cancel != nullptr && r->cancel->load() ? 1 : 0;
-}
-
-}  // namespace
 
 Status Client::New(Config config, ClientOptions options, std::unique_ptr<Client>* out) {
   UrlParts u;
   if (!SplitUrl(config.server, &u) || (u.scheme != "https" && u.scheme != "http")) {
     return Status::InvalidArgument("apiserver URL \"" + config.server + "\" is not an http(s) URL");
   }
-  GlobalInit();
   out->reset(new Client(std::move(config), std::move(options)));
   return Status::Ok();
 }
@@ -114,36 +75,33 @@ Client::Client(Config config, ClientOptions options) : config_(std::move(config)
   } else if (!config_.token_file.empty()) {
     token_ = TokenSource::File(config_.token_file, options_.token_refresh);
   }
-  url_base_ = config_.server;
   UrlParts u;
-  if (!config_.tls_server_name.empty() && SplitUrl(config_.server, &u)) {
-    // Verify the certificate (and send SNI) for tls-server-name while
-    // connecting to the configured host: ask for the name, route it there.
-    url_base_ = u.scheme + "://" + config_.tls_server_name + ":" + u.port + u.path;
-    connect_to_ = config_.tls_server_name + ":" + u.port + ":" + u.host + ":" + u.port;
-  }
+  SplitUrl(config_.server, &u);  // checked by New
+  endpoint_.host = u.host;
+  endpoint_.port = u.port;
+  endpoint_.tls = u.scheme == "https";
+  // tls-server-name: connect to the configured host, verify (and send
+  // SNI for) the name given.
+  endpoint_.server_name = config_.tls_server_name.empty() ? u.host : config_.tls_server_name;
+  prefix_ = u.path;
 }
 
-Client::~Client() {
-  for (void* h : idle_) curl_easy_cleanup(static_cast<CURL*>(h));
-}
+Client::~Client() = default;
 
-void* Client::Acquire() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!idle_.empty()) {
-      CURL* h = static_cast<CURL*>(idle_.back());
-      idle_.pop_back();
-      curl_easy_reset(h);  // keeps its connections and TLS sessions
-      return h;
-    }
-  }
-  return curl_easy_init();
-}
-
-void Client::Release(void* handle) {
+std::unique_ptr<Connection> Client::TakeIdle() {
   std::lock_guard<std::mutex> lock(mu_);
-  idle_.push_back(handle);
+  while (!idle_.empty()) {
+    std::unique_ptr<Connection> c = std::move(idle_.back());
+    idle_.pop_back();
+    if (c->Reusable()) return c;
+  }
+  return nullptr;
+}
+
+void Client::Keep(std::unique_ptr<Connection> connection) {
+  if (!connection->Reusable()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (idle_.size() < kMaxIdle) idle_.push_back(std::move(connection));
 }
 
 std::string Client::EscapeQuery(std::string_view value) {
@@ -161,131 +119,89 @@ std::string Client::EscapeQuery(std::string_view value) {
   return out;
 }
 
+Result Client::Attempt(Request& r) {
+  r.response.clear();
+  r.http_status = 0;
+  const std::string what = std::string(r.method) + " " + config_.server + r.path;
+  // A ScopedCallTimeout on this thread caps the whole request.
+  auto now = Clock::now();
+  Clock::time_point deadline = now + r.timeout;
+  Clock::time_point connect_deadline = now + options_.connect_timeout;
+  if (auto call = ScopedCallTimeout::Deadline()) {
+    if (*call <= now) return Result::NetworkError(what + ": not sent, its deadline has passed");
+    deadline = std::min(deadline, *call);
+    connect_deadline = std::min(connect_deadline, *call);
+  }
+  connect_deadline = std::min(connect_deadline, deadline);
+
+  Exchange x;
+  x.method = r.method;
+  x.target = prefix_ + r.path;
+  x.headers = {{"User-Agent", options_.user_agent}, {"Accept", "application/json"}};
+  if (!r.content_type.empty()) x.headers.emplace_back("Content-Type", std::string(r.content_type));
+  Status token_err;
+  std::string token = token_.Get(&token_err);
+  // The Authorization header lives only in this exchange.
+  if (!token.empty()) x.headers.emplace_back("Authorization", "Bearer " + token);
+  x.body = r.body;
+  x.deadline = deadline;
+  x.on_data = r.on_data;
+  x.cancel = r.cancel;
+
+  std::string error;
+  Connection::Outcome o;
+  bool fresh = false;
+  std::unique_ptr<Connection> c = TakeIdle();
+  // A pooled connection the server closed as the request went out fails
+  // before any answer: sent again once on a new connection, unless it was
+  // a POST (which might then have been carried out).
+  for (int tries = 0;; ++tries) {
+    if (c == nullptr) {
+      std::shared_ptr<TlsContext> tls;
+      if (endpoint_.tls) {
+        Status st = TlsContext::Make(config_, &tls);
+        if (!st.ok()) return Result::NetworkError(what + ": " + st.message());
+      }
+      o = Connection::Open(endpoint_, std::move(tls), connect_deadline, &c, &error);
+      if (o != Connection::Outcome::kOk) {
+        if (!token_err.ok()) error += "; " + token_err.message();
+        return Result::NetworkError(what + ": " + error);
+      }
+      fresh = true;
+    }
+    o = c->Do(x, &error);
+    if (o == Connection::Outcome::kFailed && !fresh && !x.answered && tries == 0 &&
+        std::string_view(r.method) != "POST") {
+      c.reset();
+      continue;
+    }
+    break;
+  }
+  if (o == Connection::Outcome::kCancelled || (o == Connection::Outcome::kOk && x.stopped)) {
+    r.stopped_by_callback = x.stopped;
+    return Result::Cancelled();
+  }
+  if (o != Connection::Outcome::kOk) {
+    if (!token_err.ok()) error += "; " + token_err.message();
+    spdlog::debug("kube {} {}: {}", r.method, r.path, error);
+    return Result::NetworkError(what + ": " + error);
+  }
+  Keep(std::move(c));
+  r.http_status = x.status;
+  r.response = std::move(x.response);
+  Result result = Result::FromHttp(x.status, r.response, x.retry_after);
+  // Whether this request paid for a new connection (TCP and TLS).
+  spdlog::debug("kube {} {} -> {} in {} ms{}", r.method, r.path,
+                result.ok() ? std::to_string(x.status) : result.ToString(),
+                std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - now).count(),
+                fresh ? " (new connection)" : "");
+  return result;
+}
+
 Result Client::Perform(Request& r) {
   bool token_reread = false;
   for (int throttled = 0;;) {
-    CURL* h = static_cast<CURL*>(Acquire());
-    if (h == nullptr) return Result::NetworkError("curl_easy_init failed");
-    r.curl = h;
-    r.response.clear();
-    r.http_status = 0;
-    char errbuf[CURL_ERROR_SIZE] = {0};
-    std::string url = url_base_ + r.path;
-    curl_easy_setopt(h, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "https,http");
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);  // threads: no SIGALRM for DNS timeouts
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-    curl_easy_setopt(h, CURLOPT_USERAGENT, options_.user_agent.c_str());
-    // A ScopedCallTimeout on this thread caps the whole request (curl's 0
-    // would mean "no limit": at least 1 ms).
-    long connect_ms = static_cast<long>(options_.connect_timeout.count());
-    long total_ms = static_cast<long>(r.timeout.count());
-    if (auto deadline = ScopedCallTimeout::Deadline()) {
-      long left = static_cast<long>(
-          std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - std::chrono::steady_clock::now()).count());
-      if (left <= 0) {
-        Release(h);
-        r.curl = nullptr;
-        return Result::NetworkError(std::string(r.method) + " " + config_.server + r.path +
-                                    ": not sent, its deadline has passed");
-      }
-      connect_ms = std::min(connect_ms, left);
-      total_ms = r.timeout.count() > 0 ? std::min(total_ms, left) : left;
-    }
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, total_ms);
-    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(h, CURLOPT_TCP_KEEPIDLE, 30L);
-    curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, 15L);
-    curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");  // gzip for large lists
-    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, r.method);
-    if (r.body != nullptr) {
-      curl_easy_setopt(h, CURLOPT_POSTFIELDS, r.body->data());
-      curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(r.body->size()));
-    } else if (std::string_view(r.method) == "GET") {
-      curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
-    }
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, WriteCallback);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &r);
-    if (r.cancel != nullptr) {
-      curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-      curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, ProgressCallback);
-      curl_easy_setopt(h, CURLOPT_XFERINFODATA, &r);
-    }
-    // TLS.
-    if (config_.insecure_skip_tls_verify) {
-      curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
-      curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
-    }
-    curl_blob blob;
-    if (!config_.ca_data.empty()) {
-      blob = {const_cast<char*>(config_.ca_data.data()), config_.ca_data.size(), CURL_BLOB_COPY};
-      curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob);
-    } else if (!config_.ca_file.empty()) {
-      curl_easy_setopt(h, CURLOPT_CAINFO, config_.ca_file.c_str());
-    }
-    if (!config_.client_cert_data.empty()) {
-      blob = {const_cast<char*>(config_.client_cert_data.data()), config_.client_cert_data.size(), CURL_BLOB_COPY};
-      curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &blob);
-      curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
-    } else if (!config_.client_cert_file.empty()) {
-      curl_easy_setopt(h, CURLOPT_SSLCERT, config_.client_cert_file.c_str());
-    }
-    if (!config_.client_key_data.empty()) {
-      blob = {const_cast<char*>(config_.client_key_data.data()), config_.client_key_data.size(), CURL_BLOB_COPY};
-      curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &blob);
-      curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
-    } else if (!config_.client_key_file.empty()) {
-      curl_easy_setopt(h, CURLOPT_SSLKEY, config_.client_key_file.c_str());
-    }
-    CurlSlist connect_to;
-    if (!connect_to_.empty()) {
-      connect_to.Add(connect_to_);
-      curl_easy_setopt(h, CURLOPT_CONNECT_TO, connect_to.list);
-    }
-    // Headers. The Authorization header lives only in this list.
-    CurlSlist headers;
-    headers.Add("Accept: application/json");
-    if (!r.content_type.empty()) headers.Add("Content-Type: " + std::string(r.content_type));
-    Status token_err;
-    std::string token = token_.Get(&token_err);
-    if (!token.empty()) headers.Add("Authorization: Bearer " + token);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers.list);
-
-    auto t0 = std::chrono::steady_clock::now();
-    CURLcode rc = curl_easy_perform(h);
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r.http_status);
-    // For the debug line: whether this request paid for a new connection
-    // (TCP and TLS) rather than reusing the handle's.
-    long connects = 0;
-    curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &connects);
-    long retry_after = -1;
-    curl_header* hdr = nullptr;
-    if (rc == CURLE_OK && curl_easy_header(h, "Retry-After", 0, CURLH_HEADER, -1, &hdr) == CURLHE_OK) {
-      retry_after = std::strtol(hdr->value, nullptr, 10);
-    }
-    // Options pointing at this frame's memory must not outlive it.
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, nullptr);
-    curl_easy_setopt(h, CURLOPT_CONNECT_TO, nullptr);
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, nullptr);
-    Release(h);
-    r.curl = nullptr;
-    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
-
-    Result result;
-    if (rc == CURLE_ABORTED_BY_CALLBACK || (rc == CURLE_WRITE_ERROR && r.stopped_by_callback)) {
-      result = Result::Cancelled();
-    } else if (rc != CURLE_OK) {
-      std::string msg = std::string(r.method) + " " + config_.server + r.path + ": " + curl_easy_strerror(rc);
-      if (errbuf[0] != '\0') msg += std::string(" (") + errbuf + ")";
-      if (!token_err.ok()) msg += "; " + token_err.message();
-      result = Result::NetworkError(msg);
-    } else {
-      result = Result::FromHttp(static_cast<int>(r.http_status), r.response, retry_after);
-    }
-    spdlog::debug("kube {} {} -> {} in {} ms{}", r.method, r.path,
-                  result.ok() ? std::to_string(r.http_status) : result.ToString(), ms,
-                  connects ? " (new connection)" : "");
+    Result result = Attempt(r);
     // A rotated token: re-read the file once and retry.
     if (result.code() == Result::Code::kUnauthorized && !token_reread && token_.from_file()) {
       token_reread = true;
@@ -412,7 +328,7 @@ Result Client::Stream(const std::string& path_and_query, std::chrono::seconds to
   r.cancel = cancel;
   r.timeout = total_timeout;
   Result result = Perform(r);
-  // The server ending a watch at timeoutSeconds is normal; curl's own
+  // The server ending a watch at timeoutSeconds is normal; the client's own
   // timeout past it means the stream hung.
   return result;
 }

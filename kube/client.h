@@ -1,12 +1,13 @@
-// Client: a Kubernetes REST client over HTTPS (libcurl, OpenSSL), safe to
-// use from many threads at once.
+// Client: a Kubernetes REST client over HTTPS (Boost.Beast over OpenSSL,
+// kube/connection.h), safe to use from many threads at once.
 //
 // Paths are API paths ("/api/v1/namespaces/ns/configmaps/x"); objects are
 // JSON. Every call returns a Result that tells the outcomes callers branch on
 // apart (Conflict vs AlreadyExists, Expired, TooManyRequests...), keeping
 // the server's message. Each request has a connect and a total timeout. A
-// 401 re-reads the token file and retries once. Connections are reused
-// through a pool of curl handles. Tokens and keys are never logged.
+// 401 re-reads the token file and retries once. Connections (HTTP/1.1,
+// one request at a time each) are kept in a pool and reused; a new one
+// reads the kubeconfig's files again. Tokens and keys are never logged.
 #pragma once
 
 #include <atomic>
@@ -25,6 +26,7 @@
 #include "base/version.h"
 #include "kube/http_api.h"
 #include "kube/config.h"
+#include "kube/connection.h"
 #include "kube/result.h"
 #include "kube/token_source.h"
 
@@ -83,7 +85,7 @@ class Client : public HttpApi {
   // Percent-encodes a query parameter value.
   static std::string EscapeQuery(std::string_view value);
 
-  struct Request;  // one HTTP exchange; defined in client.cc
+  struct Request;  // one request and its answer; defined in client.cc
 
  protected:
   Result Do(const char* method, const std::string& path, std::string_view content_type, const std::string* body,
@@ -92,19 +94,21 @@ class Client : public HttpApi {
  private:
   Client(Config config, ClientOptions options);
   Result Perform(Request& request);
+  // One attempt: an exchange on a pooled connection or a new one.
+  Result Attempt(Request& request);
   // How long to wait before sending request again after result (the
   // server's Retry-After; ClientOptions::throttle_retries), or nothing.
   std::optional<std::chrono::seconds> ThrottleWait(const Request& request, const Result& result, int throttled) const;
-  void* Acquire();
-  void Release(void* handle);
+  std::unique_ptr<Connection> TakeIdle();
+  void Keep(std::unique_ptr<Connection> connection);
 
   const Config config_;
   const ClientOptions options_;
   TokenSource token_;
-  std::string connect_to_;  // CURLOPT_CONNECT_TO entry for tls-server-name
-  std::string url_base_;    // server URL, host replaced by tls-server-name when set
+  Endpoint endpoint_;   // the host to connect to, and the name to verify
+  std::string prefix_;  // the server URL's path, before every request's
   std::mutex mu_;
-  std::vector<void*> idle_;  // CURL* handles with live connections
+  std::vector<std::unique_ptr<Connection>> idle_;
 };
 
 }  // namespace nodevol::kube

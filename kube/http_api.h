@@ -1,6 +1,6 @@
 // HttpApi: the five object calls of Api as HTTP requests, written once for
-// both clients (Client, the provisioner's pooled libcurl one; SimpleClient,
-// nodevold's Boost.Beast one): the method, the content type, the JSON
+// both clients (Client, the provisioner's pooled one; SimpleClient,
+// nodevold's one connection a call): the method, the content type, the JSON
 // body, and Delete's preconditions (a uid is required: never delete a
 // namesake). A client supplies Do, one request whose 2xx answer's JSON goes
 // to *out when out is not null.

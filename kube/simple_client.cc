@@ -1,71 +1,13 @@
 #include "kube/simple_client.h"
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/ssl.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <boost/beast/ssl.hpp>
-
 #include <fstream>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
-
 #include "base/host_port.h"
+#include "kube/connection.h"
 
 namespace nodevol::kube {
 namespace {
-
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-namespace ssl = asio::ssl;
-using tcp = asio::ip::tcp;
-
-struct Exchange {
-  http::request<http::string_body> request;
-  http::response<http::string_body> response;
-};
-
-// One exchange, step by step: each step is an asynchronous operation run
-// to completion on `io`, so the stream's deadline (expires_after) bounds
-// the connect, the handshake and the reads, which blocking calls would not.
-beast::error_code Run(asio::io_context& io, ssl::context& ctx, const std::string& host, const std::string& port,
-                      const std::string& server_name, std::chrono::milliseconds timeout, Exchange& x) {
-  beast::error_code ec;
-  auto step = [&](auto&& start) {
-    ec = {};
-    start([&ec](beast::error_code e, auto&&...) { ec = e; });
-    io.restart();
-    io.run();
-    return !ec;
-  };
-  tcp::resolver resolver(io);
-  tcp::resolver::results_type endpoints;
-  if (!step([&](auto h) {
-        resolver.async_resolve(host, port, [&endpoints, h](beast::error_code e, tcp::resolver::results_type r) {
-          endpoints = std::move(r);
-          h(e);
-        });
-      }))
-    return ec;
-  beast::ssl_stream<beast::tcp_stream> stream(io, ctx);
-  boost::system::error_code not_ip;
-  asio::ip::make_address(server_name, not_ip);
-  if (not_ip && !SSL_set_tlsext_host_name(stream.native_handle(), server_name.c_str()))
-    return beast::error_code(static_cast<int>(::ERR_get_error()), asio::error::get_ssl_category());
-  stream.set_verify_callback(ssl::host_name_verification(server_name));
-  beast::get_lowest_layer(stream).expires_after(timeout);
-  if (!step([&](auto h) { beast::get_lowest_layer(stream).async_connect(endpoints, h); })) return ec;
-  if (!step([&](auto h) { stream.async_handshake(ssl::stream_base::client, h); })) return ec;
-  if (!step([&](auto h) { http::async_write(stream, x.request, h); })) return ec;
-  beast::flat_buffer buffer;
-  if (!step([&](auto h) { http::async_read(stream, buffer, x.response, h); })) return ec;
-  // The answer is whole (its length was read) and the request said
-  // "Connection: close": no TLS shutdown to wait for, the socket just closes.
-  return {};
-}
 
 std::string ReadFileOr(const std::string& path, std::string* error) {
   std::ifstream in(path, std::ios::binary);
@@ -76,32 +18,6 @@ std::string ReadFileOr(const std::string& path, std::string* error) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-// The TLS context of one call: files are read now, so rotated ones apply.
-bool MakeContext(const Config& c, ssl::context* ctx, std::string* error) {
-  boost::system::error_code ec;
-  ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
-                   ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
-  if (c.insecure_skip_tls_verify) {
-    ctx->set_verify_mode(ssl::verify_none);
-  } else {
-    ctx->set_verify_mode(ssl::verify_peer);
-    if (!c.ca_data.empty()) ctx->add_certificate_authority(asio::buffer(c.ca_data), ec);
-    else if (!c.ca_file.empty()) ctx->load_verify_file(c.ca_file, ec);
-    else ctx->set_default_verify_paths(ec);
-    if (ec) return *error = "the apiserver's CA: " + ec.message(), false;
-  }
-  std::string cert = c.client_cert_data, key = c.client_key_data;
-  if (cert.empty() && !c.client_cert_file.empty()) cert = ReadFileOr(c.client_cert_file, error);
-  if (key.empty() && !c.client_key_file.empty()) key = ReadFileOr(c.client_key_file, error);
-  if (!error->empty()) return false;
-  if (!cert.empty()) {
-    ctx->use_certificate_chain(asio::buffer(cert), ec);
-    if (!ec) ctx->use_private_key(asio::buffer(key), ssl::context::pem, ec);
-    if (ec) return *error = "the client certificate or its key: " + ec.message(), false;
-  }
-  return true;
 }
 
 }  // namespace
@@ -138,51 +54,40 @@ Status SimpleClient::New(Config config, std::string user_agent, std::chrono::mil
 
 Result SimpleClient::Do(const char* method, const std::string& path, std::string_view content_type,
                         const std::string* body, nlohmann::json* out) {
-  ssl::context ctx(ssl::context::tls_client);
-  std::string error;
-  if (!MakeContext(config_, &ctx, &error)) return Result::NetworkError(error);
-
+  // The files are read now, so that rotated ones apply.
+  std::shared_ptr<TlsContext> tls;
+  if (Status st = TlsContext::Make(config_, &tls); !st.ok()) return Result::NetworkError(st.message());
   Exchange x;
-  x.request.method_string(method);
-  x.request.target(prefix_ + path);
-  x.request.version(11);
-  x.request.set(http::field::host, JoinHostPort(host_, port_));
-  x.request.set(http::field::user_agent, user_agent_);
-  x.request.set(http::field::accept, "application/json");
-  x.request.set(http::field::connection, "close");
+  x.method = method;
+  x.target = prefix_ + path;
+  x.headers = {{"User-Agent", user_agent_}, {"Accept", "application/json"}, {"Connection", "close"}};
+  std::string error;
   std::string token = config_.token;
   if (token.empty() && !config_.token_file.empty()) {
     token = ReadFileOr(config_.token_file, &error);
     if (!error.empty()) return Result::NetworkError(error);
     while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) token.pop_back();
   }
-  if (!token.empty()) x.request.set(http::field::authorization, "Bearer " + token);
+  if (!token.empty()) x.headers.emplace_back("Authorization", "Bearer " + token);
   if (body) {
-    x.request.set(http::field::content_type, std::string(content_type));
-    x.request.body() = *body;
+    x.headers.emplace_back("Content-Type", std::string(content_type));
+    x.body = body;
   }
-  x.request.prepare_payload();
+  x.deadline = Exchange::Clock::now() + timeout_;
 
-  const std::string server_name = config_.tls_server_name.empty() ? host_ : config_.tls_server_name;
-  asio::io_context io;
-  if (beast::error_code ec = Run(io, ctx, host_, port_, server_name, timeout_, x)) {
-    std::string what = ec == beast::error::timeout ? "no answer within " + std::to_string(timeout_.count()) + " ms"
-                                                   : ec.message();
-    return Result::NetworkError(std::string(method) + " " + config_.server + path + ": " + what);
+  Endpoint e{host_, port_, true, config_.tls_server_name.empty() ? host_ : config_.tls_server_name};
+  std::unique_ptr<Connection> c;
+  Connection::Outcome o = Connection::Open(e, std::move(tls), x.deadline, &c, &error);
+  if (o == Connection::Outcome::kOk) o = c->Do(x, &error);
+  if (o != Connection::Outcome::kOk) {
+    if (o == Connection::Outcome::kTimedOut) error = "no answer within " + std::to_string(timeout_.count()) + " ms (" + error + ")";
+    return Result::NetworkError(std::string(method) + " " + config_.server + path + ": " + error);
   }
-  long retry_after = -1;
-  if (auto it = x.response.find(http::field::retry_after); it != x.response.end()) {
-    try {
-      retry_after = std::stol(std::string(it->value()));
-    } catch (...) {
-    }
-  }
-  int status = static_cast<int>(x.response.result_int());
-  Result r = Result::FromHttp(status, x.response.body(), retry_after);
+  Result r = Result::FromHttp(x.status, x.response, x.retry_after);
   if (r.ok() && out) {
-    *out = nlohmann::json::parse(x.response.body(), nullptr, /*allow_exceptions=*/false);
+    *out = nlohmann::json::parse(x.response, nullptr, /*allow_exceptions=*/false);
     if (out->is_discarded())
-      return Result(Result::Code::kOther, status, "", std::string(method) + " " + path + ": the answer is not JSON");
+      return Result(Result::Code::kOther, x.status, "", std::string(method) + " " + path + ": the answer is not JSON");
   }
   return r;
 }

@@ -1,9 +1,7 @@
-// SimpleClient: kube::Api over HTTPS with Boost.Beast, one connection per
+// SimpleClient: kube::Api over HTTPS, one connection (connection.h) per
 // call. For nodevold's enrollment, which makes a handful of calls an hour
-// as the node itself: it must run on every node's distribution, and the
-// libcurl of RHEL 9 and Ubuntu 22.04 is older than what Client (client.h)
-// needs and versions its symbols differently from Debian's. Client stays
-// the provisioner's: pooled connections, watches, throttling.
+// as the node itself. Client is the provisioner's: pooled connections,
+// lists, watches, throttling, a token that rotates.
 //
 // Each call re-reads the kubeconfig's files (kubelet rotates its client
 // certificate in place), verifies the apiserver against the CA and the

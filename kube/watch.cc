@@ -49,7 +49,7 @@ Result Watch::Run(const Handler& handler) {
     }
     return true;
   };
-  // The server closes the stream at timeoutSeconds; curl's limit is a
+  // The server closes the stream at timeoutSeconds; the client's limit is a
   // margin past that, for a stream that hangs.
   Result r = client_->Stream(RequestPath(), std::chrono::seconds(options_.timeout_seconds + 30), on_data, cancel_);
   if (stopped) return stop_reason;

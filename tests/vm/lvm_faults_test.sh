@@ -6,6 +6,9 @@
 #   1. I/O errors past 100 MiB of the PV: mkfs of a new volume fails.
 #   2. The PV suspended (every I/O waits): lvcreate hangs past nodevold's
 #      deadline (--lvm-timeout-seconds=5).
+#      2b. A ready volume's LV suspended, then deleted: the unmount of its
+#      staging mount, and a raw block volume's wipe of its first MiB, are
+#      given up at the deadline (--mkfs-timeout-seconds=5).
 #   3. The new LV suspended the moment lvcreate makes it: lvcreate or mkfs
 #      hangs after the LV exists.
 #   4. The disk of a second pool pulled (virtio hot-unplug) under a
@@ -140,6 +143,49 @@ try_create v-hang fast 32Mi
 vm_log "retried in ${TOOK}s"
 vm_run vm_ctl volume delete v-hang
 expect_nothing_of v-hang
+
+vm_step "2b. a ready volume's LV suspended, then deleted: unmount and wipe are given up at the deadline"
+# The delete unmounts the staging mount (the filesystem's last unmount
+# writes it back) and overwrites the volume's first MiB before lvremove
+# (the next LV on those extents must not show this filesystem); both wait
+# on the suspended LV for as long as it stays suspended.
+vm_run vm_ctl volume create v-wipe --pool fast --size 32Mi
+wipe_dm=nv-$(lvs_of v-wipe | sed 's/-/--/g')
+vm_run dmsetup suspend --noflush "$wipe_dm"
+t0=$(now)
+RC=0
+OUT=$(vm_ctl volume delete v-wipe 2>&1) || RC=$?
+TOOK=$(since "$t0")
+vm_log "delete: exit $RC after ${TOOK}s: $OUT"
+((RC != 0)) || vm_fail "DeleteVolume succeeded with its LV suspended"
+grep -q "unmounting .* has not finished within 5000 ms" <<<"$OUT" || vm_fail "the error does not say the unmount did not finish: $OUT"
+awk -v t="$TOOK" 'BEGIN { exit !(t < 15) }' || vm_fail "the delete took ${TOOK}s: it waited on the disk, not its deadline"
+listed v-wipe || vm_fail "v-wipe's record is gone though its delete failed"
+[[ -n $(lvs_of v-wipe) ]] || vm_fail "v-wipe's LV is gone though its delete failed"
+t0=$(now)
+vm_run vm_ctl volume create d-2 --pool dir --size 16Mi
+vm_run vm_ctl volume create v-meanwhile --pool fast --size 16Mi
+vm_log "a dir and a fast create during the hang: $(since "$t0")s"
+vm_run dmsetup resume "$wipe_dm"
+for _ in $(seq 50); do vm_ctl volume delete v-wipe >/dev/null 2>&1 && break; sleep 0.2; done
+expect_nothing_of v-wipe
+# A raw block volume has no staging mount: its delete goes straight to
+# the wipe.
+vm_run vm_ctl volume create v-wipeb --pool fast --size 16Mi --block >/dev/null
+wipe_dm=nv-$(lvs_of v-wipeb | sed 's/-/--/g')
+vm_run dmsetup suspend --noflush "$wipe_dm"
+t0=$(now)
+RC=0
+OUT=$(vm_ctl volume delete v-wipeb 2>&1) || RC=$?
+TOOK=$(since "$t0")
+vm_log "block delete: exit $RC after ${TOOK}s: $OUT"
+grep -q "wiping the start of .* has not finished within 5000 ms" <<<"$OUT" || vm_fail "the block volume's delete: $OUT"
+listed v-wipeb && [[ -n $(lvs_of v-wipeb) ]] || vm_fail "v-wipeb's record or LV is gone though its delete failed"
+vm_run dmsetup resume "$wipe_dm"
+for _ in $(seq 50); do vm_ctl volume delete v-wipeb >/dev/null 2>&1 && break; sleep 0.2; done
+expect_nothing_of v-wipeb
+vm_run vm_ctl volume delete v-meanwhile
+vm_run vm_ctl volume delete d-2
 
 vm_step "3. the new LV suspended as soon as lvcreate makes it: the create hangs after the LV exists"
 (

@@ -18,6 +18,7 @@
 #include "backend/lvm/filesystem.h"
 #include "backend/lvm/lv_name.h"
 #include "backend/volume_root.h"
+#include "base/bounded_call.h"
 #include "base/size.h"
 #include "base/unique_fd.h"
 #include "mount/bind.h"
@@ -51,6 +52,9 @@ Status IsMountPoint(const std::string& dir, bool* mounted, dev_t* dev) {
 // device something still has mounted.
 Status ZeroStart(const std::string& device) {
   UniqueFd fd(::open(device.c_str(), O_WRONLY | O_EXCL | O_CLOEXEC));
+  if (fd.get() < 0 && errno == EBUSY)
+    return Status::Unavailable("open " + device + " to wipe it: it is busy (still mounted, or an earlier "
+                               "unmount or wipe of it still waits on the disk)");
   if (fd.get() < 0) return Status::FromErrno("open " + device + " to wipe it", errno);
   static const std::string zeros(1 << 20, '\0');
   size_t done = 0;
@@ -362,7 +366,8 @@ Status LvmBackend::CreateAttempt(VolumeRecord* record, bool resumed, bool may_re
   }
   if (record->spec.block) {
     // Not ready yet, so nobody has the device: (re)zeroing loses nothing.
-    if (!options_.thin) NODEVOL_RETURN_IF_ERROR(ZeroAll(device));
+    if (!options_.thin)
+      NODEVOL_RETURN_IF_ERROR(CallWithin(mkfs_timeout_, "zeroing " + device, [device] { return ZeroAll(device); }));
     record->attributes = {{"vg", options_.vg}, {"lv", lv->name}, {"device", device},
                           {"lv_bytes", std::to_string(lv->size)}};
     spdlog::info("pool {}: volume {} is {} LV {}/{} ({} bytes, raw block)", pool_, name,
@@ -408,7 +413,7 @@ Status LvmBackend::Delete(const VolumeRecord& record) {
                  name, options_.vg, lv->name);
     return Status::Ok();
   }
-  NODEVOL_RETURN_IF_ERROR(Unmount(dir).WithContext("unmount staging " + dir));
+  NODEVOL_RETURN_IF_ERROR(UnmountStaging(dir).WithContext("unmount staging " + dir));
   // The report is the cached one when the VG metadata is unchanged since,
   // which misses a change someone made while a command of ours ran
   // (lvm.h). Whatever is stacked on an active thick LV shows in its
@@ -434,7 +439,9 @@ Status LvmBackend::Delete(const VolumeRecord& record) {
     if (!lv->thin_volume() && lv->active() && record.state != VolumeState::kCreating) {
       std::string device;
       NODEVOL_RETURN_IF_ERROR(DeviceOf(*lv, &device));
-      NODEVOL_RETURN_IF_ERROR(ZeroStart(device));
+      // Bounded: a disk that stops answering holds the write for ever.
+      NODEVOL_RETURN_IF_ERROR(
+          CallWithin(mkfs_timeout_, "wiping the start of " + device, [device] { return ZeroStart(device); }));
     }
     NODEVOL_RETURN_IF_ERROR(lvm_->Remove(options_.vg, lv->name, lv->uuid));
     spdlog::info("pool {}: removed LV {}/{} of volume {}", pool_, options_.vg, lv->name, name);
@@ -472,7 +479,7 @@ Status LvmBackend::Expand(VolumeRecord* record, uint64_t new_size) {
   NODEVOL_RETURN_IF_ERROR(DeviceOf(*lv, &device));
   Status grown = GrowFs(FsOf(*record), device, StagingDir(name), mkfs_timeout_);
   if (mounted_now) {
-    Status st = Unmount(StagingDir(name));
+    Status st = UnmountStaging(StagingDir(name));
     if (grown.ok()) grown = st;
   }
   NODEVOL_RETURN_IF_ERROR(grown.WithContext("grow the filesystem of " + name));
@@ -533,7 +540,11 @@ bool LvmBackend::StagedAlready(const VolumeRecord& record) const {
 
 Status LvmBackend::Unstage(const VolumeRecord& record) {
   if (record.spec.block) return Status::Ok();
-  return Unmount(StagingDir(record.spec.name));
+  return UnmountStaging(StagingDir(record.spec.name));
+}
+
+Status LvmBackend::UnmountStaging(const std::string& dir) const {
+  return CallWithin(mkfs_timeout_, "unmounting " + dir, [dir] { return Unmount(dir); });
 }
 
 Status LvmBackend::Check(const VolumeRecord& record) {

@@ -85,6 +85,9 @@ class LvmBackend : public Backend {
   // removed and made again, once (may_recreate).
   Status CreateAttempt(VolumeRecord* record, bool resumed, bool may_recreate);
   std::string StagingDir(const std::string& volume) const { return staging_root_ + "/" + volume; }
+  // Unmounts a staging dir within mkfs_timeout_: the last unmount of a
+  // filesystem writes it back, which waits for as long as its disk does.
+  Status UnmountStaging(const std::string& dir) const;
   // Our LV of `volume` in *lv (nullptr when there is none); FAILED_PRECONDITION
   // when an LV of that name exists but is not this volume's.
   // Also FAILED_PRECONDITION when it is another pool's (tag nodevol.io/pool=).

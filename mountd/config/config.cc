@@ -181,7 +181,8 @@ Status ParseConfig(int argc, const char* const* argv, Config* c, ParseOutcome* o
       ("lvm-timeout-seconds", po::value(&c->lvm_timeout_seconds)->default_value(c->lvm_timeout_seconds),
        "how long one lvm command may run before it is killed and its call fails")
       ("mkfs-timeout-seconds", po::value(&c->mkfs_timeout_seconds)->default_value(c->mkfs_timeout_seconds),
-       "how long one mkfs, resize2fs or xfs_growfs may run before it is killed and its call fails")
+       "how long one mkfs, resize2fs or xfs_growfs may run before it is killed and its call fails; also how "
+       "long an LVM volume's staging unmount or the wipe of its device is waited for")
       ("tls-listen", po::value(&c->tls_listen),
        "host:port of the Node API over TCP with mutual TLS, for nodevol-provisioner (default: off); "
        "serves only the provisioner's methods, never Publish/Unpublish/GetVolumeStats; needs "

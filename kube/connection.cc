@@ -88,6 +88,64 @@ Status TlsContext::Make(const Config& c, std::shared_ptr<TlsContext>* out) {
   return Status::Ok();
 }
 
+namespace {
+
+// One asynchronous step, run to completion on io: `start(handler)` begins
+// it. Past the deadline, or once *cancel is true, `abort` makes the
+// operation complete (with operation_aborted) and the step reports
+// kTimedOut or kCancelled. kOk: the operation completed, *ec its result.
+template <class Start, class Abort>
+Outcome RunStep(asio::io_context& io, Start&& start, Abort&& abort, Clock::time_point deadline,
+                const std::atomic<bool>* cancel, beast::error_code* ec) {
+  bool done = false;
+  start([ec, &done](beast::error_code e, auto&&...) {
+    *ec = e;
+    done = true;
+  });
+  Outcome outcome = Outcome::kOk;
+  while (!done) {
+    auto now = Clock::now();
+    if (outcome == Outcome::kOk && (now >= deadline || (cancel != nullptr && cancel->load()))) {
+      outcome = now >= deadline ? Outcome::kTimedOut : Outcome::kCancelled;
+      abort();
+    }
+    io.restart();
+    if (outcome != Outcome::kOk) {
+      io.run();
+    } else {
+      io.run_for(std::min<Clock::duration>(deadline - now, std::chrono::seconds(1)));
+    }
+  }
+  return outcome;
+}
+
+// The addresses of host: an IP literal as it is; a name resolved on an
+// io_context of its own, whose resolver thread ends with it (one kept per
+// pooled connection would be a thread each).
+Outcome Resolve(const std::string& host, const std::string& port, Clock::time_point deadline,
+                tcp::resolver::results_type* out, beast::error_code* ec) {
+  boost::system::error_code not_ip;
+  asio::ip::address ip = asio::ip::make_address(host, not_ip);
+  unsigned long port_number = std::strtoul(port.c_str(), nullptr, 10);
+  if (!not_ip && port_number > 0 && port_number < 65536) {
+    *out = tcp::resolver::results_type::create(tcp::endpoint(ip, static_cast<unsigned short>(port_number)), host, port);
+    return Outcome::kOk;
+  }
+  asio::io_context io{1};
+  tcp::resolver resolver(io);
+  return RunStep(
+      io,
+      [&](auto h) {
+        resolver.async_resolve(host, port, [out, h](beast::error_code err, tcp::resolver::results_type r) mutable {
+          *out = std::move(r);
+          h(err);
+        });
+      },
+      [&] { resolver.cancel(); }, deadline, nullptr, ec);
+}
+
+}  // namespace
+
 struct Connection::Impl {
   asio::io_context io{1};
   std::shared_ptr<TlsContext> tls;  // the SSL_CTX the stream uses
@@ -105,38 +163,10 @@ struct Connection::Impl {
     keep_alive = false;
   }
 
-  // One asynchronous step, run to completion on io: `start(handler)`
-  // begins it. Past the deadline, or once *cancel is true, `abort` makes
-  // the operation complete (with operation_aborted) and the step reports
-  // kTimedOut or kCancelled. kOk: the operation completed, *ec its result.
-  template <class Start, class Abort>
-  Outcome Step(Start&& start, Abort&& abort, Clock::time_point deadline, const std::atomic<bool>* cancel,
-               beast::error_code* ec) {
-    bool done = false;
-    start([ec, &done](beast::error_code e, auto&&...) {
-      *ec = e;
-      done = true;
-    });
-    Outcome outcome = Outcome::kOk;
-    while (!done) {
-      auto now = Clock::now();
-      if (outcome == Outcome::kOk && (now >= deadline || (cancel != nullptr && cancel->load()))) {
-        outcome = now >= deadline ? Outcome::kTimedOut : Outcome::kCancelled;
-        abort();
-      }
-      io.restart();
-      if (outcome != Outcome::kOk) {
-        io.run();
-      } else {
-        io.run_for(std::min<Clock::duration>(deadline - now, std::chrono::seconds(1)));
-      }
-    }
-    return outcome;
-  }
   template <class Start>
   Outcome SocketStep(Start&& start, Clock::time_point deadline, const std::atomic<bool>* cancel,
                      beast::error_code* ec) {
-    return Step(std::forward<Start>(start), [this] { Close(); }, deadline, cancel, ec);
+    return RunStep(io, std::forward<Start>(start), [this] { Close(); }, deadline, cancel, ec);
   }
   template <class F>
   auto With(F&& f) {
@@ -154,16 +184,8 @@ Outcome Connection::Open(const Endpoint& e, std::shared_ptr<TlsContext> tls, Clo
   Impl& c = *impl;
   const std::string where = JoinHostPort(e.host, e.port);
   beast::error_code ec;
-  tcp::resolver resolver(c.io);
   tcp::resolver::results_type endpoints;
-  Outcome o = c.Step(
-      [&](auto h) {
-        resolver.async_resolve(e.host, e.port, [&endpoints, h](beast::error_code err, tcp::resolver::results_type r) mutable {
-          endpoints = std::move(r);
-          h(err);
-        });
-      },
-      [&] { resolver.cancel(); }, deadline, nullptr, &ec);
+  Outcome o = Resolve(e.host, e.port, deadline, &endpoints, &ec);
   if (o != Outcome::kOk || ec) {
     *error = "resolve " + e.host + ": " + (o == Outcome::kTimedOut ? "timed out" : ec.message());
     return o == Outcome::kOk ? Outcome::kFailed : o;

@@ -149,39 +149,37 @@ vm_step "2b. a ready volume's LV suspended, then deleted: unmount and wipe are g
 # writes it back) and overwrites the volume's first MiB before lvremove
 # (the next LV on those extents must not show this filesystem); both wait
 # on the suspended LV for as long as it stays suspended.
+# delete_suspended NAME WHAT: suspends NAME's LV and deletes the volume,
+# which must fail within the 5 s deadline saying WHAT (a regex) has not
+# finished, keeping record and LV; then resumes the LV. DM: its dm name.
+delete_suspended() {
+  local name=$1 what=$2 t0
+  DM=nv-$(lvs_of "$name" | sed 's/-/--/g')
+  vm_run dmsetup suspend --noflush "$DM"
+  t0=$(now)
+  RC=0
+  OUT=$(vm_ctl volume delete "$name" 2>&1) || RC=$?
+  TOOK=$(since "$t0")
+  vm_log "delete $name: exit $RC after ${TOOK}s: $OUT"
+  ((RC != 0)) || vm_fail "DeleteVolume of $name succeeded with its LV suspended"
+  grep -q "$what has not finished within 5000 ms" <<<"$OUT" || vm_fail "the error does not say $what did not finish: $OUT"
+  awk -v t="$TOOK" 'BEGIN { exit !(t < 15) }' || vm_fail "the delete took ${TOOK}s: it waited on the disk, not its deadline"
+  listed "$name" && [[ -n $(lvs_of "$name") ]] || vm_fail "$name's record or LV is gone though its delete failed"
+}
 vm_run vm_ctl volume create v-wipe --pool fast --size 32Mi
-wipe_dm=nv-$(lvs_of v-wipe | sed 's/-/--/g')
-vm_run dmsetup suspend --noflush "$wipe_dm"
-t0=$(now)
-RC=0
-OUT=$(vm_ctl volume delete v-wipe 2>&1) || RC=$?
-TOOK=$(since "$t0")
-vm_log "delete: exit $RC after ${TOOK}s: $OUT"
-((RC != 0)) || vm_fail "DeleteVolume succeeded with its LV suspended"
-grep -q "unmounting .* has not finished within 5000 ms" <<<"$OUT" || vm_fail "the error does not say the unmount did not finish: $OUT"
-awk -v t="$TOOK" 'BEGIN { exit !(t < 15) }' || vm_fail "the delete took ${TOOK}s: it waited on the disk, not its deadline"
-listed v-wipe || vm_fail "v-wipe's record is gone though its delete failed"
-[[ -n $(lvs_of v-wipe) ]] || vm_fail "v-wipe's LV is gone though its delete failed"
+delete_suspended v-wipe "unmounting .*"
 t0=$(now)
 vm_run vm_ctl volume create d-2 --pool dir --size 16Mi
 vm_run vm_ctl volume create v-meanwhile --pool fast --size 16Mi
 vm_log "a dir and a fast create during the hang: $(since "$t0")s"
-vm_run dmsetup resume "$wipe_dm"
+vm_run dmsetup resume "$DM"
 for _ in $(seq 50); do vm_ctl volume delete v-wipe >/dev/null 2>&1 && break; sleep 0.2; done
 expect_nothing_of v-wipe
 # A raw block volume has no staging mount: its delete goes straight to
 # the wipe.
 vm_run vm_ctl volume create v-wipeb --pool fast --size 16Mi --block >/dev/null
-wipe_dm=nv-$(lvs_of v-wipeb | sed 's/-/--/g')
-vm_run dmsetup suspend --noflush "$wipe_dm"
-t0=$(now)
-RC=0
-OUT=$(vm_ctl volume delete v-wipeb 2>&1) || RC=$?
-TOOK=$(since "$t0")
-vm_log "block delete: exit $RC after ${TOOK}s: $OUT"
-grep -q "wiping the start of .* has not finished within 5000 ms" <<<"$OUT" || vm_fail "the block volume's delete: $OUT"
-listed v-wipeb && [[ -n $(lvs_of v-wipeb) ]] || vm_fail "v-wipeb's record or LV is gone though its delete failed"
-vm_run dmsetup resume "$wipe_dm"
+delete_suspended v-wipeb "wiping the start of .*"
+vm_run dmsetup resume "$DM"
 for _ in $(seq 50); do vm_ctl volume delete v-wipeb >/dev/null 2>&1 && break; sleep 0.2; done
 expect_nothing_of v-wipeb
 vm_run vm_ctl volume delete v-meanwhile

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "backend/nfs/mountinfo.h"
+#include "base/bounded_call.h"
 #include "process/run.h"
 
 namespace nodevol {
@@ -239,22 +240,12 @@ std::vector<std::string> ProcessesUsingWithin(
     const std::vector<std::string>& dirs, std::chrono::milliseconds timeout,
     std::function<std::vector<std::string>(const std::vector<std::string>&)> scan) {
   if (!scan) scan = [](const std::vector<std::string>& d) { return ProcessesUsing(d, false); };
-  struct Result {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done = false;
-    std::vector<std::string> users;
-  };
-  auto r = std::make_shared<Result>();
-  std::thread([r, dirs, scan = std::move(scan)] {
-    std::vector<std::string> users = scan(dirs);
-    std::lock_guard<std::mutex> l(r->mu);
-    r->users = std::move(users);
-    r->done = true;
-    r->cv.notify_all();
-  }).detach();
-  std::unique_lock<std::mutex> l(r->mu);
-  if (r->cv.wait_for(l, timeout, [&] { return r->done; })) return r->users;
+  auto users = std::make_shared<std::vector<std::string>>();
+  Status st = CallWithin(timeout, "the scan of /proc", [users, dirs, scan = std::move(scan)] {
+    *users = scan(dirs);
+    return Status::Ok();
+  });
+  if (st.ok()) return *users;
   return {"(unknown: the scan of /proc did not finish within " + Seconds(timeout) +
           "; a process may be stuck in a fault on the server)"};
 }

@@ -279,6 +279,21 @@ TEST(KubeTransport, ALargeAnswerIsReadWhole) {
   EXPECT_EQ(out["items"].size(), 1u);
 }
 
+TEST(KubeTransport, AHostNameIsResolvedAndItsAddressesTried) {
+  // "localhost" may resolve to ::1 first, where nothing listens: the
+  // connect goes on to 127.0.0.1. (An IP literal is not resolved at all.)
+  ScriptServer s([&](int fd, int) {
+    while (!ReadRequest(fd).empty()) Write(fd, Answer("{}"));
+  });
+  std::string server = s.Connect()->config().server;
+  Config config;
+  config.server = "http://localhost:" + server.substr(server.rfind(':') + 1);
+  std::unique_ptr<Client> c;
+  ASSERT_TRUE(Client::New(config, {}, &c).ok());
+  Result r = c->Get(kPath, nullptr);
+  EXPECT_TRUE(r.ok()) << r.ToString();
+}
+
 TEST(KubeTransport, NothingListeningIsANetworkErrorNamingTheConnect) {
   int port;
   {

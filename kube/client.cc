@@ -17,32 +17,6 @@ using Clock = std::chrono::steady_clock;
 // Idle connections kept for reuse; more are closed when returned.
 constexpr size_t kMaxIdle = 32;
 
-struct UrlParts {
-  std::string scheme, host, port, path;
-};
-
-bool SplitUrl(const std::string& url, UrlParts* p) {
-  size_t s = url.find("://");
-  if (s == std::string::npos) return false;
-  p->scheme = url.substr(0, s);
-  std::string rest = url.substr(s + 3);
-  size_t slash = rest.find('/');
-  std::string authority = rest.substr(0, slash);
-  p->path = slash == std::string::npos ? "" : rest.substr(slash);
-  while (!p->path.empty() && p->path.back() == '/') p->path.pop_back();
-  size_t colon = authority.rfind(':');
-  size_t bracket = authority.rfind(']');
-  if (colon != std::string::npos && (bracket == std::string::npos || colon > bracket)) {
-    p->host = authority.substr(0, colon);
-    p->port = authority.substr(colon + 1);
-  } else {
-    p->host = authority;
-    p->port = p->scheme == "https" ? "443" : "80";
-  }
-  if (p->host.size() > 2 && p->host.front() == '[' && p->host.back() == ']') p->host = p->host.substr(1, p->host.size() - 2);
-  return !p->host.empty() && !p->port.empty();
-}
-
 }  // namespace
 
 struct Client::Request {
@@ -61,11 +35,12 @@ struct Client::Request {
 };
 
 Status Client::New(Config config, ClientOptions options, std::unique_ptr<Client>* out) {
-  UrlParts u;
-  if (!SplitUrl(config.server, &u) || (u.scheme != "https" && u.scheme != "http")) {
-    return Status::InvalidArgument("apiserver URL \"" + config.server + "\" is not an http(s) URL");
-  }
+  Endpoint endpoint;
+  std::string prefix;
+  NODEVOL_RETURN_IF_ERROR(EndpointOf(config, &endpoint, &prefix));
   out->reset(new Client(std::move(config), std::move(options)));
+  (*out)->endpoint_ = std::move(endpoint);
+  (*out)->prefix_ = std::move(prefix);
   return Status::Ok();
 }
 
@@ -75,15 +50,6 @@ Client::Client(Config config, ClientOptions options) : config_(std::move(config)
   } else if (!config_.token_file.empty()) {
     token_ = TokenSource::File(config_.token_file, options_.token_refresh);
   }
-  UrlParts u;
-  SplitUrl(config_.server, &u);  // checked by New
-  endpoint_.host = u.host;
-  endpoint_.port = u.port;
-  endpoint_.tls = u.scheme == "https";
-  // tls-server-name: connect to the configured host, verify (and send
-  // SNI for) the name given.
-  endpoint_.server_name = config_.tls_server_name.empty() ? u.host : config_.tls_server_name;
-  prefix_ = u.path;
 }
 
 Client::~Client() = default;

@@ -34,7 +34,9 @@ using Clock = Exchange::Clock;
 // What a read step reads into when the body is passed on piece by piece.
 constexpr size_t kReadChunk = 64 * 1024;
 
-bool ReadFile(const std::string& path, std::string* out) {
+}  // namespace
+
+bool ReadWholeFile(const std::string& path, std::string* out) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return false;
   std::ostringstream s;
@@ -43,7 +45,33 @@ bool ReadFile(const std::string& path, std::string* out) {
   return true;
 }
 
-}  // namespace
+Status EndpointOf(const Config& config, Endpoint* e, std::string* prefix) {
+  const std::string& url = config.server;
+  size_t s = url.find("://");
+  std::string scheme = s == std::string::npos ? "" : url.substr(0, s);
+  if (scheme != "https" && scheme != "http")
+    return Status::InvalidArgument("apiserver URL \"" + url + "\" is not an http(s) URL");
+  std::string rest = url.substr(s + 3);
+  size_t slash = rest.find('/');
+  std::string authority = rest.substr(0, slash);
+  *prefix = slash == std::string::npos ? "" : rest.substr(slash);
+  while (!prefix->empty() && prefix->back() == '/') prefix->pop_back();
+  size_t colon = authority.rfind(':');
+  size_t bracket = authority.rfind(']');
+  if (colon != std::string::npos && (bracket == std::string::npos || colon > bracket)) {
+    e->host = authority.substr(0, colon);
+    e->port = authority.substr(colon + 1);
+  } else {
+    e->host = authority;
+    e->port = scheme == "https" ? "443" : "80";
+  }
+  if (e->host.size() > 2 && e->host.front() == '[' && e->host.back() == ']') e->host = e->host.substr(1, e->host.size() - 2);
+  if (e->host.empty() || e->port.empty())
+    return Status::InvalidArgument("apiserver URL \"" + url + "\" names no host");
+  e->tls = scheme == "https";
+  e->server_name = config.tls_server_name.empty() ? e->host : config.tls_server_name;
+  return Status::Ok();
+}
 
 struct TlsContext::Impl {
   ssl::context ctx{ssl::context::tls_client};
@@ -65,7 +93,7 @@ Status TlsContext::Make(const Config& c, std::shared_ptr<TlsContext>* out) {
   } else {
     ctx.set_verify_mode(ssl::verify_peer);
     std::string ca = c.ca_data;
-    if (ca.empty() && !c.ca_file.empty() && !ReadFile(c.ca_file, &ca))
+    if (ca.empty() && !c.ca_file.empty() && !ReadWholeFile(c.ca_file, &ca))
       return Status::Unavailable("cannot read the apiserver's CA file " + c.ca_file);
     if (!ca.empty()) {
       ctx.add_certificate_authority(asio::buffer(ca), ec);
@@ -75,9 +103,9 @@ Status TlsContext::Make(const Config& c, std::shared_ptr<TlsContext>* out) {
     if (ec) return Status::InvalidArgument("the apiserver's CA: " + ec.message());
   }
   std::string cert = c.client_cert_data, key = c.client_key_data;
-  if (cert.empty() && !c.client_cert_file.empty() && !ReadFile(c.client_cert_file, &cert))
+  if (cert.empty() && !c.client_cert_file.empty() && !ReadWholeFile(c.client_cert_file, &cert))
     return Status::Unavailable("cannot read the client certificate file " + c.client_cert_file);
-  if (key.empty() && !c.client_key_file.empty() && !ReadFile(c.client_key_file, &key))
+  if (key.empty() && !c.client_key_file.empty() && !ReadWholeFile(c.client_key_file, &key))
     return Status::Unavailable("cannot read the client key file " + c.client_key_file);
   if (!cert.empty()) {
     ctx.use_certificate_chain(asio::buffer(cert), ec);

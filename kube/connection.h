@@ -33,6 +33,15 @@ struct Endpoint {
   std::string server_name;  // for TLS: verified, and sent as SNI unless an IP
 };
 
+// The endpoint and path prefix of config.server ("https://host:port/p",
+// an IPv6 host in brackets, the port defaulting to the scheme's); the
+// name verified is tls-server-name when the kubeconfig gives one.
+// INVALID_ARGUMENT for anything but an http(s) URL naming a host.
+Status EndpointOf(const Config& config, Endpoint* endpoint, std::string* prefix);
+
+// The whole of a file (kubeconfig credentials, a token); false if unreadable.
+bool ReadWholeFile(const std::string& path, std::string* out);
+
 // A TLS client context made from a kubeconfig's credentials. The files
 // are read when it is made: make one per new connection to follow files
 // rotated in place (kubelet's client certificate).

@@ -16,6 +16,7 @@
 #include "base/status.h"
 #include "kube/http_api.h"
 #include "kube/config.h"
+#include "kube/connection.h"
 
 namespace nodevol::kube {
 
@@ -35,7 +36,8 @@ class SimpleClient : public HttpApi {
   SimpleClient() = default;
 
   Config config_;
-  std::string host_, port_, prefix_, user_agent_;
+  Endpoint endpoint_;
+  std::string prefix_, user_agent_;
   std::chrono::milliseconds timeout_{30000};
 };
 

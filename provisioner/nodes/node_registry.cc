@@ -1,10 +1,10 @@
 #include "nodes/node_registry.h"
 
 #include <grpcpp/client_context.h>
+#include <grpcpp/support/client_callback.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <random>
 
 #include "base/backoff.h"
 
@@ -23,26 +23,90 @@ std::string SharedBy(const v1::PoolInfo& p) {
 struct NodeRegistry::Entry {
   NodeEndpoint endpoint;
   std::shared_ptr<NodeClient> client;
-  std::thread thread;
   // Guarded by NodeRegistry::mu_:
   NodeState state;
   bool removed = false;
-  grpc::ClientContext* active = nullptr;  // the call in progress, for cancelling
-  std::string cancel_reason;              // set by Cancel, reported as the error
+  bool busy = false;  // a session is under way (dialled, not yet Ended)
+  SteadyClock::time_point due;  // when not busy: when to dial next
+  Backoff backoff;
+  std::shared_ptr<grpc::ClientContext> active;  // the call in progress, for cancelling
+  std::string cancel_reason;                    // set by Cancel, reported as the error
   bool streaming = false;
   SteadyClock::time_point last_message;
+  // Set by InfoDone before the stream starts, read by Record (the stream's
+  // callbacks): no lock needed, the stream starts after it is written.
+  struct Kind {
+    std::string backend;
+    bool size_enforced = true;
+    std::string shared_by;
+  };
+  std::map<std::string, Kind> kinds;
+
+  Entry(NodeEndpoint endpoint_, const Options& o)
+      : endpoint(std::move(endpoint_)), backoff(o.initial_backoff, o.max_backoff, 0.2) {}
+};
+
+// One WatchCapacity stream. It owns itself from Start until OnDone, the
+// last callback gRPC makes; Cancel may hold its context a moment longer.
+class NodeRegistry::Stream : public grpc::ClientReadReactor<v1::GetCapacityResponse> {
+ public:
+  Stream(NodeRegistry* registry, std::shared_ptr<Entry> e) : registry_(registry), e_(std::move(e)) {
+    req_.set_heartbeat_seconds(registry_->options_.heartbeat_seconds);
+  }
+  static void Start(NodeRegistry* registry, const std::shared_ptr<Entry>& e) {
+    auto s = std::make_shared<Stream>(registry, e);
+    // The context shares the stream's lifetime (aliasing pointer).
+    std::shared_ptr<grpc::ClientContext> ctx(s, &s->ctx_);  // no deadline: the loop cancels a silent stream
+    if (!registry->Begin(e, ctx, true)) return registry->Ended(e, Status::Cancelled("stopping"), false);
+    s->self_ = s;
+    e->client->stub()->async()->WatchCapacity(&s->ctx_, &s->req_, s.get());
+    s->StartRead(&s->msg_);
+    s->StartCall();
+  }
+  void OnReadDone(bool ok) override {
+    if (!ok) return;  // the stream is over: OnDone follows
+    delivered_ = true;
+    registry_->Record(e_, msg_);
+    StartRead(&msg_);
+  }
+  void OnDone(const grpc::Status& fin) override {
+    const std::string where = registry_->Where(*e_);
+    Status st;
+    if (std::string reason = registry_->End(e_); !reason.empty())
+      st = Status::Unavailable(where + ": " + reason);
+    else if (fin.ok())
+      st = Status::Unavailable(where + ": nodevold ended the capacity stream (stopping?)");
+    else
+      st = FromGrpc(fin, where + ": WatchCapacity");
+    registry_->Ended(e_, st, delivered_);
+    self_.reset();  // may delete this: nothing after it
+  }
+
+ private:
+  NodeRegistry* registry_;
+  std::shared_ptr<Entry> e_;
+  grpc::ClientContext ctx_;
+  v1::WatchCapacityRequest req_;
+  v1::GetCapacityResponse msg_;
+  bool delivered_ = false;
+  std::shared_ptr<Stream> self_;
 };
 
 NodeRegistry::NodeRegistry(Options options) : options_(std::move(options)) {
   if (options_.silence_timeout.count() <= 0)
     options_.silence_timeout = milliseconds(3000LL * std::max(1u, options_.heartbeat_seconds));
-  watchdog_ = std::thread([this] { Watchdog(); });
+  loop_ = std::thread([this] { Loop(); });
 }
 
 NodeRegistry::~NodeRegistry() { Stop(); }
 
+std::string NodeRegistry::Where(const Entry& e) const {
+  return "node " + e.endpoint.name + " (" + e.endpoint.address + ")";
+}
+
 void NodeRegistry::SetNodes(const std::vector<NodeEndpoint>& nodes) {
   std::vector<std::shared_ptr<Entry>> gone;
+  std::vector<std::shared_ptr<grpc::ClientContext>> cancel;
   {
     std::lock_guard<std::mutex> l(mu_);
     if (stopped_) return;
@@ -55,26 +119,27 @@ void NodeRegistry::SetNodes(const std::vector<NodeEndpoint>& nodes) {
         continue;
       }
       it->second->removed = true;
-      Cancel(it->second, "node removed");
+      if (auto ctx = Cancel(it->second, "node removed")) cancel.push_back(ctx);
       gone.push_back(it->second);
       it = nodes_.erase(it);
     }
     for (const auto& [name, endpoint] : want) {
       if (nodes_.count(name)) continue;
-      auto e = std::make_shared<Entry>();
-      e->endpoint = endpoint;
+      auto e = std::make_shared<Entry>(endpoint, options_);
       e->client = std::make_shared<NodeClient>(name, options_.dial(endpoint), options_.call_timeout);
       e->state.name = name;
       e->state.address = endpoint.address;
       e->state.since = std::chrono::system_clock::now();
+      e->due = SteadyClock::now();
       nodes_.emplace(name, e);
-      e->thread = std::thread([this, e] { Run(e); });
     }
+    wake_ = true;
   }
   cv_.notify_all();
-  for (const auto& e : gone) e->thread.join();
+  for (const auto& ctx : cancel) ctx->TryCancel();
+  std::unique_lock<std::mutex> l(mu_);
+  cv_.wait(l, [&] { return std::none_of(gone.begin(), gone.end(), [](const auto& e) { return e->busy; }); });
 }
-
 std::vector<NodeState> NodeRegistry::Snapshot() const {
   std::lock_guard<std::mutex> l(mu_);
   std::vector<NodeState> out;
@@ -103,26 +168,29 @@ std::string NodeRegistry::CsiDriver(const std::string& node) const {
 }
 
 void NodeRegistry::Stop() {
-  std::vector<std::shared_ptr<Entry>> all;
+  std::vector<std::shared_ptr<grpc::ClientContext>> cancel;
   {
     std::lock_guard<std::mutex> l(mu_);
     stopped_ = true;
-    for (auto& [name, e] : nodes_) {
-      Cancel(e, "registry stopping");
-      all.push_back(e);
-    }
+    for (auto& [name, e] : nodes_)
+      if (auto ctx = Cancel(e, "registry stopping")) cancel.push_back(ctx);
   }
   cv_.notify_all();
-  for (const auto& e : all)
-    if (e->thread.joinable()) e->thread.join();
-  if (watchdog_.joinable()) watchdog_.join();
+  for (const auto& ctx : cancel) ctx->TryCancel();
+  if (loop_.joinable()) loop_.join();
+  // The loop may have dialled a node just before it saw stopped_: that
+  // session ends at its Begin. Wait for every session to be over, since
+  // their callbacks use this object.
+  std::unique_lock<std::mutex> l(mu_);
+  cv_.wait(l, [&] {
+    return std::none_of(nodes_.begin(), nodes_.end(), [](const auto& n) { return n.second->busy; });
+  });
 }
 
-// Needs mu_.
-void NodeRegistry::Cancel(const std::shared_ptr<Entry>& e, const std::string& reason) {
-  if (e->active == nullptr) return;
+std::shared_ptr<grpc::ClientContext> NodeRegistry::Cancel(const std::shared_ptr<Entry>& e, const std::string& reason) {
+  if (e->active == nullptr || !e->cancel_reason.empty()) return nullptr;
   e->cancel_reason = reason;
-  e->active->TryCancel();
+  return e->active;
 }
 
 void NodeRegistry::Notify(const std::shared_ptr<Entry>& e) {
@@ -148,139 +216,152 @@ void NodeRegistry::SetReachable(const std::shared_ptr<Entry>& e, bool reachable,
   if (changed) Notify(e);
 }
 
-void NodeRegistry::Run(const std::shared_ptr<Entry>& e) {
-  std::mt19937 rng(std::random_device{}());
-  std::uniform_real_distribution<double> jitter(0.0, 1.0);
-  int failures = 0;
-  for (;;) {
-    bool delivered = false;
-    Status st = Session(e, &delivered);
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      if (stopped_ || e->removed) return;
-    }
-    if (delivered) failures = 0;
-    milliseconds delay = ExponentialDelay(failures, options_.initial_backoff, options_.max_backoff, 0.2, jitter(rng));
-    failures = std::min(failures + 1, 30);
-    bool news;
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      news = e->state.reachable || e->state.last_error != st.message();
-    }
-    if (news)  // log changes, not every retry of a node that stays down the same way
-      spdlog::warn("unreachable: {}; re-dialling in {} ms", st.message(), delay.count());
-    SetReachable(e, false, st.message());
-    {
-      std::unique_lock<std::mutex> l(mu_);
-      if (cv_.wait_for(l, delay, [&] { return stopped_ || e->removed; })) return;
-    }
-    // gRPC keeps its own reconnect backoff: ours decides when to try.
-    grpc::experimental::ChannelResetConnectionBackoff(e->client->channel().get());
-  }
+bool NodeRegistry::Begin(const std::shared_ptr<Entry>& e, std::shared_ptr<grpc::ClientContext> ctx, bool streaming) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (stopped_ || e->removed) return false;
+  e->active = std::move(ctx);
+  e->cancel_reason.clear();
+  e->streaming = streaming;
+  e->last_message = SteadyClock::now();
+  return true;
 }
 
-Status NodeRegistry::Session(const std::shared_ptr<Entry>& e, bool* delivered) {
-  v1::Node::Stub* stub = e->client->stub();
-  const std::string where = "node " + e->endpoint.name + " (" + e->endpoint.address + ")";
-  // Starts a call: registers ctx for cancelling; false when stopping.
-  auto begin = [&](grpc::ClientContext* ctx, bool streaming) {
-    std::lock_guard<std::mutex> l(mu_);
-    if (stopped_ || e->removed) return false;
-    e->active = ctx;
-    e->cancel_reason.clear();
-    e->streaming = streaming;
-    e->last_message = SteadyClock::now();
-    return true;
-  };
-  // Ends it: returns the reason it was cancelled, if it was.
-  auto end = [&] {
-    std::lock_guard<std::mutex> l(mu_);
-    e->active = nullptr;
-    e->streaming = false;
-    return e->cancel_reason;
-  };
+std::string NodeRegistry::End(const std::shared_ptr<Entry>& e) {
+  std::lock_guard<std::mutex> l(mu_);
+  e->active = nullptr;
+  e->streaming = false;
+  return e->cancel_reason;
+}
 
-  // Pools' backend kinds come from GetInfo (capacity messages carry none);
-  // asked at every connect since a restarted nodevold may have new pools.
-  // Wait up to connect_timeout for a connection; if there is none by then,
-  // ask once more without waiting so the error is gRPC's reason (refused,
-  // TLS handshake, certificate naming another node), not a bare deadline.
-  v1::GetInfoResponse info;
-  grpc::Status gs;
-  for (bool wait : {true, false}) {
-    grpc::ClientContext info_ctx;
-    info_ctx.set_wait_for_ready(wait);
-    info_ctx.set_deadline(std::chrono::system_clock::now() + options_.connect_timeout);
-    if (!begin(&info_ctx, false)) return Status::Cancelled("stopping");
-    gs = stub->GetInfo(&info_ctx, v1::GetInfoRequest(), &info);
-    if (std::string reason = end(); !reason.empty()) return Status::Cancelled(where + ": " + reason);
-    if (gs.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) break;
-  }
-  if (!gs.ok()) return FromGrpc(gs, where + ": GetInfo");
+void NodeRegistry::Dial(const std::shared_ptr<Entry>& e) {
+  // gRPC keeps its own reconnect backoff: ours decides when to try.
+  grpc::experimental::ChannelResetConnectionBackoff(e->client->channel().get());
+  AskInfo(e, true);
+}
+
+// Pools' backend kinds come from GetInfo (capacity messages carry none);
+// asked at every connect since a restarted nodevold may have new pools.
+// Wait up to connect_timeout for a connection; if there is none by then,
+// ask once more without waiting so the error is gRPC's reason (refused,
+// TLS handshake, certificate naming another node), not a bare deadline.
+void NodeRegistry::AskInfo(const std::shared_ptr<Entry>& e, bool wait_for_ready) {
+  struct Call {
+    grpc::ClientContext ctx;
+    v1::GetInfoRequest req;
+    v1::GetInfoResponse info;
+  };
+  auto call = std::make_shared<Call>();
+  call->ctx.set_wait_for_ready(wait_for_ready);
+  call->ctx.set_deadline(std::chrono::system_clock::now() + options_.connect_timeout);
+  if (!Begin(e, std::shared_ptr<grpc::ClientContext>(call, &call->ctx), false))
+    return Ended(e, Status::Cancelled("stopping"), false);
+  e->client->stub()->async()->GetInfo(&call->ctx, &call->req, &call->info,
+                                      [this, e, call, wait_for_ready](grpc::Status gs) {
+                                        InfoDone(e, wait_for_ready, gs, call->info);
+                                      });
+}
+
+void NodeRegistry::InfoDone(const std::shared_ptr<Entry>& e, bool wait_for_ready, const grpc::Status& gs,
+                            const v1::GetInfoResponse& info) {
+  const std::string where = Where(*e);
+  if (std::string reason = End(e); !reason.empty()) return Ended(e, Status::Cancelled(where + ": " + reason), false);
+  if (wait_for_ready && gs.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) return AskInfo(e, false);
+  if (!gs.ok()) return Ended(e, FromGrpc(gs, where + ": GetInfo"), false);
   {
     std::lock_guard<std::mutex> l(mu_);
     e->state.csi_driver = info.csi_driver();
   }
-  struct Kind {
-    std::string backend;
-    bool size_enforced = true;
-    std::string shared_by;
-  };
-  std::map<std::string, Kind> kinds;
-  for (const v1::PoolInfo& p : info.pools()) kinds[p.name()] = {p.backend(), p.size_enforced(), SharedBy(p)};
-
-  grpc::ClientContext ctx;  // no deadline: the watchdog cancels a silent stream
-  v1::WatchCapacityRequest req;
-  req.set_heartbeat_seconds(options_.heartbeat_seconds);
-  if (!begin(&ctx, true)) return Status::Cancelled("stopping");
-  std::unique_ptr<grpc::ClientReader<v1::GetCapacityResponse>> reader = stub->WatchCapacity(&ctx, req);
-  v1::GetCapacityResponse msg;
-  while (reader->Read(&msg)) {
-    std::vector<PoolCapacity> pools;
-    for (const v1::PoolCapacity& p : msg.pools()) {
-      auto k = kinds.find(p.pool());
-      bool known = k != kinds.end();
-      pools.push_back({p.pool(), known ? k->second.backend : "", p.free_bytes(), p.total_bytes(), p.allocated_bytes(),
-                       p.volume_count(), !known || k->second.size_enforced, known ? k->second.shared_by : ""});
-    }
-    std::sort(pools.begin(), pools.end(), [](const PoolCapacity& a, const PoolCapacity& b) { return a.name < b.name; });
-    bool changed = false, became_reachable = false;
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      e->last_message = SteadyClock::now();
-      NodeState& s = e->state;
-      if (!s.reachable) {
-        s.reachable = true;
-        s.since = std::chrono::system_clock::now();
-        became_reachable = true;
-      }
-      changed = became_reachable || s.pools != pools;
-      if (s.pools != pools) s.figures_at = SteadyClock::now();
-      s.pools = std::move(pools);
-      s.sample = msg.sample();
-    }
-    if (became_reachable)
-      spdlog::info("node {} ({}) reachable: {} pools", e->endpoint.name, e->endpoint.address, msg.pools_size());
-    *delivered = true;
-    if (changed) Notify(e);
-  }
-  grpc::Status fin = reader->Finish();
-  if (std::string reason = end(); !reason.empty()) return Status::Unavailable(where + ": " + reason);
-  if (fin.ok()) return Status::Unavailable(where + ": nodevold ended the capacity stream (stopping?)");
-  return FromGrpc(fin, where + ": WatchCapacity");
+  e->kinds.clear();
+  for (const v1::PoolInfo& p : info.pools()) e->kinds[p.name()] = {p.backend(), p.size_enforced(), SharedBy(p)};
+  Stream::Start(this, e);
 }
 
-void NodeRegistry::Watchdog() {
+void NodeRegistry::Record(const std::shared_ptr<Entry>& e, const v1::GetCapacityResponse& msg) {
+  std::vector<PoolCapacity> pools;
+  for (const v1::PoolCapacity& p : msg.pools()) {
+    auto k = e->kinds.find(p.pool());
+    bool known = k != e->kinds.end();
+    pools.push_back({p.pool(), known ? k->second.backend : "", p.free_bytes(), p.total_bytes(), p.allocated_bytes(),
+                     p.volume_count(), !known || k->second.size_enforced, known ? k->second.shared_by : ""});
+  }
+  std::sort(pools.begin(), pools.end(), [](const PoolCapacity& a, const PoolCapacity& b) { return a.name < b.name; });
+  bool changed = false, became_reachable = false;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    e->last_message = SteadyClock::now();
+    NodeState& s = e->state;
+    if (!s.reachable) {
+      s.reachable = true;
+      s.since = std::chrono::system_clock::now();
+      became_reachable = true;
+    }
+    changed = became_reachable || s.pools != pools;
+    if (s.pools != pools) s.figures_at = SteadyClock::now();
+    s.pools = std::move(pools);
+    s.sample = msg.sample();
+  }
+  if (became_reachable)
+    spdlog::info("node {} ({}) reachable: {} pools", e->endpoint.name, e->endpoint.address, msg.pools_size());
+  if (changed) Notify(e);
+}
+
+void NodeRegistry::Ended(const std::shared_ptr<Entry>& e, const Status& st, bool delivered) {
+  milliseconds delay{0};
+  bool news = false, over = false;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    over = stopped_ || e->removed;
+    if (!over) {
+      if (delivered) e->backoff.Reset();
+      delay = e->backoff.Next();
+      news = e->state.reachable || e->state.last_error != st.message();
+    }
+  }
+  if (!over) {
+    if (news)  // log changes, not every retry of a node that stays down the same way
+      spdlog::warn("unreachable: {}; re-dialling in {} ms", st.message(), delay.count());
+    SetReachable(e, false, st.message());
+  }
+  // Notified under the lock: once a waiter in Stop sees busy false, this
+  // thread no longer touches the registry.
+  std::lock_guard<std::mutex> l(mu_);
+  e->busy = false;
+  e->due = SteadyClock::now() + delay;
+  wake_ = true;
+  cv_.notify_all();
+}
+
+void NodeRegistry::Loop() {
   const milliseconds silence = options_.silence_timeout;
   const milliseconds tick = std::clamp(silence / 4, milliseconds(10), milliseconds(1000));
   std::unique_lock<std::mutex> l(mu_);
-  while (!cv_.wait_for(l, tick, [&] { return stopped_; })) {
+  while (!stopped_) {
     auto now = SteadyClock::now();
+    auto next = now + tick;
+    std::vector<std::shared_ptr<Entry>> dial;
+    std::vector<std::shared_ptr<grpc::ClientContext>> cancel;
     for (auto& [name, e] : nodes_) {
+      if (!e->busy) {
+        if (e->due <= now) {
+          e->busy = true;
+          dial.push_back(e);
+        } else {
+          next = std::min(next, e->due);
+        }
+      }
       if (e->streaming && e->cancel_reason.empty() && now - e->last_message > silence)
-        Cancel(e, "no capacity message for " + std::to_string(silence.count()) + " ms (heartbeat every " +
-                      std::to_string(options_.heartbeat_seconds) + " s)");
+        if (auto ctx = Cancel(e, "no capacity message for " + std::to_string(silence.count()) +
+                                     " ms (heartbeat every " + std::to_string(options_.heartbeat_seconds) + " s)"))
+          cancel.push_back(ctx);
     }
+    wake_ = false;
+    l.unlock();
+    for (const auto& e : dial) Dial(e);
+    for (const auto& ctx : cancel) ctx->TryCancel();
+    dial.clear();
+    cancel.clear();
+    l.lock();
+    cv_.wait_until(l, next, [&] { return stopped_ || wake_; });
   }
 }
 

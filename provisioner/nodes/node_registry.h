@@ -2,20 +2,24 @@
 //
 // SetNodes gives the current list (name + host:port), whenever the Node
 // cache changes; nodes are added, dropped, or re-dialled when their address
-// changes. For each node a thread keeps one WatchCapacity stream open: at
-// every (re)connect it asks GetInfo for the pools' backend kinds, then
+// changes. Each node has one WatchCapacity stream open: at every
+// (re)connect the registry asks GetInfo for the pools' backend kinds, then
 // records each capacity message (free/total/allocated bytes per pool). A
 // stream that ends, fails, or stays silent for silence_timeout (nodevold
 // sends a heartbeat every heartbeat_seconds) marks the node unreachable
 // with the error, and the node is re-dialled after a backoff: 1 s doubling
 // to 60 s, plus up to 20 % jitter, back to 1 s once a stream delivered.
 //
-// on_change(node) runs on the registry's threads, possibly several at
+// The calls use gRPC's callback API: no thread per node (a provisioner
+// watching 1,000 nodes had 1,000 threads waiting in Read). One thread of
+// the registry's own dials when a backoff ends and cancels silent streams.
+//
+// on_change(node) runs on gRPC's callback threads, possibly several at
 // once, after a node's reachability or any of its pool figures changed
 // (not on heartbeats); it may call Snapshot() or Client() but must not
-// call SetNodes() or Stop(), and should be quick (enqueue work).
-// Everything is thread-safe; Stop() (or the destructor) cancels the
-// streams and joins every thread promptly.
+// call SetNodes() or Stop(), and must be quick and never block (enqueue
+// work): it holds up other nodes' messages. Everything is thread-safe;
+// Stop() (or the destructor) cancels the calls and waits for their end.
 #pragma once
 
 #include <grpcpp/channel.h>
@@ -96,7 +100,7 @@ class NodeRegistry {
   NodeRegistry& operator=(const NodeRegistry&) = delete;
 
   // Replaces the set of nodes. Names must be unique (later duplicates are
-  // ignored). Returns after dropped nodes' threads have ended.
+  // ignored). Returns after dropped nodes' calls have ended.
   void SetNodes(const std::vector<NodeEndpoint>& nodes);
 
   // Every node, sorted by name.
@@ -116,22 +120,38 @@ class NodeRegistry {
 
  private:
   struct Entry;
+  class Stream;
 
-  void Run(const std::shared_ptr<Entry>& e);
-  // One connection: GetInfo, then the capacity stream until it ends.
-  // Returns why it ended; *delivered says whether any message arrived.
-  Status Session(const std::shared_ptr<Entry>& e, bool* delivered);
+  // A session: GetInfo (waiting for a connection, then once more without
+  // waiting so the error is gRPC's reason), then the capacity stream.
+  void Dial(const std::shared_ptr<Entry>& e);
+  void AskInfo(const std::shared_ptr<Entry>& e, bool wait_for_ready);
+  void InfoDone(const std::shared_ptr<Entry>& e, bool wait_for_ready, const grpc::Status& gs,
+                const v1::GetInfoResponse& info);
+  void Record(const std::shared_ptr<Entry>& e, const v1::GetCapacityResponse& msg);
+  // The session ended with st: unreachable, next dial after a backoff.
+  void Ended(const std::shared_ptr<Entry>& e, const Status& st, bool delivered);
+  // Registers ctx as e's call in progress; false when stopping or removed.
+  bool Begin(const std::shared_ptr<Entry>& e, std::shared_ptr<grpc::ClientContext> ctx, bool streaming);
+  // Ends it: the reason it was cancelled, "" if it was not.
+  std::string End(const std::shared_ptr<Entry>& e);
   void SetReachable(const std::shared_ptr<Entry>& e, bool reachable, const std::string& error);
   void Notify(const std::shared_ptr<Entry>& e);
-  void Watchdog();
-  void Cancel(const std::shared_ptr<Entry>& e, const std::string& reason);
+  // The registry's thread: dials nodes whose backoff ended, cancels
+  // silent streams.
+  void Loop();
+  // Needs mu_: marks e's call cancelled; returns its context for
+  // TryCancel, to be called without mu_ (gRPC may run callbacks inline).
+  std::shared_ptr<grpc::ClientContext> Cancel(const std::shared_ptr<Entry>& e, const std::string& reason);
+  std::string Where(const Entry& e) const;
 
   Options options_;
   mutable std::mutex mu_;
-  std::condition_variable cv_;  // wakes backoff sleeps and the watchdog
+  std::condition_variable cv_;  // wakes the loop, and waits for calls to end
   bool stopped_ = false;
+  bool wake_ = false;  // the loop has something to look at now
   std::map<std::string, std::shared_ptr<Entry>> nodes_;
-  std::thread watchdog_;
+  std::thread loop_;
 };
 
 }  // namespace nodevol::nodes

@@ -27,6 +27,7 @@ struct NodeRegistry::Entry {
   NodeState state;
   bool removed = false;
   bool busy = false;  // a session is under way (dialled, not yet Ended)
+  int calls = 0;      // call objects alive (see Alive)
   SteadyClock::time_point due;  // when not busy: when to dial next
   Backoff backoff;
   std::shared_ptr<grpc::ClientContext> active;  // the call in progress, for cancelling
@@ -46,14 +47,34 @@ struct NodeRegistry::Entry {
       : endpoint(std::move(endpoint_)), backoff(o.initial_backoff, o.max_backoff, 0.2) {}
 };
 
+// Counts a call object alive. Declared first in one, so that it goes last,
+// after the call's context (which holds a reference to the channel).
+struct NodeRegistry::Alive {
+  Alive(NodeRegistry* r, Entry* e) : r(r), e(e) {
+    std::lock_guard<std::mutex> l(r->mu_);
+    ++e->calls;
+  }
+  ~Alive() {
+    std::lock_guard<std::mutex> l(r->mu_);  // notified under the lock: see Ended
+    --e->calls;
+    r->cv_.notify_all();
+  }
+  Alive(const Alive&) = delete;
+  Alive& operator=(const Alive&) = delete;
+  NodeRegistry* r;
+  Entry* e;
+};
+
+bool NodeRegistry::Quiet(const Entry& e) { return !e.busy && e.calls == 0; }
+
 // One WatchCapacity stream. It owns itself from Start until OnDone, the
 // last callback gRPC makes; Cancel may hold its context a moment longer.
 class NodeRegistry::Stream : public grpc::ClientReadReactor<v1::GetCapacityResponse> {
  public:
-  Stream(NodeRegistry* registry, std::shared_ptr<Entry> e) : registry_(registry), e_(std::move(e)) {
+  Stream(NodeRegistry* registry, Entry* e) : alive_(registry, e), registry_(registry), e_(e) {
     req_.set_heartbeat_seconds(registry_->options_.heartbeat_seconds);
   }
-  static void Start(NodeRegistry* registry, const std::shared_ptr<Entry>& e) {
+  static void Start(NodeRegistry* registry, Entry* e) {
     auto s = std::make_shared<Stream>(registry, e);
     // The context shares the stream's lifetime (aliasing pointer).
     std::shared_ptr<grpc::ClientContext> ctx(s, &s->ctx_);  // no deadline: the loop cancels a silent stream
@@ -83,8 +104,9 @@ class NodeRegistry::Stream : public grpc::ClientReadReactor<v1::GetCapacityRespo
   }
 
  private:
+  Alive alive_;  // first: destroyed last
   NodeRegistry* registry_;
-  std::shared_ptr<Entry> e_;
+  Entry* e_;
   grpc::ClientContext ctx_;
   v1::WatchCapacityRequest req_;
   v1::GetCapacityResponse msg_;
@@ -119,7 +141,7 @@ void NodeRegistry::SetNodes(const std::vector<NodeEndpoint>& nodes) {
         continue;
       }
       it->second->removed = true;
-      if (auto ctx = Cancel(it->second, "node removed")) cancel.push_back(ctx);
+      if (auto ctx = Cancel(it->second.get(), "node removed")) cancel.push_back(ctx);
       gone.push_back(it->second);
       it = nodes_.erase(it);
     }
@@ -137,8 +159,9 @@ void NodeRegistry::SetNodes(const std::vector<NodeEndpoint>& nodes) {
   }
   cv_.notify_all();
   for (const auto& ctx : cancel) ctx->TryCancel();
+  cancel.clear();  // they keep their calls' objects alive: see Quiet
   std::unique_lock<std::mutex> l(mu_);
-  cv_.wait(l, [&] { return std::none_of(gone.begin(), gone.end(), [](const auto& e) { return e->busy; }); });
+  cv_.wait(l, [&] { return std::all_of(gone.begin(), gone.end(), [](const auto& e) { return Quiet(*e); }); });
 }
 std::vector<NodeState> NodeRegistry::Snapshot() const {
   std::lock_guard<std::mutex> l(mu_);
@@ -173,27 +196,28 @@ void NodeRegistry::Stop() {
     std::lock_guard<std::mutex> l(mu_);
     stopped_ = true;
     for (auto& [name, e] : nodes_)
-      if (auto ctx = Cancel(e, "registry stopping")) cancel.push_back(ctx);
+      if (auto ctx = Cancel(e.get(), "registry stopping")) cancel.push_back(ctx);
   }
   cv_.notify_all();
   for (const auto& ctx : cancel) ctx->TryCancel();
+  cancel.clear();  // they keep their calls' objects alive: see Quiet
   if (loop_.joinable()) loop_.join();
   // The loop may have dialled a node just before it saw stopped_: that
   // session ends at its Begin. Wait for every session to be over, since
   // their callbacks use this object.
   std::unique_lock<std::mutex> l(mu_);
   cv_.wait(l, [&] {
-    return std::none_of(nodes_.begin(), nodes_.end(), [](const auto& n) { return n.second->busy; });
+    return std::all_of(nodes_.begin(), nodes_.end(), [](const auto& n) { return Quiet(*n.second); });
   });
 }
 
-std::shared_ptr<grpc::ClientContext> NodeRegistry::Cancel(const std::shared_ptr<Entry>& e, const std::string& reason) {
+std::shared_ptr<grpc::ClientContext> NodeRegistry::Cancel(Entry* e, const std::string& reason) {
   if (e->active == nullptr || !e->cancel_reason.empty()) return nullptr;
   e->cancel_reason = reason;
   return e->active;
 }
 
-void NodeRegistry::Notify(const std::shared_ptr<Entry>& e) {
+void NodeRegistry::Notify(Entry* e) {
   {
     std::lock_guard<std::mutex> l(mu_);
     if (e->removed || stopped_) return;
@@ -201,7 +225,7 @@ void NodeRegistry::Notify(const std::shared_ptr<Entry>& e) {
   if (options_.on_change) options_.on_change(e->endpoint.name);
 }
 
-void NodeRegistry::SetReachable(const std::shared_ptr<Entry>& e, bool reachable, const std::string& error) {
+void NodeRegistry::SetReachable(Entry* e, bool reachable, const std::string& error) {
   bool changed = false;
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -216,7 +240,7 @@ void NodeRegistry::SetReachable(const std::shared_ptr<Entry>& e, bool reachable,
   if (changed) Notify(e);
 }
 
-bool NodeRegistry::Begin(const std::shared_ptr<Entry>& e, std::shared_ptr<grpc::ClientContext> ctx, bool streaming) {
+bool NodeRegistry::Begin(Entry* e, std::shared_ptr<grpc::ClientContext> ctx, bool streaming) {
   std::lock_guard<std::mutex> l(mu_);
   if (stopped_ || e->removed) return false;
   e->active = std::move(ctx);
@@ -226,14 +250,14 @@ bool NodeRegistry::Begin(const std::shared_ptr<Entry>& e, std::shared_ptr<grpc::
   return true;
 }
 
-std::string NodeRegistry::End(const std::shared_ptr<Entry>& e) {
+std::string NodeRegistry::End(Entry* e) {
   std::lock_guard<std::mutex> l(mu_);
   e->active = nullptr;
   e->streaming = false;
   return e->cancel_reason;
 }
 
-void NodeRegistry::Dial(const std::shared_ptr<Entry>& e) {
+void NodeRegistry::Dial(Entry* e) {
   // gRPC keeps its own reconnect backoff: ours decides when to try.
   grpc::experimental::ChannelResetConnectionBackoff(e->client->channel().get());
   AskInfo(e, true);
@@ -244,13 +268,15 @@ void NodeRegistry::Dial(const std::shared_ptr<Entry>& e) {
 // Wait up to connect_timeout for a connection; if there is none by then,
 // ask once more without waiting so the error is gRPC's reason (refused,
 // TLS handshake, certificate naming another node), not a bare deadline.
-void NodeRegistry::AskInfo(const std::shared_ptr<Entry>& e, bool wait_for_ready) {
+void NodeRegistry::AskInfo(Entry* e, bool wait_for_ready) {
   struct Call {
+    Call(NodeRegistry* r, Entry* e) : alive(r, e) {}
+    Alive alive;  // first: destroyed last
     grpc::ClientContext ctx;
     v1::GetInfoRequest req;
     v1::GetInfoResponse info;
   };
-  auto call = std::make_shared<Call>();
+  auto call = std::make_shared<Call>(this, e);
   call->ctx.set_wait_for_ready(wait_for_ready);
   call->ctx.set_deadline(std::chrono::system_clock::now() + options_.connect_timeout);
   if (!Begin(e, std::shared_ptr<grpc::ClientContext>(call, &call->ctx), false))
@@ -261,7 +287,7 @@ void NodeRegistry::AskInfo(const std::shared_ptr<Entry>& e, bool wait_for_ready)
                                       });
 }
 
-void NodeRegistry::InfoDone(const std::shared_ptr<Entry>& e, bool wait_for_ready, const grpc::Status& gs,
+void NodeRegistry::InfoDone(Entry* e, bool wait_for_ready, const grpc::Status& gs,
                             const v1::GetInfoResponse& info) {
   const std::string where = Where(*e);
   if (std::string reason = End(e); !reason.empty()) return Ended(e, Status::Cancelled(where + ": " + reason), false);
@@ -276,7 +302,7 @@ void NodeRegistry::InfoDone(const std::shared_ptr<Entry>& e, bool wait_for_ready
   Stream::Start(this, e);
 }
 
-void NodeRegistry::Record(const std::shared_ptr<Entry>& e, const v1::GetCapacityResponse& msg) {
+void NodeRegistry::Record(Entry* e, const v1::GetCapacityResponse& msg) {
   std::vector<PoolCapacity> pools;
   for (const v1::PoolCapacity& p : msg.pools()) {
     auto k = e->kinds.find(p.pool());
@@ -305,7 +331,7 @@ void NodeRegistry::Record(const std::shared_ptr<Entry>& e, const v1::GetCapacity
   if (changed) Notify(e);
 }
 
-void NodeRegistry::Ended(const std::shared_ptr<Entry>& e, const Status& st, bool delivered) {
+void NodeRegistry::Ended(Entry* e, const Status& st, bool delivered) {
   milliseconds delay{0};
   bool news = false, over = false;
   {
@@ -322,8 +348,8 @@ void NodeRegistry::Ended(const std::shared_ptr<Entry>& e, const Status& st, bool
       spdlog::warn("unreachable: {}; re-dialling in {} ms", st.message(), delay.count());
     SetReachable(e, false, st.message());
   }
-  // Notified under the lock: once a waiter in Stop sees busy false, this
-  // thread no longer touches the registry.
+  // Notified under the lock, as in ~Alive: once a waiter in Stop sees the
+  // entry Quiet, no callback touches the registry any more.
   std::lock_guard<std::mutex> l(mu_);
   e->busy = false;
   e->due = SteadyClock::now() + delay;
@@ -350,13 +376,13 @@ void NodeRegistry::Loop() {
         }
       }
       if (e->streaming && e->cancel_reason.empty() && now - e->last_message > silence)
-        if (auto ctx = Cancel(e, "no capacity message for " + std::to_string(silence.count()) +
+        if (auto ctx = Cancel(e.get(), "no capacity message for " + std::to_string(silence.count()) +
                                      " ms (heartbeat every " + std::to_string(options_.heartbeat_seconds) + " s)"))
           cancel.push_back(ctx);
     }
     wake_ = false;
     l.unlock();
-    for (const auto& e : dial) Dial(e);
+    for (const auto& e : dial) Dial(e.get());
     for (const auto& ctx : cancel) ctx->TryCancel();
     dial.clear();
     cancel.clear();

@@ -120,29 +120,38 @@ class NodeRegistry {
 
  private:
   struct Entry;
+  struct Alive;
   class Stream;
 
+  // The calls' callbacks hold a plain Entry*: the registry keeps each entry
+  // until its session is over and its call objects are gone. They must not
+  // own it: the entry owns the node's channel, and gRPC 1.51 cannot have
+  // its last channel destroyed on one of its callback threads (that thread
+  // joins itself and frees the queue it is reading: a double free, seen
+  // under ASan).
+  //
   // A session: GetInfo (waiting for a connection, then once more without
   // waiting so the error is gRPC's reason), then the capacity stream.
-  void Dial(const std::shared_ptr<Entry>& e);
-  void AskInfo(const std::shared_ptr<Entry>& e, bool wait_for_ready);
-  void InfoDone(const std::shared_ptr<Entry>& e, bool wait_for_ready, const grpc::Status& gs,
-                const v1::GetInfoResponse& info);
-  void Record(const std::shared_ptr<Entry>& e, const v1::GetCapacityResponse& msg);
+  void Dial(Entry* e);
+  void AskInfo(Entry* e, bool wait_for_ready);
+  void InfoDone(Entry* e, bool wait_for_ready, const grpc::Status& gs, const v1::GetInfoResponse& info);
+  void Record(Entry* e, const v1::GetCapacityResponse& msg);
   // The session ended with st: unreachable, next dial after a backoff.
-  void Ended(const std::shared_ptr<Entry>& e, const Status& st, bool delivered);
+  void Ended(Entry* e, const Status& st, bool delivered);
   // Registers ctx as e's call in progress; false when stopping or removed.
-  bool Begin(const std::shared_ptr<Entry>& e, std::shared_ptr<grpc::ClientContext> ctx, bool streaming);
+  bool Begin(Entry* e, std::shared_ptr<grpc::ClientContext> ctx, bool streaming);
   // Ends it: the reason it was cancelled, "" if it was not.
-  std::string End(const std::shared_ptr<Entry>& e);
-  void SetReachable(const std::shared_ptr<Entry>& e, bool reachable, const std::string& error);
-  void Notify(const std::shared_ptr<Entry>& e);
+  std::string End(Entry* e);
+  // Needs mu_: e's session is over and its call objects are gone.
+  static bool Quiet(const Entry& e);
+  void SetReachable(Entry* e, bool reachable, const std::string& error);
+  void Notify(Entry* e);
   // The registry's thread: dials nodes whose backoff ended, cancels
   // silent streams.
   void Loop();
   // Needs mu_: marks e's call cancelled; returns its context for
   // TryCancel, to be called without mu_ (gRPC may run callbacks inline).
-  std::shared_ptr<grpc::ClientContext> Cancel(const std::shared_ptr<Entry>& e, const std::string& reason);
+  std::shared_ptr<grpc::ClientContext> Cancel(Entry* e, const std::string& reason);
   std::string Where(const Entry& e) const;
 
   Options options_;

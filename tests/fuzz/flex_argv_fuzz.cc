@@ -106,11 +106,12 @@ nodevol::flex::Reply Run(const std::vector<std::string>& args) {
   return reply;
 }
 
-// Values of the options' secrets worth looking for in a reply.
+// Values of the options' secrets worth looking for in a reply. args[0] is
+// the call's name, never options (kubelet picks it from a fixed set).
 std::vector<std::string> Secrets(const std::vector<std::string>& args) {
   std::vector<std::string> out;
-  for (const auto& a : args) {
-    auto j = nlohmann::json::parse(a, nullptr, false);
+  for (size_t i = 1; i < args.size(); ++i) {
+    auto j = nlohmann::json::parse(args[i], nullptr, false);
     if (!j.is_object()) continue;
     for (const auto& [k, v] : j.items())
       if (k.rfind("kubernetes.io/secret/", 0) == 0 && v.is_string() && v.get<std::string>().size() >= 8)
@@ -147,11 +148,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // A secret's value may also be part of another argument that a reply
   // rightly names (found by run-long: a call named after a piece of the
   // options, echoed as an unknown call): only a value that leaves the
-  // reply when the options' secret is replaced came from the secret.
+  // reply when the options' secret is replaced came from the secret. The
+  // call's name stays as it is (found by run-long: a name that was itself
+  // options JSON with a secret in it, which the replacement changed).
   for (const auto& secret : Secrets(args)) {
     if (text.find(secret) == std::string::npos) continue;
     std::vector<std::string> other = args;
-    for (auto& a : other) {
+    for (size_t i = 1; i < other.size(); ++i) {
+      std::string& a = other[i];
       auto j = nlohmann::json::parse(a, nullptr, false);
       if (!j.is_object()) continue;
       bool changed = false;

@@ -37,6 +37,10 @@ struct Config {
   // stops answering must not hold a volume's operation for ever.
   unsigned lvm_timeout_seconds = 120;
   unsigned mkfs_timeout_seconds = 600;
+  // How long a write to the state directory may run before nodevold says
+  // it is unhealthy (/healthz 503, CSI Probe not ready, an error logged):
+  // the write itself cannot be given up, and waits for the disk.
+  unsigned state_write_timeout_seconds = 30;
   // TCP listener with mutual TLS for nodevol-provisioner (docs/tls.md):
   // all of tls_listen, tls_ca, tls_cert, tls_key, or none (off).
   std::string tls_listen;  // host:port

@@ -157,7 +157,23 @@ int Run(const Config& c) {
   capacity.Start();
 
   SocketProbe probe(c.socket, std::chrono::seconds(3));
-  metrics::HttpServer http(&registry, [&probe] { return probe.Failure(); }, c.max_metrics_connections);
+  // A write to the state directory running past its limit: the disk under
+  // it stopped answering. Said, not acted on: the write finishes when the
+  // disk answers, and a restart could not interrupt it either.
+  const std::chrono::seconds state_limit(c.state_write_timeout_seconds);
+  auto state_failure = [&store, state_limit]() -> std::string {
+    std::string what;
+    auto age = store.writes().Oldest(&what);
+    if (age < state_limit) return "";
+    return "writing " + what + " to the state directory " + store.dir() + " has not finished in " +
+           std::to_string(age.count() / 1000) +
+           " s: the disk under it is not answering (see the kernel log), and calls that record volumes wait for it";
+  };
+  auto unhealthy = [&probe, &state_failure] {
+    std::string why = probe.Failure();
+    return why.empty() ? state_failure() : why;
+  };
+  metrics::HttpServer http(&registry, unhealthy, c.max_metrics_connections);
   if (c.metrics_address != "off") {
     if (st = http.Start(c.metrics_address); !st.ok()) return Fail(st.WithContext("--metrics-address"));
     spdlog::info("metrics on {} port {} (/metrics)", c.metrics_address, http.port());
@@ -261,7 +277,7 @@ int Run(const Config& c) {
   // it for NodeGetInfo as soon as it sees the registration).
   CallRunner csi_calls(&registry, "csi");
   csi::IdentityService csi_identity([&](std::string* why) {
-    *why = probe.Failure();
+    *why = unhealthy();
     return why->empty();
   });
   csi::NodeService csi_node(&node, &capacity, &csi_calls, c.node_name);
@@ -300,7 +316,7 @@ int Run(const Config& c) {
   sigaddset(&set, SIGINT);
   // Every 2 s (or twice per watchdog period if that is shorter) the
   // socket is probed; the watchdog is pinged only while it answers.
-  bool was_answering = true;
+  bool was_answering = true, state_answering = true;
   for (;;) {
     struct timespec ts = {2, 0};
     if (watchdog && watchdog_usec < 4000000)
@@ -315,6 +331,11 @@ int Run(const Config& c) {
       if (answering) spdlog::info("the unix socket answers again");
       else spdlog::error("{}; /healthz says unhealthy and the watchdog is not pinged", probe.Failure());
       was_answering = answering;
+    }
+    if (std::string why = state_failure(); why.empty() != state_answering) {
+      if (why.empty()) spdlog::info("the state directory {} answers again", store.dir());
+      else spdlog::error("{}; /healthz and the CSI Probe say unhealthy", why);
+      state_answering = why.empty();
     }
     if (watchdog && answering && node.Healthy()) sd_notify(0, "WATCHDOG=1");
   }

@@ -198,22 +198,26 @@ Status Store::LoadSnapshots(std::vector<SnapshotRecord>* snapshots, std::vector<
 }
 
 Status Store::PutSnapshot(const SnapshotRecord& s) {
+  WriteWatch::Scope w(&writes_, "snapshot " + s.name);
   return PutRecord(dir_ + "/" + kSnapshots, s.name + ".json", SnapshotToJson(s), /*durable=*/true,
                    s.state == VolumeState::kDeleting ? kDeletingSuffix : "");
 }
 
 Status Store::RemoveSnapshot(const std::string& name) {
+  WriteWatch::Scope w(&writes_, "snapshot " + name);
   std::string dir = dir_ + "/" + kSnapshots;
   NODEVOL_RETURN_IF_ERROR(RemoveFile(dir, name + ".json"));
   return RemoveFile(dir, name + ".json" + std::string(kDeletingSuffix));
 }
 
 Status Store::PutVolume(const VolumeRecord& v) {
+  WriteWatch::Scope w(&writes_, "volume " + v.spec.name);
   return PutRecord(dir_ + "/" + kVolumes, v.spec.name + ".json", VolumeToJson(v), /*durable=*/true,
                    v.state == VolumeState::kDeleting ? kDeletingSuffix : "");
 }
 
 Status Store::RemoveVolume(const std::string& name) {
+  WriteWatch::Scope w(&writes_, "volume " + name);
   std::string dir = dir_ + "/" + kVolumes;
   // The plain file first: a crash in between leaves the tombstone, which
   // says "deleting", never an older state.
@@ -222,6 +226,7 @@ Status Store::RemoveVolume(const std::string& name) {
 }
 
 Status Store::PutPublication(const PublicationRecord& p, bool durable) {
+  WriteWatch::Scope w(&writes_, "the publication at " + p.target);
   std::string dir = dir_ + "/" + kPublications;
   PublicationRecord as_published = p;
   as_published.state = PublicationState::kPublished;  // the name says the state
@@ -242,6 +247,7 @@ Status Store::PutPublication(const PublicationRecord& p, bool durable) {
 }
 
 Status Store::MovePublication(const PublicationRecord& p, PublicationState from, bool durable) {
+  WriteWatch::Scope w(&writes_, "the publication at " + p.target);
   if (from == p.state) return Status::Ok();
   std::string dir = dir_ + "/" + kPublications;
   std::string a = dir + "/" + PublicationFile(p.target, from), b = dir + "/" + PublicationFile(p.target, p.state);
@@ -253,6 +259,7 @@ Status Store::MovePublication(const PublicationRecord& p, PublicationState from,
 }
 
 Status Store::RemovePublication(const std::string& target) {
+  WriteWatch::Scope w(&writes_, "the publication at " + target);
   std::string dir = dir_ + "/" + kPublications;
   // The earlier states first: a crash in between leaves the latest.
   for (PublicationState s : kPublicationOrder)

@@ -36,6 +36,9 @@
 // renamed to "<file>.deleting" / "<file>.unpublishing" instead, which Load
 // reads as that state. Removing a record removes the plain file first.
 //
+// A hung disk: every Put/Remove counts itself in writes() while it runs,
+// so a write that never returns is seen (write_watch.h).
+//
 // Formats: Load refuses (FAILED_PRECONDITION, nothing changed) a record of a
 // newer format (records_json.h) and any file it cannot read (EIO, EMFILE);
 // only a file that fails to parse in a format this nodevold writes is moved
@@ -48,6 +51,7 @@
 #include "base/status.h"
 #include "node/snapshot.h"
 #include "node/volume.h"
+#include "state/write_watch.h"
 
 namespace nodevol {
 
@@ -87,9 +91,13 @@ class Store {
 
   const std::string& dir() const { return dir_; }
 
+  // The writes running now (a hung state disk shows as an old one).
+  const WriteWatch& writes() const { return writes_; }
+
  private:
   std::string dir_;
   int lock_fd_ = -1;
+  WriteWatch writes_;
 };
 
 }  // namespace nodevol

@@ -21,6 +21,8 @@
 #      (overprovisioned 4x), then the operator extends it.
 #   6. A thin pool's disk fails every I/O: the pool fails, and the
 #      operator repairs it once the disk is back.
+#   7. The state directory's disk suspended: a record write waits, and
+#      /healthz says which (--state-write-timeout-seconds=2).
 # For each: what the caller is told, that the other pools and volumes keep
 # working, that nothing is half done or leaked (record, LV, mount) and that
 # the same call succeeds once the fault clears.
@@ -443,5 +445,60 @@ vm_run vm_ctl unpublish --target "$(dirname "$(pod_file pod-t4b)")"
 for v in t-4 t-5 f-6; do vm_run vm_ctl volume delete "$v"; done
 for v in t-4 t-5 f-6; do ! listed "$v" && [[ -z $(lvs_of "$v") ]] || vm_fail "$v is left after its delete"; done
 vm_nodevold_stop
+
+vm_step "7. the state directory's disk suspended: /healthz names the write that waits"
+# A second nodevold whose state directory is a filesystem of its own, on an
+# LV in VG nv: its record writes then wait on the suspended LV. A write
+# cannot be given up (it finishes when the disk answers); nodevold says
+# which one waits, for how long, past --state-write-timeout-seconds.
+vm_run lvm lvcreate -q -y -L 16M -n statefs nv
+vm_run mkfs.ext4 -q /dev/nv/statefs
+sb=/run/nodevol-vm-state
+mkdir -p "$sb/state" "$sb/pods" /run/dirpool2
+vm_run mount /dev/nv/statefs "$sb/state"
+: >"$sb/nodevold.conf"
+"$NODEVOLD" --config="$sb/nodevold.conf" --socket="$sb/nodevold.sock" --state-dir="$sb/state" --pods-root="$sb/pods" \
+  --metrics-address=127.0.0.1:9813 --state-write-timeout-seconds=2 --log-target=stderr --log-level=debug \
+  --pool=name=d,backend=dir,path=/run/dirpool2 </dev/null >"${VM_OUT:-$sb}/nodevold-state.log" 2>&1 &
+state_pid=$!
+VM_SOCKET=$sb/nodevold.sock
+for _ in $(seq 300); do vm_ctl info >/dev/null 2>&1 && break; sleep 0.1; done
+healthz() {  # prints the status line and body of /healthz
+  exec 3<>/dev/tcp/127.0.0.1/9813 || return 1
+  printf 'GET /healthz HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3
+  timeout 10 cat <&3 | sed -n '1p;$p' | tr -d '\r' | paste -sd' '
+  exec 3<&-
+}
+[[ $(healthz) == *" 200 "*ok* ]] || vm_fail "/healthz before the fault: $(healthz)"
+vm_run dmsetup suspend --noflush nv-statefs
+t0=$(now)
+(vm_ctl volume create s-1 --pool d --size 1Mi >"$sb/create.out" 2>&1; echo "exit $?" >>"$sb/create.out") &
+creator=$!
+reply=
+for _ in $(seq 100); do
+  reply=$(healthz)
+  [[ $reply == *" 503 "* ]] && break
+  sleep 0.2
+done
+vm_log "/healthz $(since "$t0")s into the hang: $reply"
+grep -q "writing volume s-1 to the state directory $sb/state has not finished in [0-9]* s: the disk under it is not answering" <<<"$reply" ||
+  vm_fail "/healthz does not name the waiting write: $reply"
+# The log says it at the main loop's next turn (every 2 s).
+for _ in $(seq 50); do grep -q "error.*writing volume s-1 to the state directory" "${VM_OUT:-$sb}/nodevold-state.log" && break; sleep 0.2; done
+grep -q "error.*writing volume s-1 to the state directory" "${VM_OUT:-$sb}/nodevold-state.log" || vm_fail "no error logged"
+vm_ctl info >/dev/null || vm_fail "GetInfo does not answer while a record write waits"
+vm_run dmsetup resume nv-statefs
+wait "$creator"
+vm_log "the create, after the resume: $(paste -sd' ' "$sb/create.out")"
+grep -q "^exit 0" "$sb/create.out" || vm_fail "the create did not finish once the disk answered: $(cat "$sb/create.out")"
+for _ in $(seq 50); do [[ $(healthz) == *" 200 "* ]] && break; sleep 0.2; done
+[[ $(healthz) == *" 200 "*ok* ]] || vm_fail "/healthz after the resume: $(healthz)"
+for _ in $(seq 50); do grep -q "the state directory $sb/state answers again" "${VM_OUT:-$sb}/nodevold-state.log" && break; sleep 0.2; done
+grep -q "the state directory $sb/state answers again" "${VM_OUT:-$sb}/nodevold-state.log" || vm_fail "no recovery logged"
+vm_run vm_ctl volume delete s-1
+kill -TERM "$state_pid"
+wait "$state_pid" || vm_fail "the second nodevold exited $? on SIGTERM"
+vm_run umount "$sb/state"
+vm_run lvm lvremove -q -y nv/statefs
 
 echo "lvm faults: OK"

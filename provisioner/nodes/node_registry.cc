@@ -384,6 +384,8 @@ void NodeRegistry::Loop() {
     l.unlock();
     for (const auto& e : dial) Dial(e.get());
     for (const auto& ctx : cancel) ctx->TryCancel();
+    // Before waiting: the contexts keep their calls' objects alive, and
+    // SetNodes waits for those to be gone (Quiet).
     dial.clear();
     cancel.clear();
     l.lock();

@@ -161,13 +161,16 @@ int Run(const Config& c) {
   // it stopped answering. Said, not acted on: the write finishes when the
   // disk answers, and a restart could not interrupt it either.
   const std::chrono::seconds state_limit(c.state_write_timeout_seconds);
-  auto state_failure = [&store, state_limit]() -> std::string {
-    std::string what;
-    auto age = store.writes().Oldest(&what);
-    if (age < state_limit) return "";
+  auto state_failure_of = [&store, state_limit](std::chrono::milliseconds age, const std::string& what) {
+    if (age < state_limit) return std::string();
     return "writing " + what + " to the state directory " + store.dir() + " has not finished in " +
            std::to_string(age.count() / 1000) +
            " s: the disk under it is not answering (see the kernel log), and calls that record volumes wait for it";
+  };
+  auto state_failure = [&store, &state_failure_of] {
+    std::string what;
+    auto age = store.writes().Oldest(&what);
+    return state_failure_of(age, what);
   };
   auto unhealthy = [&probe, &state_failure] {
     std::string why = probe.Failure();
@@ -332,7 +335,11 @@ int Run(const Config& c) {
       else spdlog::error("{}; /healthz says unhealthy and the watchdog is not pinged", probe.Failure());
       was_answering = answering;
     }
-    if (std::string why = state_failure(); why.empty() != state_answering) {
+    // One reading for the gauge and the log, so they agree.
+    std::string writing;
+    auto age = store.writes().Oldest(&writing);
+    registry.SetStateWriteOldest(age.count() / 1000.0);
+    if (std::string why = state_failure_of(age, writing); why.empty() != state_answering) {
       if (why.empty()) spdlog::info("the state directory {} answers again", store.dir());
       else spdlog::error("{}; /healthz and the CSI Probe say unhealthy", why);
       state_answering = why.empty();

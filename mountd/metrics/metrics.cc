@@ -96,6 +96,7 @@ struct Registry::Impl {
   std::map<std::string, MethodStats, std::less<>> methods;
   std::map<std::string, PoolStats, std::less<>> pools;
   uint64_t drift = 0;
+  double state_write_oldest = 0;
 };
 
 Registry::Registry() : impl_(std::make_unique<Impl>()) {}
@@ -147,6 +148,12 @@ void Registry::SetThinUsage(std::string_view pool, double data_percent, double m
 void Registry::SetDrift(uint64_t findings) {
   std::lock_guard lock(impl_->mu);
   impl_->drift = findings;
+}
+
+void Registry::SetStateWriteOldest(double seconds) {
+  if (!(seconds >= 0)) seconds = 0;
+  std::lock_guard lock(impl_->mu);
+  impl_->state_write_oldest = seconds;
 }
 
 std::string Registry::Render() const {
@@ -236,6 +243,12 @@ std::string Registry::Render() const {
                "Drift findings (state vs. system) since the daemon started.");
   AppendSeries(out, "nodevol_drift_findings", {});
   AppendUint(out, impl_->drift);
+  out += '\n';
+
+  AppendFamily(out, "nodevol_state_write_oldest_seconds", "gauge",
+               "How long the oldest write to the state directory still running has run (0: none).");
+  AppendSeries(out, "nodevol_state_write_oldest_seconds", {});
+  AppendDouble(out, impl_->state_write_oldest);
   out += '\n';
   return out;
 }

@@ -41,6 +41,12 @@ class Registry {
   // Number of drift findings since start: nodevol_drift_findings gauge.
   void SetDrift(uint64_t findings);
 
+  // How long the oldest write to the state directory still running has
+  // run, 0 when none is: nodevol_state_write_oldest_seconds gauge. A disk
+  // that stopped answering shows as a figure that keeps growing, which an
+  // alert can watch (/healthz only turns 503 past the limit).
+  void SetStateWriteOldest(double seconds);
+
   // The whole exposition, with # HELP and # TYPE lines.
   std::string Render() const;
 

@@ -42,7 +42,18 @@ TEST(MetricsRender, EmptyRegistryDeclaresEveryFamily) {
     EXPECT_TRUE(HasLine(out, std::string("# TYPE ") + f)) << f << "\n" << out;
   }
   EXPECT_TRUE(HasLine(out, "nodevol_drift_findings 0")) << out;
+  EXPECT_TRUE(HasLine(out, "nodevol_state_write_oldest_seconds 0")) << out;
   EXPECT_EQ(out.back(), '\n');
+}
+
+TEST(MetricsRender, StateWriteOldestIsReplacedNotAdded) {
+  Registry r;
+  r.SetStateWriteOldest(12.5);
+  EXPECT_EQ(Sample(r.Render(), "nodevol_state_write_oldest_seconds"), "12.5");
+  r.SetStateWriteOldest(0);  // the write finished
+  EXPECT_EQ(Sample(r.Render(), "nodevol_state_write_oldest_seconds"), "0");
+  r.SetStateWriteOldest(-1);  // a caller's bug: never a negative age
+  EXPECT_EQ(Sample(r.Render(), "nodevol_state_write_oldest_seconds"), "0");
 }
 
 TEST(MetricsRender, CountersByMethodAndCode) {

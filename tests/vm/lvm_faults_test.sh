@@ -470,6 +470,13 @@ healthz() {  # prints the status line and body of /healthz
   exec 3<&-
 }
 [[ $(healthz) == *" 200 "*ok* ]] || vm_fail "/healthz before the fault: $(healthz)"
+oldest_write() {  # the nodevol_state_write_oldest_seconds sample of /metrics
+  exec 3<>/dev/tcp/127.0.0.1/9813 || return 1
+  printf 'GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3
+  timeout 10 cat <&3 | tr -d '\r' | awk '$1 == "nodevol_state_write_oldest_seconds" { print $2 }'
+  exec 3<&-
+}
+[[ $(oldest_write) == 0 ]] || vm_fail "the oldest state write before the fault: '$(oldest_write)'"
 vm_run dmsetup suspend --noflush nv-statefs
 t0=$(now)
 (vm_ctl volume create s-1 --pool d --size 1Mi >"$sb/create.out" 2>&1; echo "exit $?" >>"$sb/create.out") &
@@ -487,6 +494,10 @@ grep -q "writing volume s-1 to the state directory $sb/state has not finished in
 for _ in $(seq 50); do grep -q "error.*writing volume s-1 to the state directory" "${VM_OUT:-$sb}/nodevold-state.log" && break; sleep 0.2; done
 grep -q "error.*writing volume s-1 to the state directory" "${VM_OUT:-$sb}/nodevold-state.log" || vm_fail "no error logged"
 vm_ctl info >/dev/null || vm_fail "GetInfo does not answer while a record write waits"
+# The gauge an alert watches: set at the same turn of the main loop.
+age=$(oldest_write)
+vm_log "nodevol_state_write_oldest_seconds during the hang: $age"
+awk -v a="$age" 'BEGIN { exit !(a >= 2) }' || vm_fail "the oldest state write's gauge during the hang: '$age'"
 vm_run dmsetup resume nv-statefs
 wait "$creator"
 vm_log "the create, after the resume: $(paste -sd' ' "$sb/create.out")"
@@ -495,6 +506,7 @@ for _ in $(seq 50); do [[ $(healthz) == *" 200 "* ]] && break; sleep 0.2; done
 [[ $(healthz) == *" 200 "*ok* ]] || vm_fail "/healthz after the resume: $(healthz)"
 for _ in $(seq 50); do grep -q "the state directory $sb/state answers again" "${VM_OUT:-$sb}/nodevold-state.log" && break; sleep 0.2; done
 grep -q "the state directory $sb/state answers again" "${VM_OUT:-$sb}/nodevold-state.log" || vm_fail "no recovery logged"
+[[ $(oldest_write) == 0 ]] || vm_fail "the oldest state write's gauge after the resume: '$(oldest_write)'"
 vm_run vm_ctl volume delete s-1
 kill -TERM "$state_pid"
 wait "$state_pid" || vm_fail "the second nodevold exited $? on SIGTERM"

@@ -140,6 +140,8 @@ YAML
 }
 
 # pn_nodevold_start NAME: (re)starts NAME's nodevold, same state and pool.
+# PN_LOG_LEVEL: its --log-level, debug unless set (benchmarks: info, a node's
+# default, so that the nodes' CPU is what a node spends).
 pn_nodevold_start() {
   local n=$1 d=$PN_DIR/$1
   # nsenter --net only: its mounts stay in the host's mount namespace.
@@ -147,7 +149,7 @@ pn_nodevold_start() {
   nsenter --net="/run/netns/$K8S_NETNS" "$NODEVOLD" --config="$d/nodevold.conf" --socket="$d/nodevold.sock" --state-dir="$d/state" \
     --pods-root="$d/pods" --node-name="$n" --pool="name=default,backend=dir,path=$d/pool" \
     --tls-listen="${PN_IP[$n]}:9809" --tls-ca="$PN_TLS/ca.crt" --tls-cert="$PN_TLS/$n.crt" --tls-key="$PN_TLS/$n.key" \
-    --metrics-address=off --log-target=stderr --log-level=debug >>"$d/nodevold.log" 2>&1 &
+    --metrics-address=off --log-target=stderr --log-level="${PN_LOG_LEVEL:-debug}" >>"$d/nodevold.log" 2>&1 &
   PN_PID[$n]=$!
   CLEANUP_PIDS+=("$!")
   for _ in $(seq 100); do pn_ctl "$n" info >/dev/null 2>&1 && return 0; sleep 0.1; done

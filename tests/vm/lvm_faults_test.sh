@@ -476,7 +476,11 @@ oldest_write() {  # the nodevol_state_write_oldest_seconds sample of /metrics
   timeout 10 cat <&3 | tr -d '\r' | awk '$1 == "nodevol_state_write_oldest_seconds" { print $2 }'
   exec 3<&-
 }
-[[ $(oldest_write) == 0 ]] || vm_fail "the oldest state write before the fault: '$(oldest_write)'"
+# Below the limit, not 0: a record write in flight at the loop's turn reads
+# as its few milliseconds (seen: 0.086 s just after the resume).
+below_limit() { awk -v a="$1" 'BEGIN { exit !(a != "" && a < 2) }'; }
+age=$(oldest_write)
+below_limit "$age" || vm_fail "the oldest state write before the fault: '$age'"
 vm_run dmsetup suspend --noflush nv-statefs
 t0=$(now)
 (vm_ctl volume create s-1 --pool d --size 1Mi >"$sb/create.out" 2>&1; echo "exit $?" >>"$sb/create.out") &
@@ -506,7 +510,8 @@ for _ in $(seq 50); do [[ $(healthz) == *" 200 "* ]] && break; sleep 0.2; done
 [[ $(healthz) == *" 200 "*ok* ]] || vm_fail "/healthz after the resume: $(healthz)"
 for _ in $(seq 50); do grep -q "the state directory $sb/state answers again" "${VM_OUT:-$sb}/nodevold-state.log" && break; sleep 0.2; done
 grep -q "the state directory $sb/state answers again" "${VM_OUT:-$sb}/nodevold-state.log" || vm_fail "no recovery logged"
-[[ $(oldest_write) == 0 ]] || vm_fail "the oldest state write's gauge after the resume: '$(oldest_write)'"
+age=$(oldest_write)
+below_limit "$age" || vm_fail "the oldest state write's gauge after the resume: '$age'"
 vm_run vm_ctl volume delete s-1
 kill -TERM "$state_pid"
 wait "$state_pid" || vm_fail "the second nodevold exited $? on SIGTERM"

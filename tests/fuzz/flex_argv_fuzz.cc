@@ -3,6 +3,11 @@
 // JSON of mount among them. nodevold is stood in for by a thread serving
 // the flex door on a socket of the fuzzer's own, answering every request
 // with success at once (the real door's side is fuzzed through node_api).
+// It serves one connection at a time, and each input ends only when the
+// door is done with every connection the input made: libFuzzer's leak
+// check after an input must not find the door's thread half-way through
+// a reply (found by run-long: a "leak" of the request and reply the
+// thread still held, on a thread per connection).
 // Properties: every argv gets one reply whose JSON parses, with status
 // Success, Failure (with a message) or Not supported; a secret passed in
 // the options (kubernetes.io/secret/*) never shows in the reply; every
@@ -13,7 +18,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -87,11 +91,28 @@ void StartDoor() {
   std::thread([ls] {
     for (;;) {
       int fd = ::accept4(ls, nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd >= 0) std::thread(Serve, fd).detach();
+      if (fd >= 0) Serve(fd);
     }
   }).detach();
   ::setenv("NODEVOL_FLEX_SOCKET", base.c_str(), 1);
   ::setenv("NODEVOL_FLEX_CONFIG", "/dev/null", 1);
+}
+
+// Returns when the door has closed every connection made before: it
+// serves them in order, so once it closes one made now, it is done with
+// the driver's, and its thread holds nothing of them.
+void WaitForDoor() {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::string(::getenv("NODEVOL_FLEX_SOCKET")).append(".flex").copy(addr.sun_path, sizeof addr.sun_path - 1);
+  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+    nodevol::fuzz::Broken("cannot reach the stand-in door");
+  ::shutdown(fd, SHUT_WR);
+  char c;
+  while (::read(fd, &c, 1) > 0) {
+  }
+  ::close(fd);
 }
 
 // The driver's call. It arms a SIGALRM watchdog (flex/output.h), as a
@@ -103,6 +124,7 @@ nodevol::flex::Reply Run(const std::vector<std::string>& args) {
   struct itimerval off {};
   ::setitimer(ITIMER_REAL, &off, nullptr);
   ::sigaction(SIGALRM, &fuzzer_alarm, nullptr);
+  WaitForDoor();
   return reply;
 }
 

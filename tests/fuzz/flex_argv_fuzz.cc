@@ -78,14 +78,25 @@ void Serve(int fd) {
   ::close(fd);
 }
 
+// The driver's socket setting; the door is it with ".flex" appended.
+const std::string& SocketBase() {
+  static const std::string base = "/tmp/nodevol-fuzz-flex-" + std::to_string(::getpid()) + ".sock";
+  return base;
+}
+
+sockaddr_un DoorAddress() {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  (SocketBase() + ".flex").copy(addr.sun_path, sizeof addr.sun_path - 1);
+  return addr;
+}
+
 void StartDoor() {
-  const std::string base = "/tmp/nodevol-fuzz-flex-" + std::to_string(::getpid()) + ".sock";
+  const std::string& base = SocketBase();
   const std::string door = base + ".flex";
   ::unlink(door.c_str());
   int ls = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  door.copy(addr.sun_path, sizeof addr.sun_path - 1);
+  sockaddr_un addr = DoorAddress();
   if (ls < 0 || ::bind(ls, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(ls, 64) != 0)
     nodevol::fuzz::Broken("cannot serve the stand-in door at " + door);
   std::thread([ls] {
@@ -103,9 +114,7 @@ void StartDoor() {
 // the driver's, and its thread holds nothing of them.
 void WaitForDoor() {
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::string(::getenv("NODEVOL_FLEX_SOCKET")).append(".flex").copy(addr.sun_path, sizeof addr.sun_path - 1);
+  sockaddr_un addr = DoorAddress();
   if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
     nodevol::fuzz::Broken("cannot reach the stand-in door");
   ::shutdown(fd, SHUT_WR);

@@ -47,6 +47,9 @@ int main(int argc, char** argv) {
   std::string kubeconfig, context, placement = "most-free", log_level = "info";
   std::string lease_namespace, lease_name, identity;
   bool leader_elect = true;
+  // client-go's defaults, as kube-controller-manager and the sig-storage
+  // sidecars use them.
+  long lease_seconds = 15, renew_seconds = 10, retry_seconds = 2;
   std::string metrics_address = "0.0.0.0:9810";
   std::string extender_address = "off";
   httpd::TlsFiles extender_tls;
@@ -104,6 +107,14 @@ int main(int argc, char** argv) {
        "run only while holding the Lease (more than one replica); false: run at once")
       ("lease-namespace", po::value(&lease_namespace), "namespace of the Lease (default: the pod's or kubeconfig's)")
       ("lease-name", po::value(&lease_name), "name of the Lease (default: nodevol.io-provisioner)")
+      ("lease-duration-seconds", po::value(&lease_seconds)->default_value(lease_seconds),
+       "how long a standby waits, after the leader's last renewal, before it takes the Lease (a leader killed "
+       "without releasing it is replaced this much later)")
+      ("renew-deadline-seconds", po::value(&renew_seconds)->default_value(renew_seconds),
+       "how long the leader keeps trying to renew before it gives up leading and exits (less than the lease "
+       "duration)")
+      ("retry-period-seconds", po::value(&retry_seconds)->default_value(retry_seconds),
+       "how often the leader renews and a standby tries to take the Lease (renew deadline > 1.2 x this)")
       ("identity", po::value(&identity), "this replica's name in the Lease (default: <host name>_<random>)")
       ("metrics-address", po::value(&metrics_address)->default_value(metrics_address),
        "HTTP /metrics, /healthz and /readyz on host:port or [v6]:port, or off")
@@ -146,6 +157,17 @@ int main(int argc, char** argv) {
   }
   if (st.ok() && node_cert_max_seconds < 60)
     st = Status::InvalidArgument("--node-cert-max-lifetime-seconds must be at least 60");
+  leader::LeaderElectorConfig ec;
+  ec.lease_duration = std::chrono::seconds(lease_seconds);
+  ec.renew_deadline = std::chrono::seconds(renew_seconds);
+  ec.retry_period = std::chrono::seconds(retry_seconds);
+  if (st.ok() && leader_elect) {
+    st = leader::LeaderElector::CheckTimings(ec);
+    if (!st.ok())
+      st = Status::InvalidArgument(st.message() + " (--lease-duration-seconds " + std::to_string(lease_seconds) +
+                                   ", --renew-deadline-seconds " + std::to_string(renew_seconds) +
+                                   ", --retry-period-seconds " + std::to_string(retry_seconds) + ")");
+  }
   if (!st.ok()) {
     std::cerr << "nodevol-provisioner: " << st.message() << "\n";
     return 2;
@@ -325,17 +347,18 @@ int main(int argc, char** argv) {
     });
   }
 
-  // Leader election (client-go's defaults: lease 15 s, renew deadline 10 s,
-  // retry 2 s) on its own client whose requests end well within the
-  // renew deadline.
+  // Leader election on its own client whose requests end well within the
+  // renew deadline (each renewal's requests are also capped at the time
+  // left to it).
   std::unique_ptr<kube::Client> lease_client;
   std::unique_ptr<leader::KubeLeaseStore> store;
   std::unique_ptr<leader::LeaderElector> elector;
   std::thread election;
   if (leader_elect) {
     kube::ClientOptions lo;
-    lo.connect_timeout = std::chrono::seconds(3);
-    lo.request_timeout = std::chrono::seconds(5);
+    lo.request_timeout = std::min<std::chrono::milliseconds>(
+        std::chrono::seconds(5), std::chrono::duration_cast<std::chrono::milliseconds>(ec.renew_deadline / 2));
+    lo.connect_timeout = std::min<std::chrono::milliseconds>(std::chrono::seconds(3), lo.request_timeout);
     st = kube::Client::New(config, lo, &lease_client);
     if (identity.empty()) {
       char host[256] = {};
@@ -353,7 +376,6 @@ int main(int argc, char** argv) {
     if (lease_namespace.empty()) lease_namespace = config.ns;
     if (lease_name.empty()) lease_name = kDefaultLeaseName;
     store = std::make_unique<leader::KubeLeaseStore>(lease_client.get(), lease_namespace, lease_name);
-    leader::LeaderElectorConfig ec;
     ec.identity = identity;
     ec.release_on_cancel = true;
     leader::LeaderCallbacks cb;

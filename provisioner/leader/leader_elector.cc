@@ -12,6 +12,12 @@ using std::chrono::seconds;
 Status LeaderElector::New(LeaseStore* store, const Clock* clock, LeaderElectorConfig config,
                           LeaderCallbacks callbacks, std::unique_ptr<LeaderElector>* out) {
   if (config.identity.empty()) return Status::InvalidArgument("leader election: identity is empty");
+  NODEVOL_RETURN_IF_ERROR(CheckTimings(config));
+  out->reset(new LeaderElector(store, clock, std::move(config), std::move(callbacks)));
+  return Status::Ok();
+}
+
+Status LeaderElector::CheckTimings(const LeaderElectorConfig& config) {
   if (config.retry_period <= Clock::Duration::zero()) {
     return Status::InvalidArgument("leader election: retry period must be positive");
   }
@@ -24,7 +30,6 @@ Status LeaderElector::New(LeaseStore* store, const Clock* clock, LeaderElectorCo
   if (config.lease_duration < seconds(1)) {
     return Status::InvalidArgument("leader election: lease duration must be at least 1s (the Lease counts seconds)");
   }
-  out->reset(new LeaderElector(store, clock, std::move(config), std::move(callbacks)));
   return Status::Ok();
 }
 

@@ -59,7 +59,9 @@ class LeaderElector {
   static constexpr double kJitterFactor = 1.2;
 
   // INVALID_ARGUMENT unless identity is set and
-  // lease_duration > renew_deadline > kJitterFactor * retry_period > 0.
+  // lease_duration > renew_deadline > kJitterFactor * retry_period > 0
+  // (CheckTimings: the part a command line sets).
+  static Status CheckTimings(const LeaderElectorConfig& config);
   static Status New(LeaseStore* store, const Clock* clock, LeaderElectorConfig config, LeaderCallbacks callbacks,
                     std::unique_ptr<LeaderElector>* out);
 

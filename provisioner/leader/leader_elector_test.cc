@@ -79,6 +79,20 @@ TEST(LeaderElectorTest, ValidatesConfig) {
   c = ok;
   c.retry_period = seconds(0);
   EXPECT_FALSE(LeaderElector::New(&store, &clock, c, {}, &e).ok());
+  // What --lease-duration-seconds and its siblings set, checked before
+  // anything starts: shorter timings in order pass, and a refusal says
+  // which rule they broke.
+  c = ok;
+  c.lease_duration = seconds(6);
+  c.renew_deadline = seconds(4);
+  c.retry_period = seconds(1);
+  EXPECT_TRUE(LeaderElector::CheckTimings(c).ok());
+  c.renew_deadline = seconds(6);
+  EXPECT_NE(LeaderElector::CheckTimings(c).message().find("greater than the renew deadline"), std::string::npos);
+  c.lease_duration = c.renew_deadline = std::chrono::milliseconds(900);
+  c.lease_duration = std::chrono::milliseconds(950);
+  c.retry_period = std::chrono::milliseconds(100);
+  EXPECT_NE(LeaderElector::CheckTimings(c).message().find("at least 1s"), std::string::npos);
 }
 
 TEST(LeaderElectorTest, FirstCandidateCreatesTheLease) {

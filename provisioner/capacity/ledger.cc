@@ -50,6 +50,11 @@ std::vector<PoolRoom> CapacityLedger::Rooms(const std::set<std::string>& except,
     auto it = index.find({e.node, e.pool});
     if (it == index.end() || (e.settled && Reported(e, it->second->seen))) return;
     PoolRoom* own = it->second;
+    // A claim the scheduler chose a node for that cannot fit there even
+    // with nothing else promised (a typo'd 1000Ti) is rescheduled, not
+    // made: counted, it would leave the node no room for anyone while it
+    // waits (issue 19, found in k8s_provisioner's failover).
+    if (e.kind != Kind::kCreating && e.bytes > own->base) return;
     auto count = [&](PoolRoom* r) { r->promised = subtract ? r->promised - e.bytes : r->promised + e.bytes; };
     if (own->seen.shared_by.empty()) return count(own);
     for (PoolRoom* r : sharing[own->seen.shared_by]) count(r);

@@ -14,6 +14,9 @@
 //    several nodes share (PoolSeen::shared_by: an NFS export, whose whole
 //    free space every node serving it reports), of the promises on any
 //    of those nodes' pools, so N nodes never promise the export N times.
+//    A promise that is not a create and is larger than the pool's base
+//    is not counted: that claim cannot be made there, whatever else
+//    waits, and is rescheduled; counted, it would starve every other.
 //
 // A promise belongs to a key (a claim's uid): a later promise of the same
 // key replaces the earlier one, so a claim the extender let through, that

@@ -87,6 +87,33 @@ TEST(CapacityLedger, OneKeyCountsOnceWhereverItsLatestPromiseIs) {
   EXPECT_EQ(changes, 3);
 }
 
+// A WaitForFirstConsumer claim too large for its selected node (1000Ti
+// asked, 100 MiB there) waits to be rescheduled; meanwhile the node's
+// room is what it was, or every other claim placed there in that window
+// failed "no room" and waited its backoff (k8s_provisioner's failover:
+// 15 s more after the lease).
+TEST(CapacityLedger, APromiseThePoolCouldNeverKeepIsNotCounted) {
+  CapacityLedger l([] { return Pools(); });
+  ASSERT_TRUE(l.Promise("huge", "n1", "fast", 1000 * 1024 * 1024 * MiB, Kind::kSelected));
+  EXPECT_EQ(RoomOf(l, "n1", "fast"), 100 * MiB);
+  ASSERT_TRUE(l.Promise("fits", "n1", "fast", 30 * MiB, Kind::kSelected));
+  EXPECT_EQ(RoomOf(l, "n1", "fast"), 70 * MiB);
+  EXPECT_EQ(RoomOf(l, "n1", "fast", {"huge"}), 70 * MiB) << "left out, it is not taken back either";
+  // Exactly the pool's base still fits, and counts.
+  ASSERT_TRUE(l.Promise("fits", "n1", "fast", 100 * MiB, Kind::kSelected));
+  EXPECT_EQ(RoomOf(l, "n1", "fast"), 0u);
+  // Still where the claim's promise is, for TrackClaim and the extender.
+  std::string node, pool;
+  Kind kind;
+  ASSERT_TRUE(l.Find("huge", &node, &pool, &kind));
+  EXPECT_EQ(node, "n1");
+  // A create is counted whatever its size: it was placed on figures that
+  // had the room, and a report may already hold part of it.
+  l.Release("fits");
+  ASSERT_TRUE(l.Promise("big", "n2", "fast", 150 * MiB, Kind::kCreating));
+  EXPECT_EQ(RoomOf(l, "n2", "fast"), 0u);
+}
+
 TEST(CapacityLedger, ACreateIsNotReleasedOrWeakenedWhileItRuns) {
   CapacityLedger l([] { return Pools(); }, std::chrono::seconds(10));
   ASSERT_TRUE(l.Promise("c", "n1", "fast", 50 * MiB, Kind::kCreating));

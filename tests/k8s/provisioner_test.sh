@@ -21,7 +21,10 @@
 #  - /healthz, /readyz, /metrics (the reference library's counters, the
 #    registry and leader gauges);
 #  - leader election: a second replica stands by (ready, not leading); the leader killed -9,
-#    it takes the Lease over and provisions.
+#    it takes the Lease over and provisions, at its first try: the
+#    huge-wait claim above, selected onto this node and too large for it,
+#    must not leave the node looking full (4b675c3: the claim failed "no
+#    room" and waited its 15 s backoff).
 # Needs NODEVOL_PROVISIONER (path) besides what lib.sh needs.
 K8S_TEST=provisioner
 source "$(dirname "$0")/lib.sh"
@@ -199,6 +202,9 @@ claim failover nv-now 8Mi
 # The lease (15 s) must run out by b's own clock before it takes over.
 bound failover 90 || { tail -20 "$K8S_WORK/logs/provisioner-b.log" >&2; fail "claim not provisioned after the leader died"; }
 step "claim bound $((SECONDS - t0)) s after the leader was killed"
+failed=$(k get events --field-selector involvedObject.name=failover,reason=ProvisioningFailed \
+  -o jsonpath='{range .items[*]}{.message}{"\n"}{end}') || fail "could not list the events of claim failover"
+[[ -z $failed ]] || fail "the new leader failed claim failover before it made it: $failed"
 grep -q "leading as" "$K8S_WORK/logs/provisioner-b.log" || fail "replica b did not lead"
 [[ $(k get lease nodevol.io-provisioner -o jsonpath='{.spec.holderIdentity}') != "$holder" ]] || fail "lease still held by $holder"
 step "PASS"

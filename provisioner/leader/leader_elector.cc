@@ -30,6 +30,10 @@ Status LeaderElector::CheckTimings(const LeaderElectorConfig& config) {
   if (config.lease_duration < seconds(1)) {
     return Status::InvalidArgument("leader election: lease duration must be at least 1s (the Lease counts seconds)");
   }
+  // The others are below it. Beyond a day it is a typo.
+  if (config.lease_duration > std::chrono::hours(24)) {
+    return Status::InvalidArgument("leader election: lease duration must be at most a day (86400 s)");
+  }
   return Status::Ok();
 }
 

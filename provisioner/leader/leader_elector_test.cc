@@ -89,10 +89,13 @@ TEST(LeaderElectorTest, ValidatesConfig) {
   EXPECT_TRUE(LeaderElector::CheckTimings(c).ok());
   c.renew_deadline = seconds(6);
   EXPECT_NE(LeaderElector::CheckTimings(c).message().find("greater than the renew deadline"), std::string::npos);
-  c.lease_duration = c.renew_deadline = std::chrono::milliseconds(900);
   c.lease_duration = std::chrono::milliseconds(950);
+  c.renew_deadline = std::chrono::milliseconds(900);
   c.retry_period = std::chrono::milliseconds(100);
   EXPECT_NE(LeaderElector::CheckTimings(c).message().find("at least 1s"), std::string::npos);
+  c.lease_duration = std::chrono::hours(24) + seconds(1);
+  c.renew_deadline = seconds(10);
+  EXPECT_NE(LeaderElector::CheckTimings(c).message().find("at most a day"), std::string::npos);
 }
 
 TEST(LeaderElectorTest, FirstCandidateCreatesTheLease) {

@@ -246,6 +246,9 @@ vm_log "${#want_size[@]} volumes expected (${per_pool%, }), ${#listed[@]} listed
 
 vm_step "the call in flight made again: ${inflight:-none}"
 if [[ -n $inflight ]]; then
+  # kubelet makes a publish's target directory before each call; the one
+  # made before the cut was not synced and may be gone with it.
+  [[ $fly_op == publish ]] && mkdir -p "${fly[3]}"
   out=$(vm_ctl "${fly[@]:1}" 2>&1) || vm_fail "retrying '${fly[*]:1}' after the power loss: $out"
   case $fly_op in
     create) want_size[$fly_vol]=${fly[7]%Mi}; want_pool[$fly_vol]=${fly[5]} ;;

@@ -19,7 +19,8 @@ namespace {
 
 Status MakeOfKind(const std::string& pool, const std::string& kind, const Params& options,
                   std::unique_ptr<Backend>* out, BackendEnv* env) {
-  if (kind == "dir") return DirBackend::Make(pool, options, out);
+  if (kind == "dir")
+    return DirBackend::Make(pool, options, out, env ? env->dir_io_timeout : DirBackend::kDefaultIoLimit);
   if (kind == "lvm") {
     if (!env) return Status::Internal("pool " + pool + ": lvm pools need the daemon's environment");
     if (!env->lvm) {

@@ -20,6 +20,8 @@ struct BackendEnv {
   // Deadlines of one lvm command and of one mkfs or filesystem grow.
   std::chrono::milliseconds lvm_timeout = std::chrono::minutes(2);
   std::chrono::milliseconds mkfs_timeout = std::chrono::minutes(10);
+  // How long a dir pool's operation may go without progress.
+  std::chrono::milliseconds dir_io_timeout = std::chrono::seconds(30);
 };
 
 // Backend kinds this build knows.

@@ -183,6 +183,9 @@ Status ParseConfig(int argc, const char* const* argv, Config* c, ParseOutcome* o
       ("mkfs-timeout-seconds", po::value(&c->mkfs_timeout_seconds)->default_value(c->mkfs_timeout_seconds),
        "how long one mkfs, resize2fs or xfs_growfs may run before it is killed and its call fails; also how "
        "long an LVM volume's staging unmount or the wipe of its device is waited for")
+      ("dir-io-timeout-seconds", po::value(&c->dir_io_timeout_seconds)->default_value(c->dir_io_timeout_seconds),
+       "how long a dir pool's create, expand or delete may go without progress (a disk that stopped answering) "
+       "before its call fails; the pool then refuses new operations until the stuck one finishes")
       ("state-write-timeout-seconds",
        po::value(&c->state_write_timeout_seconds)->default_value(c->state_write_timeout_seconds),
        "how long a write to --state-dir may run before /healthz and the CSI Probe say unhealthy (a disk that "
@@ -271,9 +274,11 @@ Status ParseConfig(int argc, const char* const* argv, Config* c, ParseOutcome* o
     return Status::InvalidArgument("--log-target must be auto, journal or stderr, not \"" + c->log_target + "\"");
   if (c->heartbeat_seconds == 0) return Status::InvalidArgument("--heartbeat-seconds must be at least 1");
   if (c->capacity_poll_ms < 100) return Status::InvalidArgument("--capacity-poll-ms must be at least 100");
-  if (c->lvm_timeout_seconds == 0 || c->mkfs_timeout_seconds == 0 || c->state_write_timeout_seconds == 0)
+  if (c->lvm_timeout_seconds == 0 || c->mkfs_timeout_seconds == 0 || c->state_write_timeout_seconds == 0 ||
+      c->dir_io_timeout_seconds == 0)
     return Status::InvalidArgument(
-        "--lvm-timeout-seconds, --mkfs-timeout-seconds and --state-write-timeout-seconds must be at least 1");
+        "--lvm-timeout-seconds, --mkfs-timeout-seconds, --state-write-timeout-seconds and --dir-io-timeout-seconds "
+        "must be at least 1");
   NODEVOL_RETURN_IF_ERROR(ResolveEnrollment(c));
   NODEVOL_RETURN_IF_ERROR(CheckTls(*c));
   if (c->max_tcp_connections == 0 || c->max_metrics_connections == 0)

@@ -37,6 +37,10 @@ struct Config {
   // stops answering must not hold a volume's operation for ever.
   unsigned lvm_timeout_seconds = 120;
   unsigned mkfs_timeout_seconds = 600;
+  // How long a dir pool's create, expand or delete may go without progress
+  // before its call fails (DEADLINE_EXCEEDED); the pool then takes nothing
+  // new until the stuck one finishes (backend/dir/disk_gate.h).
+  unsigned dir_io_timeout_seconds = 30;
   // How long a write to the state directory may run before nodevold says
   // it is unhealthy (/healthz 503, CSI Probe not ready, an error logged):
   // the write itself cannot be given up, and waits for the disk.

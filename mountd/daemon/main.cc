@@ -115,7 +115,7 @@ int Run(const Config& c) {
 
   std::map<std::string, std::unique_ptr<Backend>> pools;
   BackendEnv env{c.state_dir, nullptr, std::chrono::seconds(c.lvm_timeout_seconds),
-                 std::chrono::seconds(c.mkfs_timeout_seconds)};
+                 std::chrono::seconds(c.mkfs_timeout_seconds), std::chrono::seconds(c.dir_io_timeout_seconds)};
   for (const PoolConfig& pc : c.pools) {
     std::unique_ptr<Backend> b;
     if (st = MakeBackend(pc.name, pc.backend, pc.options, &b, &env); !st.ok()) return Fail(st);

@@ -23,6 +23,9 @@
 #      operator repairs it once the disk is back.
 #   7. The state directory's disk suspended: a record write waits, and
 #      /healthz says which (--state-write-timeout-seconds=2).
+#   8. A dir pool's disk suspended: a create is given up once it makes no
+#      progress for 2 s (--dir-io-timeout-seconds=2), the pool then answers
+#      at once until the stuck create finishes, and another dir pool works.
 # For each: what the caller is told, that the other pools and volumes keep
 # working, that nothing is half done or leaked (record, LV, mount) and that
 # the same call succeeds once the fault clears.
@@ -514,5 +517,69 @@ kill -TERM "$state_pid"
 wait "$state_pid" || vm_fail "the second nodevold exited $? on SIGTERM"
 vm_run umount "$sb/state"
 vm_run lvm lvremove -q -y nv/statefs
+
+vm_step "8. a dir pool's disk suspended: its create is given up, the pool then answers at once"
+# A third nodevold: dir pool "slow" on an ext4 LV with project quotas (its
+# create writes the quota file, then syncs the directory: both wait on a
+# suspended disk), dir pool "quick" on tmpfs; state on tmpfs.
+vm_run lvm lvcreate -q -y -L 32M -n dirfs nv
+vm_run mkfs.ext4 -q -O quota,project /dev/nv/dirfs
+sb=/run/nodevol-vm-dir
+limit=2  # --dir-io-timeout-seconds
+mkdir -p "$sb/state" "$sb/pods" "$sb/slow" "$sb/quick"
+vm_run mount -o prjquota /dev/nv/dirfs "$sb/slow"
+: >"$sb/nodevold.conf"
+dirlog=${VM_OUT:-$sb}/nodevold-dir.log
+"$NODEVOLD" --config="$sb/nodevold.conf" --socket="$sb/nodevold.sock" --state-dir="$sb/state" --pods-root="$sb/pods" \
+  --metrics-address=off --dir-io-timeout-seconds="$limit" --log-target=stderr --log-level=debug \
+  --pool=name=slow,backend=dir,path="$sb/slow",quota=required --pool=name=quick,backend=dir,path="$sb/quick" \
+  </dev/null >"$dirlog" 2>&1 &
+dir_pid=$!
+VM_SOCKET=$sb/nodevold.sock VM_PODS=$sb/pods
+for _ in $(seq 300); do vm_ctl info >/dev/null 2>&1 && break; sleep 0.1; done
+vm_run vm_ctl volume create d-0 --pool slow --size 4Mi >/dev/null
+publish_with_data pod-d0 d-0
+vm_run sync
+vm_run dmsetup suspend --noflush nv-dirfs
+try_create d-1 slow 4Mi
+vm_log "create on the suspended pool: exit $RC after ${TOOK}s: $OUT"
+((RC != 0)) || vm_fail "CreateVolume succeeded on a suspended disk"
+grep -q "DEADLINE_EXCEEDED.*pool slow: the create of volume d-1 has made no progress for ${limit}000 ms" <<<"$OUT" ||
+  vm_fail "the error does not say the create made no progress: $OUT"
+awk -v t="$TOOK" -v l="$limit" 'BEGIN { exit !(t >= l && t < l + 8) }' || vm_fail "the create took ${TOOK}s, limit ${limit}s"
+# While it is stuck: refused at once, with no second thread on the disk.
+try_create d-2 slow 4Mi
+vm_log "the next create: exit $RC after ${TOOK}s: $OUT"
+grep -q "UNAVAILABLE.*pool slow: the disk under $sb/slow has not answered for [0-9]* s (the create of volume d-1 still waits" <<<"$OUT" ||
+  vm_fail "the next create is not refused naming the stuck one: $OUT"
+awk -v t="$TOOK" 'BEGIN { exit !(t < 1.5) }' || vm_fail "the refusal took ${TOOK}s"
+OUT=$(vm_ctl volume expand d-0 --size 8Mi 2>&1) && vm_fail "an expand on the stuck pool succeeded"
+grep -q "UNAVAILABLE.*the create of volume d-1 still waits" <<<"$OUT" || vm_fail "the expand is not refused so: $OUT"
+OUT=$(vm_ctl publish --target "$(vm_target pod-d0b data)" --volume d-0 2>&1) && vm_fail "a publish on the stuck pool succeeded"
+grep -q "UNAVAILABLE.*the create of volume d-1 still waits" <<<"$OUT" || vm_fail "the publish is not refused so: $OUT"
+grep -q "error.*pool slow: the create of volume d-1 has made no progress for ${limit}000 ms" "$dirlog" ||
+  vm_fail "no error logged"
+# The other dir pool, and the daemon, go on.
+try_create q-1 quick 4Mi
+((RC == 0)) || vm_fail "a create on the other dir pool failed: $OUT"
+vm_log "a create on the other dir pool meanwhile: ${TOOK}s"
+vm_run vm_ctl publish --target "$(vm_target pod-q1 data)" --volume q-1 >/dev/null
+vm_ctl info >/dev/null || vm_fail "GetInfo does not answer while the pool is stuck"
+vm_run dmsetup resume nv-dirfs
+for _ in $(seq 100); do grep -q "pool slow: the create of volume d-1 finished after .*the disk answers again" "$dirlog" && break; sleep 0.1; done
+grep -q "pool slow: the create of volume d-1 finished after .*the disk answers again" "$dirlog" || vm_fail "no recovery logged"
+vm_log "$(grep -o "pool slow: the create of volume d-1 finished after.*" "$dirlog")"
+# Once the disk answers, the same calls succeed and nothing is left.
+vm_run vm_ctl volume create d-1 --pool slow --size 4Mi >/dev/null
+vm_run vm_ctl volume create d-2 --pool slow --size 4Mi >/dev/null
+expect_ok_data pod-d0
+for t in pod-d0 pod-q1; do vm_run vm_ctl unpublish --target "$sb/pods/$t/volumes/nodevol.io~volume/data" >/dev/null; done
+for v in d-0 d-1 d-2 q-1; do vm_run vm_ctl volume delete "$v" >/dev/null; done
+left=$(find "$sb/slow" "$sb/quick" -mindepth 1 -maxdepth 1 ! -name lost+found)
+[[ -z $left ]] || vm_fail "left in the dir pools: $left"
+kill -TERM "$dir_pid"
+wait "$dir_pid" || vm_fail "the third nodevold exited $? on SIGTERM"
+vm_run umount "$sb/slow"
+vm_run lvm lvremove -q -y nv/dirfs
 
 echo "lvm faults: OK"

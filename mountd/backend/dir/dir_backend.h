@@ -6,25 +6,34 @@
 // with a letter or digit, so the dot-names never meet a volume's.
 //
 // Pool options: path=<dir> (must exist), quota=auto|off|required (project
-// quotas, see project_quota.h). Volume parameters: mode (octal, default
+// quotas, see project_quota.h).
+// A disk that stops answering: creates, expands and deletes are bounded
+// by their progress and the pool then takes nothing new until the stuck
+// one finishes (disk_gate.h); snapshots and copies only check the gate. Volume parameters: mode (octal, default
 // 0777 so pods of any uid can write, like hostPath provisioners), uid, gid.
 // Without quota enforcement the size is recorded but not enforced, and the
 // pool's free space is shared by all its volumes.
 #pragma once
 
+#include <sys/types.h>
+
+#include <chrono>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 
 #include "backend/backend.h"
+#include "backend/dir/disk_gate.h"
 
 namespace nodevol {
 
 class DirBackend : public Backend {
  public:
   // Builds a pool from its options; INVALID_ARGUMENT names a bad option.
-  static Status Make(const std::string& pool, const Params& options, std::unique_ptr<Backend>* out);
+  // io_limit: how long a bounded operation may go without progress.
+  static Status Make(const std::string& pool, const Params& options, std::unique_ptr<Backend>* out,
+                     std::chrono::milliseconds io_limit = kDefaultIoLimit);
+  static constexpr std::chrono::milliseconds kDefaultIoLimit{30000};
 
   std::string kind() const override { return "dir"; }
   std::vector<std::string> fs_types() const override { return {""}; }
@@ -54,21 +63,39 @@ class DirBackend : public Backend {
   // undoing that create must leave the directory alone.
   static constexpr char kFoundNotMade[] = "dir_found_not_made";
 
-  DirBackend(std::string pool, std::string path, bool quota);
-  std::string VolumeDir(const std::string& name) const { return path_ + "/" + name; }
+  // What the pool's bounded operations use: copied into their threads,
+  // which may outlive the backend while a dead disk holds them.
+  struct Where {
+    std::string pool;
+    std::string path;  // resolved
+    dev_t dev;         // project ids are per filesystem
+    bool quota;
+    std::string VolumeDir(const std::string& name) const { return path + "/" + name; }
+  };
+
+  DirBackend(Where where, std::chrono::milliseconds io_limit);
+  std::string VolumeDir(const std::string& name) const { return where_.VolumeDir(name); }
   std::string SnapshotsDir() const { return path_ + "/.snapshots"; }
+  static Status MakeVolumeDir(const Where& w, const std::string& name, const Params& parameters, uint64_t bytes,
+                              Params* attributes, const Step& step);
+  static Status RemoveVolumeDir(const Where& w, const std::string& name, const Step& step);
   // Gives dir a project id of its own (kept if it has one) limited to
   // bytes; records the id in attributes["project_id"].
-  Status ApplyQuota(const std::string& dir, uint64_t bytes, Params* attributes);
+  static Status ApplyQuota(const Where& w, const std::string& dir, uint64_t bytes, Params* attributes);
+  Status ApplyQuota(const std::string& dir, uint64_t bytes, Params* attributes) {
+    return ApplyQuota(where_, dir, bytes, attributes);
+  }
   // Copies the tree at src into parent/<name>: into parent/.making-<name>
   // first (a leftover of an earlier try is removed), with a project quota
   // of limit bytes when the pool has quotas, synced, then renamed.
   Status CopyInto(const std::string& src, const std::string& parent, const std::string& name, uint64_t limit,
                   Params* attributes);
 
-  std::string pool_;
-  std::string path_;  // resolved
-  bool quota_;
+  const Where where_;
+  const std::string& pool_ = where_.pool;
+  const std::string& path_ = where_.path;
+  const bool quota_ = where_.quota;
+  DiskGate gate_;
 };
 
 }  // namespace nodevol

@@ -83,6 +83,7 @@ Status DirBackend::CopyInto(const std::string& src, const std::string& parent, c
 }
 
 Status DirBackend::CreateSnapshot(const VolumeRecord& source, SnapshotRecord* snapshot, bool resumed) {
+  NODEVOL_RETURN_IF_ERROR(gate_.Check());
   const std::string& name = snapshot->name;
   const std::string dir = SnapshotsDir();
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return Status::FromErrno("mkdir " + dir, errno);
@@ -126,6 +127,7 @@ Status DirBackend::CreateSnapshot(const VolumeRecord& source, SnapshotRecord* sn
 }
 
 Status DirBackend::DeleteSnapshot(const SnapshotRecord& snapshot) {
+  NODEVOL_RETURN_IF_ERROR(gate_.Check());
   const std::string& name = snapshot.name;
   const std::string dir = SnapshotsDir();
   if (snapshot.attributes.count(kFoundNotMade)) {
@@ -151,6 +153,7 @@ Status DirBackend::CheckSnapshot(const SnapshotRecord& snapshot) {
 
 Status DirBackend::CreateFrom(VolumeRecord* record, const SnapshotRecord* snapshot, const VolumeRecord* volume,
                               bool resumed) {
+  NODEVOL_RETURN_IF_ERROR(gate_.Check());
   const std::string& name = record->spec.name;
   const std::string path = VolumeDir(name);
   const std::string what = snapshot ? "snapshot " + snapshot->name : "volume " + volume->spec.name;

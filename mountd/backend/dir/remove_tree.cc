@@ -25,7 +25,7 @@ Status CheckNoMountsIn(const std::vector<std::string>& dirs) {
   return Status::Ok();
 }
 
-Status RemoveTree(const std::string& parent_dir, const std::string& name) {
+Status RemoveTree(const std::string& parent_dir, const std::string& name, const std::function<void()>& step) {
   UniqueFd parent(::open(parent_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (parent.get() < 0) return Status::FromErrno("open " + parent_dir, errno);
   const std::string what = "remove " + parent_dir + "/" + name;
@@ -33,14 +33,16 @@ Status RemoveTree(const std::string& parent_dir, const std::string& name) {
   if (root.get() < 0) return errno == ENOENT ? Status::Ok() : Status::FromErrno(what, errno);
   TreeWalkOps ops;
   ops.rescan_after_removal = true;
-  ops.on_entry = [](int dir, const char* entry, const struct stat&) {
+  ops.on_entry = [&step](int dir, const char* entry, const struct stat&) {
     if (::unlinkat(dir, entry, 0) != 0 && errno != ENOENT)
       return Status::FromErrno(std::string("unlink \"") + entry + "\"", errno);
+    if (step) step();
     return Status::Ok();
   };
-  ops.on_child_done = [](int dir, const char* entry) {
+  ops.on_child_done = [&step](int dir, const char* entry) {
     if (::unlinkat(dir, entry, AT_REMOVEDIR) != 0 && errno != ENOENT)
       return Status::FromErrno(std::string("rmdir \"") + entry + "\"", errno);
+    if (step) step();
     return Status::Ok();
   };
   ops.on_other_mount = [](int, const char* entry) {

@@ -6,13 +6,14 @@
 // with a letter or digit, so the dot-names never meet a volume's.
 //
 // Pool options: path=<dir> (must exist), quota=auto|off|required (project
-// quotas, see project_quota.h).
-// A disk that stops answering: creates, expands and deletes are bounded
-// by their progress and the pool then takes nothing new until the stuck
-// one finishes (disk_gate.h); snapshots and copies only check the gate. Volume parameters: mode (octal, default
+// quotas, see project_quota.h). Volume parameters: mode (octal, default
 // 0777 so pods of any uid can write, like hostPath provisioners), uid, gid.
 // Without quota enforcement the size is recorded but not enforced, and the
 // pool's free space is shared by all its volumes.
+//
+// A disk that stops answering: creates, expands and deletes are bounded
+// by their progress, and the pool then takes nothing new until the stuck
+// one finishes (disk_gate.h); snapshots and copies only check the gate.
 #pragma once
 
 #include <sys/types.h>

@@ -24,6 +24,7 @@ TEST(Config, DefaultsAndPools) {
   EXPECT_EQ(c.socket, "/run/nodevol/nodevold.sock");
   EXPECT_EQ(c.state_dir, "/var/lib/nodevol");
   EXPECT_EQ(c.pods_root, "/var/lib/kubelet/pods");
+  EXPECT_EQ(c.dir_io_timeout_seconds, 30u);
   EXPECT_FALSE(c.node_name.empty()) << "defaults to the host name";
   ASSERT_EQ(c.pools.size(), 2u);
   EXPECT_EQ(c.pools[1].name, "fast");
@@ -57,6 +58,7 @@ TEST(Config, BadValuesNameTheOption) {
            {{kPool, "--socket=relative.sock"}, "--socket"},
            {{kPool, "--state-dir=var/lib"}, "--state-dir"},
            {{kPool, "--heartbeat-seconds=0"}, "--heartbeat-seconds"},
+           {{kPool, "--dir-io-timeout-seconds=0"}, "--dir-io-timeout-seconds"},
            {{kPool, "--capacity-poll-ms=abc"}, "capacity-poll-ms"},
            {{}, "--pool"},
            {{"--pool=backend=dir,path=/x"}, "name="},
@@ -189,7 +191,7 @@ TEST(Config, HelpListsEveryOption) {
                           "--metrics-address", "--log-level", "--log-target", "--heartbeat-seconds",
                           "--capacity-poll-ms", "--shutdown-grace-seconds", "--tls-listen", "--tls-ca",
                           "--tls-cert", "--tls-key", "--tls-refresh-seconds", "--max-tcp-connections",
-                          "--max-metrics-connections"})
+                          "--max-metrics-connections", "--dir-io-timeout-seconds"})
     EXPECT_NE(text.find(opt), std::string::npos) << opt;
 }
 

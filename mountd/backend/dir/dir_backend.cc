@@ -84,16 +84,15 @@ Status DirBackend::Create(VolumeRecord* record) {
   auto attributes = std::make_shared<Params>(record->attributes);
   NODEVOL_RETURN_IF_ERROR(gate_.Run(
       "the create of volume " + record->spec.name,
-      [w = where_, name = record->spec.name, parameters = record->spec.parameters, bytes = record->spec.size_bytes,
-       attributes](const Step& step) { return MakeVolumeDir(w, name, parameters, bytes, attributes.get(), step); }));
+      [w = where_, name = record->spec.name, root, bytes = record->spec.size_bytes, attributes](const Step& step) {
+        return MakeVolumeDir(w, name, root, bytes, attributes.get(), step);
+      }));
   record->attributes = *attributes;
   return Status::Ok();
 }
 
-Status DirBackend::MakeVolumeDir(const Where& w, const std::string& name, const Params& parameters, uint64_t bytes,
+Status DirBackend::MakeVolumeDir(const Where& w, const std::string& name, const VolumeRoot& root, uint64_t bytes,
                                  Params* attributes, const Step& step) {
-  VolumeRoot root;
-  NODEVOL_RETURN_IF_ERROR(ParseVolumeRoot("a dir volume", parameters, &root));
   std::string dir = w.VolumeDir(name);
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     // Out of blocks or inodes with figures that said there was room: no

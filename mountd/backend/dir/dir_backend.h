@@ -25,6 +25,7 @@
 
 #include "backend/backend.h"
 #include "backend/dir/disk_gate.h"
+#include "backend/volume_root.h"
 
 namespace nodevol {
 
@@ -77,7 +78,7 @@ class DirBackend : public Backend {
   DirBackend(Where where, std::chrono::milliseconds io_limit);
   std::string VolumeDir(const std::string& name) const { return where_.VolumeDir(name); }
   std::string SnapshotsDir() const { return path_ + "/.snapshots"; }
-  static Status MakeVolumeDir(const Where& w, const std::string& name, const Params& parameters, uint64_t bytes,
+  static Status MakeVolumeDir(const Where& w, const std::string& name, const VolumeRoot& root, uint64_t bytes,
                               Params* attributes, const Step& step);
   static Status RemoveVolumeDir(const Where& w, const std::string& name, const Step& step);
   // Gives dir a project id of its own (kept if it has one) limited to

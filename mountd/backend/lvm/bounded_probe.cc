@@ -1,64 +1,43 @@
 #include <chrono>
-#include <condition_variable>
 #include <memory>
 #include <mutex>
-#include <thread>
 
 #include "backend/lvm/lvm_probe.h"
+#include "base/bounded_call.h"
 
 namespace nodevol {
 namespace {
 
-// One MetadataStamp read on its own thread.
-struct StampRead {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  Status status;
-  std::string stamp;
-};
-
 class BoundedProbe : public LvmProbe {
  public:
   BoundedProbe(std::shared_ptr<LvmProbe> inner, std::chrono::milliseconds limit)
-      : inner_(std::move(inner)), limit_(limit) {}
+      : inner_(std::move(inner)), limit_(limit), stuck_(std::make_shared<Stuck>()) {}
 
   Status MetadataStamp(const std::vector<std::string>& pv_devices, std::string* stamp) override {
-    std::shared_ptr<StampRead> read;
     {
-      std::lock_guard<std::mutex> l(mu_);
-      if (stuck_) {
-        bool done;
-        {
-          std::lock_guard<std::mutex> rl(stuck_->mu);
-          done = stuck_->done;
-        }
-        // Dropped only after its mutex is released: this may be the last
-        // reference (found by ThreadSanitizer, BoundedProbe test).
-        if (!done) return Unanswered(pv_devices);
-        stuck_.reset();
-      }
-      read = std::make_shared<StampRead>();
+      std::lock_guard<std::mutex> l(stuck_->mu);
+      if (stuck_->read) return Unanswered(pv_devices);
     }
-    // Detached: a read the kernel never finishes keeps its thread, not ours.
-    std::thread([inner = inner_, pv_devices, read] {
-      std::string s;
-      Status st = inner->MetadataStamp(pv_devices, &s);
-      std::lock_guard<std::mutex> l(read->mu);
-      read->status = st;
-      read->stamp = std::move(s);
-      read->done = true;
-      read->cv.notify_all();
-    }).detach();
-    std::unique_lock<std::mutex> rl(read->mu);
-    if (!read->cv.wait_for(rl, limit_, [&] { return read->done; })) {
-      rl.unlock();
-      std::lock_guard<std::mutex> l(mu_);
-      stuck_ = read;
-      return Unanswered(pv_devices);
-    }
-    if (read->status.ok()) *stamp = read->stamp;
-    return read->status;
+    // On a thread of its own (CallWhileAdvancing, no steps: the limit is
+    // the whole read): a read the kernel never finishes keeps its thread,
+    // not ours, and while it does no second read starts.
+    auto out = std::make_shared<std::string>();
+    bool overran = false;
+    BoundedWork call;
+    call.work = [inner = inner_, pv_devices, out](const Step&) { return inner->MetadataStamp(pv_devices, out.get()); };
+    call.on_overrun = [&overran, stuck = stuck_] {
+      overran = true;
+      std::lock_guard<std::mutex> l(stuck->mu);
+      stuck->read = true;
+    };
+    call.on_late_finish = [stuck = stuck_](const Status&) {
+      std::lock_guard<std::mutex> l(stuck->mu);
+      stuck->read = false;
+    };
+    Status st = CallWhileAdvancing(limit_, "a read of LVM labels", std::move(call));
+    if (overran) return Unanswered(pv_devices);
+    if (st.ok()) *stamp = *out;
+    return st;
   }
   Status ActiveLv(const std::string& device, std::string* vg_uuid, std::string* lv_uuid, int* major,
                   int* minor) override {
@@ -80,10 +59,15 @@ class BoundedProbe : public LvmProbe {
                                std::to_string(limit_.count()) + " ms: a disk is not answering (see the kernel log)");
   }
 
+  // Shared with the reads' threads, which may outlive the probe.
+  struct Stuck {
+    std::mutex mu;
+    bool read = false;  // a read still blocked in the kernel
+  };
+
   const std::shared_ptr<LvmProbe> inner_;
   const std::chrono::milliseconds limit_;
-  std::mutex mu_;
-  std::shared_ptr<StampRead> stuck_;  // a read still blocked in the kernel
+  const std::shared_ptr<Stuck> stuck_;
 };
 
 }  // namespace

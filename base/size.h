@@ -12,6 +12,11 @@ namespace nodevol {
 inline constexpr uint64_t MiB = uint64_t{1} << 20;
 inline constexpr uint64_t GiB = uint64_t{1} << 30;
 
+// a + b, or 2^64-1 when that overflows: sums of sizes a user chose (a
+// pod's claims, a node's promises) must never wrap to a small number that
+// fits.
+inline constexpr uint64_t SaturatingAdd(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
 // What ParseSize accepts, for usage errors.
 inline constexpr std::string_view kSizeForms =
     "a size is a positive whole number of bytes, optionally followed by "

@@ -2,6 +2,8 @@
 
 #include <string_view>
 
+#include "base/size.h"
+
 namespace nodevol::provisioner {
 
 uint64_t BaseRoom(const PoolSeen& p) {
@@ -55,7 +57,7 @@ std::vector<PoolRoom> CapacityLedger::Rooms(const std::set<std::string>& except,
     // made: counted, it would leave the node no room for anyone while it
     // waits (issue 19, found in k8s_provisioner's failover).
     if (e.kind != Kind::kCreating && e.bytes > own->base) return;
-    auto count = [&](PoolRoom* r) { r->promised = subtract ? r->promised - e.bytes : r->promised + e.bytes; };
+    auto count = [&](PoolRoom* r) { r->promised = subtract ? r->promised - e.bytes : SaturatingAdd(r->promised, e.bytes); };
     if (own->seen.shared_by.empty()) return count(own);
     for (PoolRoom* r : sharing[own->seen.shared_by]) count(r);
   };

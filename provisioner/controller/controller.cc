@@ -141,10 +141,17 @@ Controller::Controller(kube::Client* client, ControllerConfig config)
         const auto start = std::chrono::steady_clock::now();
         auto found = PendingPodClaims(ctx_, ns, names);
         if (found.unknown.empty()) return found;
+        // One caller waits at a time: a wait holds one of the extender's
+        // few handler threads, and kube-scheduler asks about one pod at a
+        // time, so other waiters are a flood of made-up claims (issue 57,
+        // item 4). They get their answer, "not cached yet", at once.
+        bool idle = false;
+        if (!claim_waiter_.compare_exchange_strong(idle, true)) return found;
         const std::string first = ns + "/" + found.unknown.front();
         while (!found.unknown.empty() && std::chrono::steady_clock::now() < start + kClaimCacheWait &&
                stop_.WaitFor(std::chrono::milliseconds(10)))
           found = PendingPodClaims(ctx_, ns, names);
+        claim_waiter_ = false;
         auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
         if (found.unknown.empty()) spdlog::debug("extender: claim {} reached the cache after {} ms", first, ms.count());
         return found;

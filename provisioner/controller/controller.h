@@ -155,6 +155,7 @@ class Controller {
   std::unique_ptr<Extender> extender_;
   std::chrono::steady_clock::time_point started_at_;
   std::atomic<bool> extender_warm_{false};
+  std::atomic<bool> claim_waiter_{false};  // an extender call is waiting for a claim to be cached
   std::unique_ptr<ClaimCache> claims_;
   std::unique_ptr<VolumeCache> volumes_;
   std::unique_ptr<ClassCache> classes_;

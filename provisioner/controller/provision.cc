@@ -202,10 +202,10 @@ Status Pass::PlaceWithSiblings(const PlacementRequest& req, const std::string& p
                                const std::vector<SiblingClaim>& siblings, std::string* node) {
   std::set<std::string> except = {claim_.uid};
   std::map<std::string, uint64_t> need;  // pool -> bytes, this claim's pool included
-  need[pool] += req.bytes;
+  need[pool] = SaturatingAdd(need[pool], req.bytes);
   for (const auto& s : siblings) {
     except.insert(s.claim.uid);
-    need[s.pool] += s.claim.request_bytes;
+    need[s.pool] = SaturatingAdd(need[s.pool], s.claim.request_bytes);
   }
   auto rooms = ctx_.ledger->Rooms(except);
   PlacementRequest all = req;

@@ -58,7 +58,7 @@ Verdict Judge(const std::string& node, const std::map<std::string, PoolNeed>& ne
       short_of += ", this pod needs " + FormatSize(n.bytes);
       continue;
     }
-    v.left += r.room() - n.bytes;
+    v.left = SaturatingAdd(v.left, r.room() - n.bytes);
   }
   if (!short_of.empty()) {
     v.why = short_of;
@@ -82,7 +82,7 @@ void Evaluate(CapacityLedger* ledger, const ExtenderArgs& args, std::vector<Pend
   for (const auto& c : claims) {
     except.insert(c.uid);
     PoolNeed& n = (*pools)[c.pool];
-    n.bytes += c.bytes;
+    n.bytes = SaturatingAdd(n.bytes, c.bytes);
     if (n.backend.empty()) n.backend = c.backend;
   }
   auto rooms = ledger->Rooms(except);

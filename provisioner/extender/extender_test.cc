@@ -67,6 +67,19 @@ TEST_F(ExtenderTest, PodWithoutOurClaimsPassesEverywhereUntouched) {
   for (const auto& s : ext.Prioritize(Args({}))) EXPECT_EQ(s.score, 0) << s.node;
 }
 
+TEST_F(ExtenderTest, ClaimsWhoseSumOverflowsFitNowhere) {
+  // 2^63 + 2^63 + 3 GiB wrapped to "needs 3.0GiB" (issue 57, item 9): every
+  // node had room, and the pod was promised one.
+  Claim("huge1", "fast", uint64_t{1} << 63);
+  Claim("huge2", "fast", uint64_t{1} << 63);
+  Claim("small", "fast", 3 * GiB);
+  auto a = ext.Filter(Args({"huge1", "huge2", "small"}));
+  EXPECT_TRUE(a.nodes.empty());
+  EXPECT_EQ(a.promised, "");
+  ASSERT_TRUE(a.failed.count("n3")) << "n3 is short of room, not passed";
+  EXPECT_EQ(a.failed["n3"].find("3.0GiB"), std::string::npos) << a.failed["n3"];
+}
+
 TEST_F(ExtenderTest, ClaimNotCachedYetFailsTheAttemptAndPromisesNothing) {
   // The trial's reschedules: a pod whose claim our watch had not delivered
   // passed every node unpromised, and the scheduler put it on a node the

@@ -239,7 +239,8 @@ int main(int argc, char** argv) {
       continue;
     }
     httpd::HttpServer server({}, handlers, kMaxExtenderBody, "extender");
-    if (tls && !server.EnableTls({certs + "/server.crt", certs + "/server.key", certs + "/ca.crt"}).ok()) return 1;
+    if (tls && !server.EnableTls({certs + "/server.crt", certs + "/server.key", certs + "/ca.crt", {"client"}}).ok())
+      return 1;
     if (!server.Start("127.0.0.1:0").ok()) return 1;
     std::string base = std::string(tls ? "https" : "http") + "://127.0.0.1:" + std::to_string(server.port());
     Client client;

@@ -7,14 +7,19 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <type_traits>
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
-#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <spdlog/spdlog.h>
+
+#include "net/acceptor.h"
+#include "pki/client_identity.h"
 
 namespace nodevol::httpd {
 namespace {
@@ -24,8 +29,8 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
-// A scrape takes milliseconds; a client silent for this long is gone or
-// hostile, and dropping it frees its socket.
+// A request's body, or an answer, that does not move for this long: the
+// client is gone or hostile, and dropping it frees its socket.
 constexpr auto kIoTimeout = std::chrono::seconds(10);
 
 Status ParseAddress(const std::string& what, const std::string& address, tcp::endpoint* ep) {
@@ -57,6 +62,12 @@ Status ParseAddress(const std::string& what, const std::string& address, tcp::en
   *ep = tcp::endpoint(ip, static_cast<unsigned short>(port_num));
   return Status::Ok();
 }
+
+// Whom a TLS server with a client CA lets in (TlsFiles::client_names).
+struct Clients {
+  std::vector<std::string> names;
+  std::atomic<uint64_t> refused{0};
+};
 
 struct Tables {
   Handlers get;
@@ -114,24 +125,62 @@ http::response<http::string_body> Respond(const http::request<http::string_body>
 // One client connection; requests on it are served in order (keep-alive).
 // Owned by the handlers in flight, so it dies with its last operation or
 // with the io_context on Stop(). Stream: beast::tcp_stream, or
-// beast::ssl_stream over one (Handshake first).
+// beast::ssl_stream over one (Handshake first). Its Ticket tells the
+// acceptor how far it has come: kNew until the handshake (TLS) or the
+// first header (plain), kBusy from a header to its answer, kIdle between
+// requests; the acceptor closes it (Close) to make room or at a deadline.
 template <class Stream>
 class Session : public std::enable_shared_from_this<Session<Stream>> {
  public:
-  Session(Stream stream, const Tables* tables, const std::string* what, std::atomic<size_t>* count)
-      : stream_(std::move(stream)), tables_(tables), what_(what), count_(count) {
-    ++*count_;
-  }
-  ~Session() { --*count_; }
+  Session(Stream stream, const Tables* tables, const std::string* what, asio::thread_pool* handlers,
+          Clients* clients, std::shared_ptr<net::Ticket> ticket)
+      : stream_(std::move(stream)),
+        tables_(tables),
+        what_(what),
+        handlers_(handlers),
+        clients_(clients),
+        ticket_(std::move(ticket)) {}
 
-  void Handshake() {
-    Lowest().expires_after(kIoTimeout);
-    stream_.async_handshake(asio::ssl::stream_base::server, [self = this->shared_from_this()](beast::error_code ec) {
-      if (ec) return self->Close();  // not TLS, no or a wrong client certificate, too slow
-      self->Read();
+  void Start(bool tls) {
+    ticket_->OnClose([weak = this->weak_from_this()] {
+      if (auto self = weak.lock()) self->Close();
     });
+    tls ? Handshake() : Read();
   }
 
+ private:
+  // No timer of its own: the acceptor's handshake deadline covers it.
+  void Handshake() {
+    if constexpr (!std::is_same_v<Stream, beast::tcp_stream>) {
+      stream_.async_handshake(asio::ssl::stream_base::server, [self = this->shared_from_this()](beast::error_code ec) {
+        if (ec) return self->Close();  // not TLS, no or a wrong client certificate
+        if (!self->Admitted()) return self->Close();
+        self->ticket_->Idle();
+        self->Read();
+      });
+    }
+  }
+
+  // A certificate the CA signed for someone this server does not serve.
+  bool Admitted() {
+    if constexpr (!std::is_same_v<Stream, beast::tcp_stream>) {
+      if (clients_->names.empty()) return true;
+      X509* peer = SSL_get1_peer_certificate(stream_.native_handle());
+      std::string who;
+      Status st = pki::CheckClientIdentity(peer, clients_->names, &who);
+      X509_free(peer);
+      if (st.ok()) return true;
+      if (clients_->refused++ % 1000 == 0)
+        spdlog::warn("{}: refused a client from {}: {} ({} so far)", *what_, ticket_->peer(), st.message(),
+                     clients_->refused.load());
+      return false;
+    }
+    return true;
+  }
+
+  // Waiting for a header is the acceptor's to bound (the handshake
+  // deadline before the first, idle_timeout after); a header that has
+  // begun arriving is still waited for that way.
   void Read() {
     parser_.emplace();
     // No limit while the header is read (Beast would check an announced
@@ -139,20 +188,21 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     // Not boost::none: Boost 1.74's parser compares the length with the
     // optional itself, and any length is "greater" than none.
     parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
-    Lowest().expires_after(kIoTimeout);
+    Lowest().expires_never();
     http::async_read_header(stream_, buffer_, *parser_,
                             [self = this->shared_from_this()](beast::error_code ec, size_t) {
                               self->OnHeader(ec);
                             });
   }
 
- private:
   // The header decides whether the body is read at all: only a POST to a
   // POST path takes one (at most max_body bytes); any other request is
   // answered from its header, and a body it came with is not read (the
   // connection is closed after the answer).
   void OnHeader(beast::error_code ec) {
     if (ec) return Close();
+    ticket_->Busy();
+    Lowest().expires_after(kIoTimeout);
     const auto& h = parser_->get();
     std::string_view target(h.target().data(), h.target().size());
     target = target.substr(0, target.find('?'));
@@ -193,12 +243,21 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     http::async_write(stream_, res_, [self = this->shared_from_this()](beast::error_code, size_t) { self->Close(); });
   }
 
+  // The handler runs on the pool; the answer is written from the I/O
+  // thread. req_ is not touched by anyone else meanwhile.
   void Answer() {
-    res_ = Respond(req_, *tables_, *what_);
-    Lowest().expires_after(kIoTimeout);
-    http::async_write(stream_, res_, [self = this->shared_from_this()](beast::error_code wec, size_t) {
-      if (wec || self->res_.need_eof()) return self->Close();
-      self->Read();
+    asio::post(*handlers_, [self = this->shared_from_this()] {
+      auto res = Respond(self->req_, *self->tables_, *self->what_);
+      auto exec = self->Lowest().socket().get_executor();
+      asio::post(exec, [self, res = std::move(res)]() mutable {
+        self->res_ = std::move(res);
+        self->Lowest().expires_after(kIoTimeout);
+        http::async_write(self->stream_, self->res_, [self](beast::error_code wec, size_t) {
+          if (wec || self->res_.need_eof()) return self->Close();
+          self->ticket_->Idle();
+          self->Read();
+        });
+      });
     });
   }
 
@@ -220,7 +279,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   http::response<http::string_body> res_;
   const Tables* tables_;
   const std::string* what_;
-  std::atomic<size_t>* count_;
+  asio::thread_pool* handlers_;
+  Clients* clients_;
+  std::shared_ptr<net::Ticket> ticket_;
 };
 
 }  // namespace
@@ -233,53 +294,36 @@ Status CheckAddress(const std::string& what, const std::string& address) {
 struct HttpServer::Impl {
   Tables tables;
   std::string what;
-  std::mutex mu;  // serializes Start/Stop
-  // Reset on Stop(); acceptor before io_context, since it uses its services.
+  std::mutex mu;  // serializes SetLimits/EnableTls/Start/Stop
+  Limits limits;
+  // Reset on Stop(): the pool first (its handlers post to the io_context),
+  // the acceptor before the io_context, since it uses its services.
   std::unique_ptr<asio::io_context> ioc;
-  std::unique_ptr<tcp::acceptor> acceptor;
-  std::unique_ptr<asio::steady_timer> retry;
+  std::unique_ptr<asio::thread_pool> handlers;
+  std::unique_ptr<net::Acceptor> acceptor;
   std::thread thread;
   int port = 0;
-  size_t max_connections = 64;
-  std::atomic<size_t> connections{0};
-  uint64_t refused = 0;
   std::unique_ptr<asio::ssl::context> tls;  // null: plain HTTP
+  bool client_certs = false;                // tls asks for client certificates
+  Clients clients;
 
-  void Accept() {
-    acceptor->async_accept([this](beast::error_code ec, tcp::socket socket) {
-      if (ec == asio::error::operation_aborted) return;
-      if (!ec && connections.load() >= max_connections) {
-        // Closed at once: the flood costs one descriptor for a moment.
-        if (refused++ % 1000 == 0)
-          spdlog::warn("{}: {} clients connected, the most allowed; closing new ones ({} so far)", what,
-                       max_connections, refused);
-        beast::error_code ignored;
-        socket.close(ignored);
-        return Accept();
-      }
-      if (!ec) {
-        // A response larger than one segment goes out in several writes
-        // (TLS records, header then body): with Nagle the last waits for
-        // the client's delayed ACK, 40 ms a request (extender_bench at
-        // 1000 nodes over TLS: 48 ms p50 against 4.4 ms in plain HTTP).
-        beast::error_code ignored;
-        socket.set_option(tcp::no_delay(true), ignored);
-        beast::tcp_stream tcp(std::move(socket));
-        if (tls)
-          std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(
-              beast::ssl_stream<beast::tcp_stream>(std::move(tcp), *tls), &tables, &what, &connections)
-              ->Handshake();
-        else
-          std::make_shared<Session<beast::tcp_stream>>(std::move(tcp), &tables, &what, &connections)->Read();
-        return Accept();
-      }
-      // E.g. EMFILE: retrying at once would spin, so back off a little.
-      spdlog::warn("{}: accept failed: {}", what, ec.message());
-      retry->expires_after(std::chrono::milliseconds(100));
-      retry->async_wait([this](beast::error_code ec) {
-        if (!ec) Accept();
-      });
-    });
+  void OnAccept(tcp::socket socket, std::shared_ptr<net::Ticket> ticket) {
+    // A response larger than one segment goes out in several writes
+    // (TLS records, header then body): with Nagle the last waits for
+    // the client's delayed ACK, 40 ms a request (extender_bench at
+    // 1000 nodes over TLS: 48 ms p50 against 4.4 ms in plain HTTP).
+    beast::error_code ignored;
+    socket.set_option(tcp::no_delay(true), ignored);
+    beast::tcp_stream stream(std::move(socket));
+    if (tls)
+      std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(
+          beast::ssl_stream<beast::tcp_stream>(std::move(stream), *tls), &tables, &what, handlers.get(), &clients,
+          std::move(ticket))
+          ->Start(true);
+    else
+      std::make_shared<Session<beast::tcp_stream>>(std::move(stream), &tables, &what, handlers.get(), &clients,
+                                                   std::move(ticket))
+          ->Start(false);
   }
 };
 
@@ -291,7 +335,15 @@ HttpServer::HttpServer(Handlers handlers, PostHandlers post, size_t max_body, st
     : impl_(std::make_unique<Impl>()) {
   impl_->tables = {std::move(handlers), std::move(post), max_body};
   impl_->what = std::move(what);
-  impl_->max_connections = max_connections;
+  impl_->limits.admission.max_connections = max_connections;
+}
+
+Status HttpServer::SetLimits(const Limits& limits) {
+  std::lock_guard lock(impl_->mu);
+  if (impl_->ioc) return Status::FailedPrecondition(impl_->what + " server already started");
+  impl_->limits = limits;
+  impl_->limits.handler_threads = std::max<size_t>(1, limits.handler_threads);
+  return Status::Ok();
 }
 
 HttpServer::~HttpServer() { Stop(); }
@@ -322,6 +374,8 @@ Status HttpServer::EnableTls(const TlsFiles& files) {
     }));
     ctx->set_verify_mode(asio::ssl::verify_peer | asio::ssl::verify_fail_if_no_peer_cert);
   }
+  impl_->client_certs = !files.client_ca.empty();
+  impl_->clients.names = impl_->client_certs ? files.client_names : std::vector<std::string>{};
   impl_->tls = std::move(ctx);
   return Status::Ok();
 }
@@ -333,24 +387,23 @@ Status HttpServer::Start(const std::string& address) {
   NODEVOL_RETURN_IF_ERROR(ParseAddress(impl_->what, address, &ep));
 
   auto ioc = std::make_unique<asio::io_context>(1);
-  auto acceptor = std::make_unique<tcp::acceptor>(*ioc);
-  beast::error_code ec;
-  // reuse_address only lets a restarted daemon bind over TIME_WAIT sockets;
-  // a live listener on the port still makes bind() fail.
-  acceptor->open(ep.protocol(), ec);
-  if (!ec) acceptor->set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec) acceptor->bind(ep, ec);
-  if (!ec) acceptor->listen(asio::socket_base::max_listen_connections, ec);
-  if (!ec) impl_->port = acceptor->local_endpoint(ec).port();
-  if (ec) {
-    return Status::Unavailable("cannot listen on " + impl_->what + " address \"" + address +
-                               "\": " + ec.message());
+  net::AcceptorOptions ao;
+  ao.what = impl_->what;
+  ao.limits = impl_->limits.admission;
+  // Where anyone can authenticate, being authenticated earns no place.
+  ao.limits.evict_idle = !(impl_->tls && impl_->client_certs);
+  auto acceptor = std::make_unique<net::Acceptor>(
+      *ioc, ao, [impl = impl_.get()](tcp::socket s, std::shared_ptr<net::Ticket> t) {
+        impl->OnAccept(std::move(s), std::move(t));
+      });
+  impl_->handlers = std::make_unique<asio::thread_pool>(impl_->limits.handler_threads);
+  if (Status ls = acceptor->Listen(ep); !ls.ok()) {
+    impl_->handlers.reset();
+    return Status::Unavailable("cannot listen on " + impl_->what + " address \"" + address + "\": " + ls.message());
   }
-
+  impl_->port = acceptor->port();
   impl_->ioc = std::move(ioc);
   impl_->acceptor = std::move(acceptor);
-  impl_->retry = std::make_unique<asio::steady_timer>(*impl_->ioc);
-  impl_->Accept();
   impl_->thread = std::thread([ioc = impl_->ioc.get(), what = impl_->what] {
     // A handler throwing (say bad_alloc while rendering) must not take the
     // daemon down; log it and keep serving.
@@ -367,7 +420,10 @@ Status HttpServer::Start(const std::string& address) {
 }
 
 int HttpServer::port() const { return impl_->port; }
-size_t HttpServer::connections() const { return impl_->connections.load(); }
+size_t HttpServer::connections() const { return impl_->acceptor ? impl_->acceptor->active() : 0; }
+uint64_t HttpServer::refused() const { return impl_->acceptor ? impl_->acceptor->refused() : 0; }
+uint64_t HttpServer::evicted() const { return impl_->acceptor ? impl_->acceptor->evicted() : 0; }
+uint64_t HttpServer::expired() const { return impl_->acceptor ? impl_->acceptor->expired() : 0; }
 
 void HttpServer::Stop() {
   std::lock_guard lock(impl_->mu);
@@ -376,7 +432,11 @@ void HttpServer::Stop() {
   // sockets are closed when the io_context destroys the pending handlers.
   impl_->ioc->stop();
   impl_->thread.join();
-  impl_->retry.reset();
+  // A handler still running finishes and posts its answer to the stopped
+  // io_context, which drops it with the session.
+  impl_->handlers->stop();
+  impl_->handlers->join();
+  impl_->handlers.reset();
   impl_->acceptor.reset();
   impl_->ioc.reset();
 }

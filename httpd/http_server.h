@@ -9,25 +9,38 @@
 // (413 from the announced length, before the body is read, and the
 // connection closed); any other request is answered from its header, and
 // a body it came with is never read (the connection is closed after the
-// answer). No TLS, no authentication.
+// answer). TLS and client certificates with EnableTls.
 //
-// At most max_connections clients are served at once; one more is closed
-// right after accept, and a client silent for 10 s is dropped, so a flood
-// of idle connections holds a bounded number of descriptors (issue 25: it
-// used to take them all, and with them nodevold's gRPC listeners). A failed
-// accept (EMFILE) is retried after 100 ms, never the end of the listener.
+// Connections are taken through net::Acceptor (net/acceptor.h), whose
+// rules decide whom to keep when strangers flood the port: a newcomer takes
+// the place of the oldest connection that has not authenticated (finished
+// the TLS handshake, or on a plain server sent its first request header
+// within the handshake deadline), never that of an authenticated client;
+// one address holds at most max_per_peer. Where anyone can authenticate
+// (plain HTTP, or TLS without a client CA) an idle connection also gives
+// way to a newcomer (evict_idle is set for it). Authenticated keep-alive
+// connections are kept for idle_timeout (120 s by default: longer than the
+// 90 s after which Go's HTTP clients, kube-scheduler's among them, drop an
+// idle connection themselves). A request's body and answer must each move
+// within 10 s.
 //
-// Handlers run on the server's single thread, one at a time, and must be
-// safe to call concurrently with the rest of the program.
+// Handlers run on a pool of handler_threads threads (1 by default, so one
+// at a time), never on the thread that accepts and does I/O: a slow handler
+// delays answers, not accepts, handshakes or the eviction of strangers.
+// They must be safe to call concurrently with the rest of the program (and
+// with each other when handler_threads > 1).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
+#include "net/admission.h"
 
 namespace nodevol::httpd {
 
@@ -49,10 +62,25 @@ using PostHandlers = std::map<std::string, PostHandler, std::less<>>;
 // INVALID_ARGUMENT, as Start would give, when address is not host:port.
 Status CheckAddress(const std::string& what, const std::string& address);
 
+struct Limits {
+  // The constructor's max_connections until SetLimits; idle_timeout is
+  // 120 s here (net::AdmissionLimits' 0 would keep idle clients for ever).
+  net::AdmissionLimits admission = [] {
+    net::AdmissionLimits a;
+    a.idle_timeout = std::chrono::seconds(120);
+    return a;
+  }();
+  size_t handler_threads = 1;
+};
+
 // PEM files: the server's certificate chain and key; client_ca "" = any
-// client (no client certificate asked for).
+// client (no client certificate asked for). With a client CA,
+// client_names pins whom it lets in (pki/client_identity.h: clientAuth,
+// and a CN or DNS name among them; empty = anyone the CA signed for): a
+// handshake with any other certificate is closed before a request is read.
 struct TlsFiles {
   std::string cert, key, client_ca;
+  std::vector<std::string> client_names = {};
 };
 
 class HttpServer {
@@ -66,6 +94,9 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
+  // Connection limits and handler threads from the next Start (before
+  // Start only; FAILED_PRECONDITION after).
+  Status SetLimits(const Limits& limits);
   // Serves TLS from the next Start; INVALID_ARGUMENT naming the file that
   // cannot be read or does not match. Before Start only.
   Status EnableTls(const TlsFiles& files);
@@ -75,8 +106,12 @@ class HttpServer {
   Status Start(const std::string& address);
   // Port actually bound (useful with port 0).
   int port() const;
-  // Clients connected now.
+  // Clients connected now; newcomers refused, and strangers closed to make
+  // room or at the handshake deadline, since Start.
   size_t connections() const;
+  uint64_t refused() const;
+  uint64_t evicted() const;
+  uint64_t expired() const;
   // Stops accepting and joins the thread. Idempotent; Start may follow.
   void Stop();
 

@@ -19,6 +19,7 @@
 #include "controller/controller.h"
 #include "enroll/ca_store.h"
 #include "enroll/client_certificate.h"
+#include "base/parse.h"
 #include "extender/http.h"
 #include "extender/serving_label.h"
 #include "httpd/http_server.h"
@@ -55,6 +56,7 @@ int main(int argc, char** argv) {
   std::string metrics_address = "0.0.0.0:9810";
   std::string extender_address = "off";
   httpd::TlsFiles extender_tls;
+  std::string extender_client_names = "kube-scheduler";
   std::string node_ca_secret, node_ca_configmap = "nodevol-ca", tls_dir = "/run/nodevol-provisioner/tls";
   long node_cert_max_seconds = 30L * 24 * 3600;
   unsigned tls_refresh_seconds = 60;
@@ -127,6 +129,9 @@ int main(int argc, char** argv) {
       ("extender-tls-key", po::value(&extender_tls.key), "its private key")
       ("extender-tls-client-ca", po::value(&extender_tls.client_ca),
        "accept only clients (kube-scheduler) with a certificate chained to this CA (mutual TLS)")
+      ("extender-tls-client-names", po::value(&extender_client_names)->default_value(extender_client_names),
+       "with --extender-tls-client-ca: comma-separated names the client certificate must carry (its CN or a DNS "
+       "subjectAltName, with extendedKeyUsage clientAuth); any other certificate of that CA is refused")
       ("log-level", po::value(&log_level)->default_value(log_level), "trace, debug, info, warn, error");
   po::variables_map vm;
   try {
@@ -298,6 +303,13 @@ int main(int argc, char** argv) {
   httpd::HttpServer extender(
       {}, ExtenderHandlers([&]() -> Extender* { return controller.ServingExtender(); }), kMaxExtenderBody,
       "extender");
+  {
+    // Four handlers at once: one call waiting up to 2 s for a claim to be
+    // cached (controller.cc) must not hold up kube-scheduler's next.
+    httpd::Limits el;
+    el.handler_threads = 4;
+    (void)extender.SetLimits(el);
+  }
   std::thread extender_thread;
   const bool in_pod = std::getenv("POD_NAME") && std::getenv("POD_NAMESPACE");
   const std::string pod_name = in_pod ? std::getenv("POD_NAME") : "";
@@ -310,7 +322,8 @@ int main(int argc, char** argv) {
     if (!extender_tls.cert.empty() || !extender_tls.key.empty() || !extender_tls.client_ca.empty()) {
       Status ts = extender_tls.cert.empty() || extender_tls.key.empty()
                       ? Status::InvalidArgument("--extender-tls-cert and --extender-tls-key go together")
-                      : extender.EnableTls(extender_tls);
+                      : ParseNameList("--extender-tls-client-names", extender_client_names, &extender_tls.client_names);
+      if (ts.ok()) ts = extender.EnableTls(extender_tls);
       if (!ts.ok()) {
         std::cerr << "nodevol-provisioner: " << ts.message() << "\n";
         return 2;

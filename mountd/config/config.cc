@@ -151,6 +151,7 @@ Status ParseConfig(int argc, const char* const* argv, Config* c, ParseOutcome* o
   *outcome = ParseOutcome::kRun;
   std::vector<std::string> pools;
   std::string csi;
+  std::string client_names = "nodevol-provisioner";
   po::options_description general("nodevold options (flags, or key = value in the config file)");
   general.add_options()
       ("help,h", "print this help and exit")
@@ -197,6 +198,10 @@ Status ParseConfig(int argc, const char* const* argv, Config* c, ParseOutcome* o
       ("tls-ca", po::value(&c->tls_ca), "CA bundle (PEM) that client certificates must chain to")
       ("tls-cert", po::value(&c->tls_cert), "this node's certificate chain (PEM) for --tls-listen")
       ("tls-key", po::value(&c->tls_key), "private key (PEM) of --tls-cert")
+      ("tls-client-names", po::value(&client_names)->default_value(client_names),
+       "comma-separated names a client certificate must carry (as its CN or a DNS subjectAltName, with "
+       "extendedKeyUsage clientAuth) besides chaining to --tls-ca: the provisioner's, and an operator's for "
+       "nodevolctl; any other certificate the CA signed is refused")
       ("tls-refresh-seconds", po::value(&c->tls_refresh_seconds)->default_value(c->tls_refresh_seconds),
        "how often the TLS files are re-read, so rotated certificates apply without a restart")
       ("enroll", po::value(&c->enroll)->default_value(c->enroll),
@@ -214,9 +219,11 @@ Status ParseConfig(int argc, const char* const* argv, Config* c, ParseOutcome* o
       ("announce-label", po::value(&c->announce_label)->default_value(c->announce_label),
        "key=value label an enrolled node sets on its Node, for nodevol-provisioner's --node-selector (\"\" for none)")
       ("max-tcp-connections", po::value(&c->max_tcp_connections)->default_value(c->max_tcp_connections),
-       "clients --tls-listen serves at once; more are closed at accept (each costs 3 descriptors)")
+       "connections --tls-listen holds at once (each costs 3 descriptors); when full, a newcomer takes the "
+       "place of the oldest that has not authenticated, never an authenticated one's")
       ("max-metrics-connections", po::value(&c->max_metrics_connections)->default_value(c->max_metrics_connections),
-       "clients --metrics-address serves at once; more are closed at accept")
+       "connections --metrics-address holds at once; when full, a newcomer takes the place of the oldest "
+       "that has sent no request yet, or of the longest idle")
       ("kubelet-plugin-dir", po::value(&c->kubelet_plugin_dir),
        "kubelet's FlexVolume plugin dir, where the packages install nodevol-flex (default: what the "
        "kubelet's flags or config say, else /usr/libexec/kubernetes/kubelet-plugins/volume/exec)")
@@ -265,6 +272,7 @@ Status ParseConfig(int argc, const char* const* argv, Config* c, ParseOutcome* o
     c->pods_root = c->kubelet_root + "/pods";
   if (csi != "on" && csi != "off") return Status::InvalidArgument("--csi must be on or off, not \"" + csi + "\"");
   c->csi = csi == "on";
+  NODEVOL_RETURN_IF_ERROR(ParseNameList("--tls-client-names", client_names, &c->tls_client_names));
   if (!c->kubelet_plugin_dir.empty())
     NODEVOL_RETURN_IF_ERROR(CheckAbsolute("kubelet-plugin-dir", c->kubelet_plugin_dir));
   static const std::set<std::string> kLevels = {"trace", "debug", "info", "warn", "error"};

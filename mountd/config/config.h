@@ -52,6 +52,10 @@ struct Config {
   std::string tls_cert;    // this node's certificate chain
   std::string tls_key;     // its private key
   unsigned tls_refresh_seconds = 60;  // how often the three files are re-read
+  // Whom the TCP listener lets in, besides chaining to tls_ca: a client
+  // certificate with clientAuth whose CN or a DNS name is one of these
+  // (pki/client_identity.h). --tls-client-names, comma-separated.
+  std::vector<std::string> tls_client_names = {"nodevol-provisioner"};
   // Zero-touch enrollment (docs/enrollment.md): off, on, or auto (on when
   // kubelet's kubeconfig is found). Certificate files given by hand win:
   // with --tls-cert, enrollment stays off. When it is on, the TLS files

@@ -221,20 +221,24 @@ int Run(const Config& c) {
     NODEVOL_RETURN_IF_ERROR(CheckTlsFiles(files, &facts));
     NODEVOL_RETURN_IF_ERROR(PrepareSocket(relay_socket));
     grpc::ServerBuilder tcp;
-    tcp.AddListeningPort("unix:" + relay_socket, MutualTlsServerCredentials(files, c.tls_refresh_seconds));
+    tcp.AddListeningPort("unix:" + relay_socket, MutualTlsServerCredentials(files, c.tls_refresh_seconds, c.tls_client_names));
     tcp.RegisterService(&remote_service);
-    // A client that connects and never finishes TLS, or vanishes, frees its
-    // slot: the relay only counts connections.
-    tcp.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, 10000);
+    // A client that has not finished mutual TLS and sent its HTTP/2
+    // settings by then is closed: the relay trusts the connections that
+    // outlive this (server/tcp_relay.h).
+    tcp.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, static_cast<int>(kTlsHandshakeTimeout.count()));
     tcp.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60000);
     tcp.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20000);
     remote_server = tcp.BuildAndStart();
     if (!remote_server) return Status::Unavailable("cannot listen on unix socket " + relay_socket);
     if (::chmod(relay_socket.c_str(), 0600) != 0) return Status::FromErrno("chmod " + relay_socket, errno);
     NODEVOL_RETURN_IF_ERROR(relay.Start({c.tls_listen, relay_socket, c.max_tcp_connections}));
-    spdlog::info("mutual TLS listener on {} (port {}): client certificates must chain to {} ({} CA certificates); "
-                 "serving {} as {} (until {}), files re-read every {} s; Publish/Unpublish/GetVolumeStats refused",
-                 c.tls_listen, relay.port(), c.tls_ca, facts.ca_certificates, c.tls_cert, facts.subject,
+    std::string names;
+    for (const auto& n : c.tls_client_names) names += (names.empty() ? "" : ", ") + n;
+    spdlog::info("mutual TLS listener on {} (port {}): client certificates must chain to {} ({} CA certificates) "
+                 "and name {}; serving {} as {} (until {}), files re-read every {} s; "
+                 "Publish/Unpublish/GetVolumeStats refused",
+                 c.tls_listen, relay.port(), c.tls_ca, facts.ca_certificates, names, c.tls_cert, facts.subject,
                  facts.not_after, c.tls_refresh_seconds);
     return Status::Ok();
   };

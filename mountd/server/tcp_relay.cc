@@ -1,7 +1,8 @@
 #include "server/tcp_relay.h"
 
 #include <array>
-#include <atomic>
+#include <deque>
+#include <functional>
 #include <thread>
 
 #include <boost/asio/connect.hpp>
@@ -13,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "base/parse.h"
+#include "net/acceptor.h"
 
 namespace nodevol {
 namespace {
@@ -47,55 +49,151 @@ Status Endpoint(const std::string& address, tcp::endpoint* ep) {
   return Status::Ok();
 }
 
-// One client connection and its twin to the gRPC server. Owned by its
-// pending operations: it goes when both directions have stopped.
+// The connections to gRPC's private socket, bounded: gRPC 1.51 stops its
+// listener for good after one accept4 fails with EMFILE, so the relay
+// must never make gRPC hold more descriptors than the budget allows. A
+// connection to gRPC counts from connect until gRPC has closed its end
+// (the relay shuts down its side and waits for gRPC's EOF, below), not
+// until the relay drops it: a flood evicted as fast as it arrives would
+// otherwise leave gRPC with a backlog of closed connections to accept and
+// tear down, and it ran out of descriptors so (fd_flood_test). A client
+// that would go over the bound waits for one to finish.
+class Upstreams {
+ public:
+  Upstreams(std::string path, size_t max) : path_(std::move(path)), max_(max) {}
+  // Runs `start` now, or when a connection finishes.
+  void Acquire(std::function<void()> start) {
+    if (open_ < max_) {
+      ++open_;
+      return start();
+    }
+    waiting_.push_back(std::move(start));
+  }
+  // Drops the waiters (before the io_context goes); Release does nothing
+  // from here on.
+  void Stop() {
+    stopping_ = true;
+    waiting_.clear();
+  }
+  void Release() {
+    if (stopping_) return;
+    if (!waiting_.empty()) {
+      auto next = std::move(waiting_.front());
+      waiting_.pop_front();
+      return next();  // the slot passes on
+    }
+    --open_;
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  size_t max_;
+  size_t open_ = 0;
+  bool stopping_ = false;
+  std::deque<std::function<void()>> waiting_;
+};
+
+// One client connection and its twin to the gRPC server, made once the
+// client has sent its first bytes (a TLS client speaks first: a silent
+// stranger never reaches gRPC). Owned by its pending operations: it goes
+// when both directions have stopped, or when the acceptor closes it (a
+// stranger evicted, or past the deadline).
 class Conn : public std::enable_shared_from_this<Conn> {
  public:
-  Conn(tcp::socket client, local::socket server, std::atomic<size_t>* active)
-      : client_(std::move(client)), server_(std::move(server)), timer_(client_.get_executor()), active_(active) {}
-  ~Conn() { --*active_; }
+  Conn(tcp::socket client, Upstreams* upstreams, std::chrono::milliseconds trust_after,
+       std::shared_ptr<net::Ticket> ticket)
+      : client_(std::move(client)),
+        server_(client_.get_executor()),
+        timer_(client_.get_executor()),
+        upstreams_(upstreams),
+        trust_after_(trust_after),
+        ticket_(std::move(ticket)) {}
+  ~Conn() {
+    if (holds_upstream_) upstreams_->Release();
+  }
 
-  void Start(std::chrono::milliseconds first_byte_timeout) {
-    timer_.expires_after(first_byte_timeout);
-    timer_.async_wait([self = shared_from_this()](error_code ec) {
-      if (!ec && !self->got_first_byte_) self->Close();
+  void Start() {
+    ticket_->OnClose([weak = weak_from_this()] {
+      if (auto self = weak.lock()) self->Close();
     });
-    Pump(client_, server_, up_, true);
-    Pump(server_, client_, down_, false);
+    client_.async_read_some(asio::buffer(up_), [self = shared_from_this()](error_code ec, size_t n) {
+      if (ec) return self->Close();
+      self->upstreams_->Acquire([self, n] { self->Connect(n); });
+    });
   }
 
  private:
   using Buffer = std::array<char, 16384>;
 
-  template <class From, class To>
-  void Pump(From& from, To& to, Buffer& buf, bool from_client) {
-    from.async_read_some(asio::buffer(buf), [self = shared_from_this(), &from, &to, &buf, from_client](error_code ec,
-                                                                                                       size_t n) {
+  void Connect(size_t first) {
+    holds_upstream_ = true;
+    if (closed_) return;  // evicted while it waited; the slot is given back with it
+    error_code cec;
+    server_.connect(local::endpoint(upstreams_->path()), cec);
+    if (cec) {
+      spdlog::error("tls listener: cannot reach the TLS server at {}: {}", upstreams_->path(), cec.message());
+      return Close();
+    }
+    // gRPC closes a connection that has not finished mutual TLS and sent
+    // its HTTP/2 settings by its handshake deadline: one it has kept past
+    // that has authenticated, and is never evicted.
+    timer_.expires_after(trust_after_);
+    timer_.async_wait([self = shared_from_this()](error_code ec) {
+      if (!ec && !self->closed_) self->ticket_->Busy();
+    });
+    asio::async_write(server_, asio::buffer(up_.data(), first), [self = shared_from_this()](error_code ec, size_t) {
       if (ec) return self->Close();
-      if (from_client && !self->got_first_byte_) {
-        self->got_first_byte_ = true;
-        self->timer_.cancel();
-      }
-      asio::async_write(to, asio::buffer(buf.data(), n), [self, &from, &to, &buf, from_client](error_code ec, size_t) {
+      self->Pump(self->client_, self->server_, self->up_);
+    });
+    Pump(server_, client_, down_);
+  }
+
+  template <class From, class To>
+  void Pump(From& from, To& to, Buffer& buf) {
+    from.async_read_some(asio::buffer(buf), [self = shared_from_this(), &from, &to, &buf](error_code ec, size_t n) {
+      if (ec) return self->Close();
+      asio::async_write(to, asio::buffer(buf.data(), n), [self, &from, &to, &buf](error_code ec, size_t) {
         if (ec) return self->Close();
-        self->Pump(from, to, buf, from_client);
+        self->Pump(from, to, buf);
       });
     });
   }
 
-  // Either side gone: both go (TLS and HTTP/2 never half-close).
+  // Either side gone: both go (TLS and HTTP/2 never half-close). gRPC's
+  // side is shut down and read to its end, so that the connection counts
+  // until gRPC has let go of it (a second at most).
   void Close() {
+    if (closed_) return;
+    closed_ = true;
     error_code ignored;
     client_.close(ignored);
-    server_.close(ignored);
-    timer_.cancel();
+    if (!server_.is_open()) return;
+    server_.shutdown(local::socket::shutdown_send, ignored);
+    timer_.expires_after(std::chrono::seconds(1));
+    timer_.async_wait([self = shared_from_this()](error_code ec) {
+      error_code ignored;
+      if (!ec) self->server_.close(ignored);
+    });
+    Drain();
+  }
+
+  void Drain() {
+    server_.async_read_some(asio::buffer(down_), [self = shared_from_this()](error_code ec, size_t) {
+      if (!ec) return self->Drain();
+      error_code ignored;
+      self->timer_.cancel();
+      self->server_.close(ignored);
+    });
   }
 
   tcp::socket client_;
   local::socket server_;
   asio::steady_timer timer_;
-  std::atomic<size_t>* active_;
-  bool got_first_byte_ = false;
+  Upstreams* upstreams_;
+  std::chrono::milliseconds trust_after_;
+  std::shared_ptr<net::Ticket> ticket_;
+  bool holds_upstream_ = false, closed_ = false;
   Buffer up_, down_;
 };
 
@@ -104,51 +202,18 @@ class Conn : public std::enable_shared_from_this<Conn> {
 struct TcpRelay::Impl {
   Options options;
   std::unique_ptr<asio::io_context> ioc;
-  std::unique_ptr<tcp::acceptor> acceptor;
-  std::unique_ptr<asio::steady_timer> retry;
+  std::unique_ptr<Upstreams> upstreams;
+  std::unique_ptr<net::Acceptor> acceptor;
   std::thread thread;
-  int port = 0;
-  std::atomic<size_t> active{0};
-  std::atomic<uint64_t> refused{0};
 
-  void Accept() {
-    acceptor->async_accept([this](error_code ec, tcp::socket client) {
-      if (ec == asio::error::operation_aborted) return;
-      if (ec) {
-        // E.g. EMFILE: back off instead of spinning, then accept again.
-        spdlog::warn("tls listener: accept failed: {}", ec.message());
-        retry->expires_after(std::chrono::milliseconds(100));
-        retry->async_wait([this](error_code ec) {
-          if (!ec) Accept();
-        });
-        return;
-      }
-      if (active.load() >= options.max_connections) {
-        // Closed at once: a flood costs one descriptor for a moment, and
-        // the log says so once per 1000.
-        if (refused++ % 1000 == 0)
-          spdlog::warn("tls listener: {} connections open, the most --max-tcp-connections allows; closing new ones "
-                       "({} so far)", options.max_connections, refused.load());
-        error_code ignored;
-        client.close(ignored);
-        return Accept();
-      }
-      local::socket server(*ioc);
-      error_code cec;
-      server.connect(local::endpoint(options.unix_path), cec);
-      if (cec) {
-        spdlog::error("tls listener: cannot reach the TLS server at {}: {}", options.unix_path, cec.message());
-        error_code ignored;
-        client.close(ignored);
-        return Accept();
-      }
-      error_code ignored;
-      client.set_option(asio::socket_base::keep_alive(true), ignored);
-      client.set_option(tcp::no_delay(true), ignored);
-      ++active;
-      std::make_shared<Conn>(std::move(client), std::move(server), &active)->Start(options.first_byte_timeout);
-      Accept();
-    });
+  void OnAccept(tcp::socket client, std::shared_ptr<net::Ticket> ticket) {
+    error_code ignored;
+    client.set_option(asio::socket_base::keep_alive(true), ignored);
+    client.set_option(tcp::no_delay(true), ignored);
+    // A second after gRPC's deadline, for its close to reach us.
+    std::make_shared<Conn>(std::move(client), upstreams.get(), options.handshake_timeout + std::chrono::seconds(1),
+                           std::move(ticket))
+        ->Start();
   }
 };
 
@@ -160,19 +225,23 @@ Status TcpRelay::Start(const Options& options) {
   tcp::endpoint ep;
   NODEVOL_RETURN_IF_ERROR(Endpoint(options.listen, &ep));
   auto ioc = std::make_unique<asio::io_context>(1);
-  auto acceptor = std::make_unique<tcp::acceptor>(*ioc);
-  error_code ec;
-  acceptor->open(ep.protocol(), ec);
-  if (!ec) acceptor->set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec) acceptor->bind(ep, ec);
-  if (!ec) acceptor->listen(asio::socket_base::max_listen_connections, ec);
-  if (!ec) impl_->port = acceptor->local_endpoint(ec).port();
-  if (ec) return Status::Unavailable("--tls-listen " + options.listen + ": cannot listen: " + ec.message());
+  net::AcceptorOptions ao;
+  ao.what = "tls listener";
+  ao.limits.max_connections = options.max_connections;
+  ao.limits.max_per_peer = options.max_per_peer;
+  // Past the time a connection relayed at once needs to be trusted (gRPC's
+  // deadline and a second, Conn): a silent stranger, never relayed, goes.
+  ao.limits.handshake_timeout = options.handshake_timeout + std::chrono::seconds(2);
+  auto acceptor = std::make_unique<net::Acceptor>(
+      *ioc, ao, [impl = impl_.get()](tcp::socket s, std::shared_ptr<net::Ticket> t) {
+        impl->OnAccept(std::move(s), std::move(t));
+      });
+  if (Status ls = acceptor->Listen(ep); !ls.ok())
+    return Status::Unavailable("--tls-listen " + options.listen + ": cannot listen: " + ls.message());
   impl_->options = options;
+  impl_->upstreams = std::make_unique<Upstreams>(options.unix_path, options.max_connections);
   impl_->ioc = std::move(ioc);
   impl_->acceptor = std::move(acceptor);
-  impl_->retry = std::make_unique<asio::steady_timer>(*impl_->ioc);
-  impl_->Accept();
   impl_->thread = std::thread([ioc = impl_->ioc.get()] {
     for (;;) {
       try {
@@ -186,17 +255,19 @@ Status TcpRelay::Start(const Options& options) {
   return Status::Ok();
 }
 
-int TcpRelay::port() const { return impl_->port; }
-size_t TcpRelay::active() const { return impl_->active.load(); }
-uint64_t TcpRelay::refused() const { return impl_->refused.load(); }
+int TcpRelay::port() const { return impl_->acceptor ? impl_->acceptor->port() : 0; }
+size_t TcpRelay::active() const { return impl_->acceptor ? impl_->acceptor->active() : 0; }
+uint64_t TcpRelay::refused() const { return impl_->acceptor ? impl_->acceptor->refused() : 0; }
+uint64_t TcpRelay::evicted() const { return impl_->acceptor ? impl_->acceptor->evicted() : 0; }
 
 void TcpRelay::Stop() {
   if (!impl_->ioc) return;
   impl_->ioc->stop();
   impl_->thread.join();
-  impl_->retry.reset();
+  impl_->upstreams->Stop();
   impl_->acceptor.reset();
   impl_->ioc.reset();  // destroys the pending handlers, and with them every Conn and its sockets
+  impl_->upstreams.reset();
 }
 
 }  // namespace nodevol

@@ -10,10 +10,17 @@
 #include <grpcpp/security/tls_certificate_provider.h>
 #include <grpcpp/security/tls_credentials_options.h>
 
+#include <grpcpp/security/auth_metadata_processor.h>
+#include <spdlog/spdlog.h>
+
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <iterator>
 #include <memory>
 #include <vector>
+
+#include "pki/client_identity.h"
 
 namespace nodevol {
 namespace {
@@ -92,15 +99,60 @@ Status CheckTlsFiles(const TlsFiles& files, TlsFacts* facts) {
   return Status::Ok();
 }
 
-std::shared_ptr<grpc::ServerCredentials> MutualTlsServerCredentials(const TlsFiles& files,
-                                                                    unsigned refresh_seconds) {
+namespace {
+
+// Runs inline on each call over the TCP listener, before the method: the
+// peer's certificate (which the handshake verified against the CA) must
+// also be one of the pinned identities. Answers are kept per certificate:
+// a provisioner's calls all carry the same one.
+class PinnedClients : public grpc::AuthMetadataProcessor {
+ public:
+  explicit PinnedClients(std::vector<std::string> names) : names_(std::move(names)) {}
+  bool IsBlocking() const override { return false; }
+
+  grpc::Status Process(const InputMetadata&, grpc::AuthContext* context, OutputMetadata*,
+                       OutputMetadata*) override {
+    auto pems = context->FindPropertyValues(GRPC_X509_PEM_CERT_PROPERTY_NAME);
+    if (pems.empty()) return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "no client certificate");
+    std::string pem(pems.front().data(), pems.front().size());
+    Status st;
+    {
+      std::lock_guard lock(mu_);
+      auto it = seen_.find(pem);
+      if (it != seen_.end()) {
+        st = it->second;
+      } else {
+        std::string who;
+        st = pki::CheckClientIdentityPem(pem, names_, &who);
+        if (seen_.size() >= 64) seen_.clear();
+        seen_.emplace(pem, st);
+        if (!st.ok()) spdlog::warn("tls listener: refused a client: {}", st.message());
+      }
+    }
+    if (st.ok()) return grpc::Status::OK;
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        st.message() + " (nodevold --tls-client-names; docs/tls.md)");
+  }
+
+ private:
+  const std::vector<std::string> names_;
+  std::mutex mu_;
+  std::map<std::string, Status> seen_;  // certificate PEM -> verdict
+};
+
+}  // namespace
+
+std::shared_ptr<grpc::ServerCredentials> MutualTlsServerCredentials(const TlsFiles& files, unsigned refresh_seconds,
+                                                                    std::vector<std::string> client_names) {
   auto provider = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(files.key, files.cert,
                                                                                        files.ca, refresh_seconds);
   grpc::experimental::TlsServerCredentialsOptions options(provider);
   options.watch_root_certs();
   options.watch_identity_key_cert_pairs();
   options.set_cert_request_type(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-  return grpc::experimental::TlsServerCredentials(options);
+  auto creds = grpc::experimental::TlsServerCredentials(options);
+  if (!client_names.empty()) creds->SetAuthMetadataProcessor(std::make_shared<PinnedClients>(std::move(client_names)));
+  return creds;
 }
 
 }  // namespace nodevol

@@ -8,13 +8,15 @@
 // hands the paths to gRPC's FileWatcherCertificateProvider, which re-reads
 // them every refresh_seconds: replaced certificates and keys (and CA
 // bundles) apply to new connections without a restart. The key's contents
-// are never logged.
+// are never logged. A chain to the CA is not enough: the CA signs for
+// nodes and kube-scheduler too, so the listener also pins who may call.
 #pragma once
 
 #include <grpcpp/security/server_credentials.h>
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 
@@ -37,7 +39,12 @@ struct TlsFacts {
 
 Status CheckTlsFiles(const TlsFiles& files, TlsFacts* facts);
 
-std::shared_ptr<grpc::ServerCredentials> MutualTlsServerCredentials(const TlsFiles& files,
-                                                                    unsigned refresh_seconds);
+// Every call is also checked against `client_names` (pki/client_identity.h:
+// clientAuth, and a CN or DNS name among them) before it reaches a method:
+// any other certificate the CA signed (kube-scheduler's, a no-EKU leaf)
+// gets UNAUTHENTICATED naming what it carries and what would pass. Empty:
+// any certificate the CA signed.
+std::shared_ptr<grpc::ServerCredentials> MutualTlsServerCredentials(const TlsFiles& files, unsigned refresh_seconds,
+                                                                    std::vector<std::string> client_names);
 
 }  // namespace nodevol

@@ -42,8 +42,9 @@ TestCert MakeCert(const TestCa& ca, const std::string& dir, const std::string& n
   std::string base = dir + "/" + name;
   Write(base + ".cnf", "[req]\ndistinguished_name = dn\nprompt = no\n[dn]\nCN = " + name + "\n");
   std::string ext = "basicConstraints = CA:FALSE\nkeyUsage = critical,digitalSignature\n"
-                    "authorityKeyIdentifier = keyid\nextendedKeyUsage = " +
-                    std::string(use == CertUse::kServer ? "serverAuth" : "clientAuth") + "\n";
+                    "authorityKeyIdentifier = keyid\n";
+  if (use != CertUse::kAny)
+    ext += "extendedKeyUsage = " + std::string(use == CertUse::kServer ? "serverAuth" : "clientAuth") + "\n";
   if (!sans.empty()) {
     ext += "subjectAltName = ";
     for (size_t i = 0; i < sans.size(); ++i) ext += (i ? "," : "") + sans[i];

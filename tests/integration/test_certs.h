@@ -20,11 +20,12 @@ struct TestCert {
 // A CA certificate (basicConstraints CA:TRUE) named CN=<name> in dir.
 TestCa MakeCa(const std::string& dir, const std::string& name);
 
-enum class CertUse { kServer, kClient };
+// kAny: no extendedKeyUsage at all, which OpenSSL takes as good for any purpose.
+enum class CertUse { kServer, kClient, kAny };
 
 // A leaf signed by ca with CN=<name>, the given subjectAltName entries
 // ("DNS:node-a", "IP:127.0.0.1") and extendedKeyUsage serverAuth (nodevold)
-// or clientAuth (the provisioner).
+// or clientAuth (the provisioner), or none (kAny).
 TestCert MakeCert(const TestCa& ca, const std::string& dir, const std::string& name,
                   const std::vector<std::string>& sans, CertUse use);
 

@@ -187,6 +187,42 @@ TEST_F(TlsTest, ClientCertificateFromAnotherCaIsRefused) {
   EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAVAILABLE) << "extendedKeyUsage serverAuth is not clientAuth";
 }
 
+// A chain to the CA is not enough (issue 57, item 5): the CA signs for
+// kube-scheduler and for leaves without any extendedKeyUsage too, and
+// those must not reach CreateVolume or DeleteVolume.
+TEST_F(TlsTest, OnlyThePinnedClientNamesMayCall) {
+  StartTls();
+  ASSERT_TRUE(CreateVolume("pvc-kept", 1 << 20).ok());
+  TestCert scheduler = MakeCert(ca_, certs_, "scheduler", {"DNS:kube-scheduler"}, CertUse::kClient);
+  TestCert any_use = MakeCert(ca_, certs_, "nodevol-provisioner-any", {"DNS:nodevol-provisioner"}, CertUse::kAny);
+  TestCert by_ip = MakeCert(ca_, certs_, "someone", {"IP:127.0.0.1"}, CertUse::kClient);
+  for (const TestCert* c : {&scheduler, &any_use, &by_ip}) {
+    auto stub = TcpStub({ca_.cert, c->cert, c->key});
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx);
+    v1::DeleteVolumeRequest del;
+    del.set_name("pvc-kept");
+    v1::DeleteVolumeResponse resp;
+    grpc::Status st = stub->DeleteVolume(&ctx, del, &resp);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAUTHENTICATED) << c->cert << ": " << st.error_message();
+    EXPECT_NE(st.error_message().find("--tls-client-names"), std::string::npos) << st.error_message();
+    EXPECT_EQ(GetInfo(stub.get()).error_code(), grpc::StatusCode::UNAUTHENTICATED) << c->cert;
+  }
+  EXPECT_TRUE(fs::is_directory(pool_dir_ + "/pvc-kept")) << "a refused DeleteVolume deleted the volume";
+  // The provisioner's certificate (CN nodevol-provisioner) still passes.
+  EXPECT_TRUE(GetInfo(TcpStub(Provisioner()).get()).ok());
+}
+
+TEST_F(TlsTest, AnOperatorsNameCanBeAdded) {
+  StartTls({"--tls-client-names=nodevol-provisioner,ops-admin"});
+  TestCert ops = MakeCert(ca_, certs_, "ops-admin", {}, CertUse::kClient);
+  EXPECT_TRUE(GetInfo(TcpStub({ca_.cert, ops.cert, ops.key}).get()).ok());
+  EXPECT_TRUE(GetInfo(TcpStub(Provisioner()).get()).ok());
+  std::string log;
+  EXPECT_EQ(StartExpectingExit({"--tls-client-names=a,,b"}, &log), 2) << log;
+  EXPECT_NE(log.find("--tls-client-names"), std::string::npos) << log;
+}
+
 TEST_F(TlsTest, ServerCertificateMustNameTheNodeDialled) {
   StartTls();
   EXPECT_TRUE(GetInfo(TcpStub(Provisioner(), "node-a").get()).ok());
@@ -309,7 +345,7 @@ TEST_F(TlsTest, ReplacedCertificatesApplyWithoutRestart) {
 
   TestCa ca2 = MakeCa(certs_, "nodevol-2");
   TestCert server2 = MakeCert(ca2, certs_, "node-a-2", {"DNS:node-a"}, CertUse::kServer);
-  TestCert client2 = MakeCert(ca2, certs_, "nodevol-provisioner-2", {}, CertUse::kClient);
+  TestCert client2 = MakeCert(ca2, certs_, "client-2", {"DNS:nodevol-provisioner"}, CertUse::kClient);
   ClientIdentity next{ca2.cert, client2.cert, client2.key};
   ASSERT_FALSE(GetInfo(TcpStub(next).get()).ok()) << "the new CA is not trusted yet";
 

@@ -35,6 +35,25 @@ TEST(ExtenderArgs, DecodesThePodItsClaimsAndTheNodes) {
   EXPECT_TRUE(a.claim_names.empty());
 }
 
+TEST(ExtenderArgs, WhatIsNotReadIsSkippedAndALaterDuplicateWins) {
+  // Fields the decoder does not read, however many, cost nothing to keep;
+  // volumes that name no claim are dropped as they are read.
+  std::string junk = "[";
+  for (int i = 0; i < 10000; ++i) junk += R"({"a":[1,{"b":"c"}]},)";
+  junk += "null]";
+  std::string body = R"({"x":)" + junk + R"(,"Pod":{"metadata":{"name":"old","namespace":"n"}},
+      "Pod":{"spec":{"volumes":[{},7,{"name":"cfg","configMap":{"name":"c"}},
+                                 {"name":"d","persistentVolumeClaim":{"claimName":"c1","readOnly":true}}]},
+             "metadata":{"namespace":"n","name":"p","labels":)" + junk + R"(}},
+      "NodeNames":["gone"],"NodeNames":["n1"]})";
+  ExtenderArgs a;
+  Status st = DecodeExtenderArgs(body, &a);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(a.pod_name, "p");
+  EXPECT_EQ(a.claim_names, (std::vector<std::string>{"c1"}));
+  EXPECT_EQ(a.node_names, (std::vector<std::string>{"n1"}));
+}
+
 TEST(ExtenderArgs, BadInputIsInvalidArgumentNamingWhat) {
   struct Case {
     const char* body;

@@ -21,10 +21,14 @@
 namespace nodevol::provisioner {
 
 inline constexpr char kJsonContentType[] = "application/json";
-// kube-scheduler sends the whole Pod and, without nodeCacheCapable, every
-// Node: 16 MiB covers a pod spec at the apiserver's own 1.5 MiB object
-// limit many times over, and bounds what one request can make us hold.
-inline constexpr size_t kMaxExtenderBody = 16u << 20;
+// kube-scheduler sends the whole Pod and, with nodeCacheCapable, the
+// candidate nodes' names: the apiserver stores a Pod of at most 1.5 MiB,
+// and 5,000 names of the longest 253 characters are 1.3 MB, so 4 MiB
+// holds any real request. It bounds what the bodies in flight can make us
+// hold (64 connections: 256 MiB at worst); the decoding keeps only what it
+// reads (extender/args.h). Whole Node objects, without nodeCacheCapable,
+// are refused anyway (400, or 413 past this size).
+inline constexpr size_t kMaxExtenderBody = 4u << 20;
 
 httpd::PostHandlers ExtenderHandlers(std::function<Extender*()> current);
 

@@ -276,6 +276,9 @@ int main(int argc, char** argv) {
   // Served before the caches sync (liveness holds meanwhile) and declared
   // after the controller, so it stops before the controller goes.
   std::atomic<bool> leading{false};
+  // Until this replica has removed a serving label left from before a
+  // restart (only in a pod that serves the extender).
+  std::atomic<bool> unlabelled{true};
   StatusServer::Options so;
   so.metrics = &metrics;
   so.refresh = [&] {
@@ -287,6 +290,7 @@ int main(int argc, char** argv) {
   // A standby replica is ready: only the leader runs the controller.
   so.ready = [&](std::string* why) {
     if (stopping) return *why = "stopping", false;
+    if (!unlabelled) return *why = std::string("removing this pod's ") + kServingLabel + " label", false;
     if (leader_elect && !leading) return true;
     if (!controller.Ready()) return *why = "caches not synced yet", false;
     return true;
@@ -331,16 +335,20 @@ int main(int argc, char** argv) {
     } else {
       spdlog::warn("scheduler extender without TLS (--extender-tls-cert): use it on a trusted network only");
     }
-    // This replica does not serve (yet): a label left from before a
-    // restart must not route kube-scheduler here.
-    if (in_pod) {
-      if (Status ms = MarkServing(client.get(), pod_namespace, pod_name, false); !ms.ok())
-        spdlog::warn("{}", ms.message());
-    }
+    if (in_pod) unlabelled = false;
     // Bound once the controller runs; until then (and on a standby) the
     // port is free, or held by a leader that is still exiting: retried.
     extender_thread = std::thread([&] {
       std::unique_lock<std::mutex> lock(extender_mu);
+      auto wait = [&](std::chrono::milliseconds d) {
+        extender_ready.wait_for(lock, d);
+        return !stopping.load();
+      };
+      // This replica does not serve (yet): a label left from before a
+      // restart must not route kube-scheduler here. Until it is gone the
+      // replica says it is not ready, so the Service skips it either way.
+      if (in_pod && !MarkServingUntilDone(client.get(), pod_namespace, pod_name, false, wait)) return;
+      unlabelled = true;
       while (!stopping && !controller.Ready()) extender_ready.wait_for(lock, std::chrono::seconds(1));
       for (int tries = 0; !stopping; ++tries) {
         Status bs = extender.Start(extender_address);
@@ -348,15 +356,8 @@ int main(int argc, char** argv) {
           spdlog::info("scheduler extender on {} port {} (/filter, /prioritize{})", extender_address, extender.port(),
                        extender_tls.cert.empty() ? "" : ", TLS");
           // In a pod: route the Service to this replica (serving_label.h).
-          for (int marks = 0; in_pod && !stopping; ++marks) {
-            Status ms = MarkServing(client.get(), pod_namespace, pod_name, true);
-            if (ms.ok()) {
-              spdlog::info("pod labelled {}={}", kServingLabel, kServingValue);
-              break;
-            }
-            if (marks % 15 == 0) spdlog::warn("{}; retrying (the Service reaches no replica meanwhile)", ms.message());
-            extender_ready.wait_for(lock, std::chrono::seconds(2));
-          }
+          if (in_pod && MarkServingUntilDone(client.get(), pod_namespace, pod_name, true, wait))
+            spdlog::info("pod labelled {}={}", kServingLabel, kServingValue);
           return;
         }
         if (tries % 30 == 0) spdlog::warn("scheduler extender: {}; retrying", bs.message());

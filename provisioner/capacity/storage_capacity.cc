@@ -58,6 +58,7 @@ CapacityPublisher::~CapacityPublisher() { Stop(); }
 void CapacityPublisher::Start() {
   std::lock_guard<std::mutex> lock(mu_);
   if (thread_.joinable() || stopping_) return;
+  started_ = std::chrono::steady_clock::now();
   poked_ = true;
   thread_ = std::thread([this] { Loop(); });
 }
@@ -108,6 +109,9 @@ void CapacityPublisher::Loop() {
 std::map<std::string, CapacityPublisher::Want> CapacityPublisher::Desired() const {
   std::map<std::string, Want> out;
   auto rooms = ledger_->Rooms();
+  // Past the grace, a node this leader never heard from is as good as
+  // unreachable: 0, as docs/scheduling.md says.
+  const bool grace = std::chrono::steady_clock::now() - started_.load() < options_.unknown_grace;
   for (const auto& class_ptr : classes_->List()) {
     const json& sc = *class_ptr;
     if (sc.value("provisioner", "") != options_.driver) continue;
@@ -118,7 +122,7 @@ std::map<std::string, CapacityPublisher::Want> CapacityPublisher::Desired() cons
       continue;  // the claims' events say why; no node can take its volumes
     const std::string class_name = sc["metadata"].value("name", "");
     for (const auto& node : nodes_->List()) {
-      Want w{class_name, node->name, HostnameOf(*node), 0, true};
+      Want w{class_name, node->name, HostnameOf(*node), 0, grace};
       for (const auto& r : rooms) {
         if (r.seen.node != w.node) continue;
         w.unknown = false;

@@ -20,14 +20,17 @@
 // duplicates them. Objects of a class or node that went are deleted.
 //
 // A node this replica has no figures for yet (just started leading, still
-// dialling) keeps its object's value, so a failover does not turn every
-// node away for the seconds the dialling takes; a new node's object starts
-// at 0. Writes follow Poke() after `debounce`, only for objects whose figures
+// dialling) keeps its object's value for `unknown_grace`, so a failover
+// does not turn every node away for the seconds the dialling takes; past
+// that a node still unheard drops to 0 like an unreachable one (its
+// nodevold never answered this leader: issue 57, item 10). A new node's
+// object starts at 0. Writes follow Poke() after `debounce`, only for objects whose figures
 // changed, at most `writes_per_second`; the objects are listed again every
 // `resync` (and after a failed write) to correct drift. Run only while
 // leading. Thread-safe.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <map>
@@ -54,6 +57,8 @@ class CapacityPublisher {
     std::chrono::milliseconds debounce{1000};
     std::chrono::milliseconds resync{60000};
     double writes_per_second = 10;
+    // How long after Start (leading) an unheard node keeps its value.
+    std::chrono::milliseconds unknown_grace{30000};
   };
 
   CapacityPublisher(kube::Api* api, const kube::Informer* classes, const kube::TypedInformer<KubeNode>* nodes,
@@ -81,8 +86,9 @@ class CapacityPublisher {
   struct Want {
     std::string class_name, node, hostname;
     uint64_t capacity = 0;
-    // No figures from the node yet (a new leader still dialling): an
-    // existing object keeps its value instead of dropping to 0.
+    // No figures from the node yet (a new leader still dialling, within
+    // unknown_grace): an existing object keeps its value instead of
+    // dropping to 0.
     bool unknown = false;
   };
   std::map<std::string, Want> Desired() const;
@@ -108,6 +114,8 @@ class CapacityPublisher {
   bool listed_ = false;
   std::chrono::steady_clock::time_point listed_at_;
   std::chrono::steady_clock::time_point last_write_;
+  // Construction, then Start: when this replica began to lead (unknown_grace).
+  std::atomic<std::chrono::steady_clock::time_point> started_{std::chrono::steady_clock::now()};
 };
 
 // The ownerReference of the Deployment running pod `pod` in `ns` (pod ->

@@ -31,9 +31,10 @@ struct Fixture {
   std::unique_ptr<kube::TypedInformer<KubeNode>> nodes;
   std::unique_ptr<CapacityPublisher> pub;
 
-  void Make(std::vector<json> node_list) {
+  void Make(std::vector<json> node_list, std::chrono::milliseconds unknown_grace = std::chrono::minutes(1)) {
     nodes = StaticCache<KubeNode>(std::move(node_list), DecodeNode);
     CapacityPublisher::Options o;
+    o.unknown_grace = unknown_grace;
     o.driver = "nodevol.io";
     o.ns = "nodevol-system";
     o.owner = {{"apiVersion", "apps/v1"}, {"kind", "Deployment"}, {"name", "nodevol-provisioner"}, {"uid", "d1"}};
@@ -120,6 +121,21 @@ TEST(CapacityPublisher, NodesWithoutFiguresYetKeepTheirValue) {
   EXPECT_EQ(f.Object("n1")["capacity"], std::to_string(100 * MiB));
   // n1 reported, unreachable since: 0.
   f.pools = {Seen("n1", "fast", "lvm", 100 * MiB, false)};
+  ASSERT_TRUE(f.pub->Sync().ok());
+  EXPECT_EQ(f.Object("n1")["capacity"], "0");
+}
+
+// Past the grace, a node whose nodevold never answered this leader drops
+// to 0: it kept the last leader's value for ever (issue 57, item 10).
+TEST(CapacityPublisher, ANodeNeverHeardDropsToZeroAfterTheGrace) {
+  Fixture f;
+  f.Relist();
+  f.Make({NodeObj("n1", "host-1"), NodeObj("n2", "host-2")});
+  ASSERT_TRUE(f.pub->Sync().ok());
+  EXPECT_EQ(f.Object("n1")["capacity"], std::to_string(100 * MiB));
+  f.Relist();
+  f.pools.clear();  // the next leader never hears from n1
+  f.Make({NodeObj("n1", "host-1"), NodeObj("n2", "host-2")}, std::chrono::milliseconds(0));
   ASSERT_TRUE(f.pub->Sync().ok());
   EXPECT_EQ(f.Object("n1")["capacity"], "0");
 }

@@ -1,5 +1,7 @@
 #include "base/names.h"
 
+#include <arpa/inet.h>
+
 #include <string>
 
 namespace nodevol {
@@ -59,6 +61,18 @@ Status ValidatePoolName(std::string_view name) {
   }
   if (name[0] == '-') return Status::InvalidArgument("pool name " + Quote(name) + " must start with a letter or digit");
   return Status::Ok();
+}
+
+Status CheckNodeIdentityName(std::string_view name) {
+  std::string n(name);
+  if (n.size() > 2 && n.front() == '[' && n.back() == ']') n = n.substr(1, n.size() - 2);
+  unsigned char buf[16];
+  if (::inet_pton(AF_INET, n.c_str(), buf) != 1 && ::inet_pton(AF_INET6, n.c_str(), buf) != 1) return Status::Ok();
+  return Status::FailedPrecondition(
+      "node name \"" + std::string(name) +
+      "\" is an IP address: nodevol verifies a node by the DNS name in its certificate, never by an address "
+      "(which the node reports itself); give the node a DNS name (kubelet --hostname-override) or, for "
+      "nodevolctl, --tls-server-name NODE (docs/tls.md)");
 }
 
 }  // namespace nodevol

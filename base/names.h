@@ -18,4 +18,14 @@ Status ValidateSnapshotName(std::string_view name);
 // Pool names: 1-63 characters of [a-z0-9-], first one a letter or digit.
 Status ValidatePoolName(std::string_view name);
 
+// The name a node's serving certificate is checked for (TLS server name):
+// FAILED_PRECONDITION when it is an IP address literal ("10.0.0.5",
+// "fd00::1"). TLS checks such a name against the certificate's IP
+// addresses, and a node's addresses are what the node itself reports, so a
+// node named like an address could be answered for by any node that lists
+// that address (issue 57, item 6). nodevol verifies nodes by DNS name
+// only: the signer, the provisioner's dialling, nodevold's enrollment and
+// nodevolctl all refuse such names with this message.
+Status CheckNodeIdentityName(std::string_view name);
+
 }  // namespace nodevol

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "base/names.h"
 #include "base/po_error.h"
 #include "commands.h"
 #include "printable.h"
@@ -62,6 +63,11 @@ Globals ResolveGlobals(const po::variables_map& top, const po::variables_map& co
     }
     if (!missing.empty()) throw UsageError("--address needs mutual TLS: missing " + missing);
     if (const auto* name = get("tls-server-name")) g.tls_server_name = *name;
+    // The certificate is checked for this name; an address would be
+    // checked against IP addresses, which a node chooses itself.
+    std::string host = g.address.substr(0, g.address.rfind(':'));
+    if (Status named = CheckNodeIdentityName(g.tls_server_name.empty() ? host : g.tls_server_name); !named.ok())
+      throw UsageError(named.message());
   } else {
     for (const char* key : {"tls-ca", "tls-cert", "tls-key", "tls-server-name"})
       if (get(key) != nullptr) throw UsageError(std::string("--") + key + " only applies with --address");

@@ -1,5 +1,7 @@
 #include "enroll/csr_check.h"
 
+#include "base/names.h"
+
 #include <arpa/inet.h>
 #include <openssl/core_names.h>
 #include <openssl/evp.h>
@@ -130,6 +132,7 @@ CsrVerdict CheckNodeCsr(const CsrRequest& r, const NodeAddresses& node_addresses
                 "certificate; the requester is " + r.username);
   v.node = r.username.substr(sizeof kNodeUserPrefix - 1);
   if (!ValidNodeName(v.node)) return Deny(v, "NotANode", "the requester's node name is not a valid node name");
+  if (Status named = CheckNodeIdentityName(v.node); !named.ok()) return Deny(v, "NameIsAnAddress", named.message());
   std::vector<std::string> node_ips;
   if (Status st = node_addresses(v.node, &node_ips); !st.ok()) {
     if (st.code() == Status::Code::kNotFound)

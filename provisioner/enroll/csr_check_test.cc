@@ -150,6 +150,12 @@ TEST(CsrCheck, DeniesAnythingElseWithAReason) {
   cases.push_back({"a user that is no node", CsrObject(MakeCsrPem({}), "alice"), "NotANode"});
   cases.push_back({"a node name that is none", CsrObject(MakeCsrPem({}), "system:node:N1/.."), "NotANode"});
   cases.push_back({"a node that does not exist", CsrObject(MakeCsrPem({}), "system:node:n9"), "UnknownNode"});
+  // A node named like an address would be verified against IP SANs, which
+  // nodes choose: "127.0.0.5" listing 127.0.0.6 passed as "127.0.0.6".
+  s = {};
+  s.subject = {{NID_commonName, "127.0.0.6"}};
+  s.san = {"DNS:127.0.0.6", "IP:127.0.0.6"};
+  cases.push_back({"a node named by an address", CsrObject(MakeCsrPem(s), "system:node:127.0.0.6"), "NameIsAnAddress"});
   cases.push_back({"n2 asking for n1's certificate", CsrObject(MakeCsrPem({}), "system:node:n2"), "WrongSubject"});
   json no_group = CsrObject(MakeCsrPem({}));
   no_group["spec"]["groups"] = {"system:authenticated"};

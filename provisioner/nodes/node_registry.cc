@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "base/backoff.h"
+#include "base/names.h"
 
 namespace nodevol::nodes {
 
@@ -258,6 +259,9 @@ std::string NodeRegistry::End(Entry* e) {
 }
 
 void NodeRegistry::Dial(Entry* e) {
+  // Its certificate would be checked against IP addresses a node chooses.
+  if (Status named = CheckNodeIdentityName(e->endpoint.name); !named.ok())
+    return Ended(e, Status::FailedPrecondition(Where(*e) + ": not dialled: " + named.message()), false);
   // gRPC keeps its own reconnect backoff: ours decides when to try.
   grpc::experimental::ChannelResetConnectionBackoff(e->client->channel().get());
   AskInfo(e, true);

@@ -125,7 +125,11 @@ class NodeRegistryTest : public DaemonFixture {
       fs::create_directories(n.pool);
       fs::create_directories(n.dir + "/pods");
       ASSERT_EQ(mount("tmpfs", n.pool.c_str(), "tmpfs", 0, "size=64m,mode=0755"), 0) << strerror(errno);
-      TestCert cert = MakeCert(ca_, certs, name, {std::string("DNS:") + name}, CertUse::kServer);
+      // node-a's certificate also carries its address, as one signed for
+      // a Node's InternalIP would.
+      std::vector<std::string> sans = {std::string("DNS:") + name};
+      if (n.name == "node-a") sans.push_back("IP:127.0.0.1");
+      TestCert cert = MakeCert(ca_, certs, name, sans, CertUse::kServer);
       n.port = FreePort();
       ASSERT_NE(n.port, 0);
       std::ofstream(n.dir + "/nodevold.conf").close();
@@ -268,6 +272,20 @@ TEST_F(NodeRegistryTest, NodevoldWhoseCertificateNamesAnotherNodeIsUnreachable) 
   EXPECT_TRUE(s.pools.empty());
   EXPECT_NE(s.last_error.find("Hostname Verification Check failed"), std::string::npos)
       << "gRPC's reason, not a bare deadline: " << s.last_error;
+}
+
+// A node named like an address would be verified against the
+// certificate's IP addresses, which nodes choose (their status.addresses):
+// "127.0.0.5" listing 127.0.0.6 passed as node "127.0.0.6" (issue 57, item
+// 6). Such a node is never dialled, and says why.
+TEST_F(NodeRegistryTest, ANodeNamedLikeAnAddressIsNotDialled) {
+  nodes::TlsChannelFactory tls(ClientFiles());
+  registry_ = MakeRegistry(tls, 2s);
+  registry_->SetNodes({{"127.0.0.1", nodes_[0].address()}, {"node-b", nodes_[1].address()}});
+  ASSERT_TRUE(WaitFor([&] { return State("node-b").reachable && !State("127.0.0.1").last_error.empty(); }));
+  NodeState s = State("127.0.0.1");
+  EXPECT_FALSE(s.reachable) << "node-a's certificate (IP:127.0.0.1) answered for a node named 127.0.0.1";
+  EXPECT_NE(s.last_error.find("is an IP address"), std::string::npos) << s.last_error;
 }
 
 // The provisioner's own files are watched too: a client certificate that

@@ -297,8 +297,15 @@ TEST_F(TlsTest, NodevolctlTalksToARemoteNodevold) {
   EXPECT_NE(err.find("run nodevolctl on the node"), std::string::npos) << err;
   EXPECT_FALSE(IsMountPoint(target));
 
-  // Without the node name the certificate (DNS:node-a) does not match 127.0.0.1.
+  // Without the node name an address would be checked against the
+  // certificate's IP addresses, which a node chooses itself: refused.
   remote.resize(remote.size() - 2);
+  EXPECT_EQ(ctl({"--timeout", "5", "info"}, &out, &err), 2);
+  EXPECT_NE(err.find("is an IP address"), std::string::npos) << err;
+  EXPECT_NE(err.find("--tls-server-name"), std::string::npos) << "the message names the option: " << err;
+  // A DNS name that is not the node's (DNS:node-a) fails the handshake,
+  // with a hint.
+  remote[2] = "localhost:" + std::to_string(port_);
   EXPECT_EQ(ctl({"--timeout", "5", "info"}, &out, &err), 1);
   EXPECT_NE(err.find("--tls-server-name"), std::string::npos) << "the hint names the option: " << err;
   // --address without the TLS files is a usage error naming them.

@@ -57,6 +57,7 @@ int main(int argc, char** argv) {
   std::string extender_address = "off";
   httpd::TlsFiles extender_tls;
   std::string extender_client_names = "kube-scheduler";
+  bool extender_unauthenticated = false;
   std::string node_ca_secret, node_ca_configmap = "nodevol-ca", tls_dir = "/run/nodevol-provisioner/tls";
   long node_cert_max_seconds = 30L * 24 * 3600;
   unsigned tls_refresh_seconds = 60;
@@ -129,6 +130,9 @@ int main(int argc, char** argv) {
       ("extender-tls-key", po::value(&extender_tls.key), "its private key")
       ("extender-tls-client-ca", po::value(&extender_tls.client_ca),
        "accept only clients (kube-scheduler) with a certificate chained to this CA (mutual TLS)")
+      ("extender-unauthenticated", po::bool_switch(&extender_unauthenticated),
+       "serve the extender to callers without a client certificate (plain HTTP, or TLS without "
+       "--extender-tls-client-ca): anyone who reaches the port can then hold nodes' room; a trusted network only")
       ("extender-tls-client-names", po::value(&extender_client_names)->default_value(extender_client_names),
        "with --extender-tls-client-ca: comma-separated names the client certificate must carry (its CN or a DNS "
        "subjectAltName, with extendedKeyUsage clientAuth); any other certificate of that CA is refused")
@@ -332,8 +336,19 @@ int main(int argc, char** argv) {
         std::cerr << "nodevol-provisioner: " << ts.message() << "\n";
         return 2;
       }
-    } else {
-      spdlog::warn("scheduler extender without TLS (--extender-tls-cert): use it on a trusted network only");
+    }
+    // Whoever calls the extender chooses the pod, its claims and the nodes,
+    // and can promise a tenant's pending claims anywhere (issue 57, item 3):
+    // only kube-scheduler may, unless the operator says otherwise.
+    if (extender_tls.client_ca.empty()) {
+      if (!extender_unauthenticated) {
+        std::cerr << "nodevol-provisioner: --extender-address without --extender-tls-client-ca would let anyone who "
+                     "reaches the port call the extender; give kube-scheduler a client certificate (docs/tls.md), or "
+                     "--extender-unauthenticated on a trusted network\n";
+        return 2;
+      }
+      spdlog::warn("scheduler extender serves callers without a client certificate (--extender-unauthenticated): "
+                   "use it on a trusted network only");
     }
     if (in_pod) unlabelled = false;
     // Bound once the controller runs; until then (and on a standby) the

@@ -43,6 +43,14 @@ source "$(dirname "$0")/scheduling_lib.sh"
 # kube-scheduler's client certificate, from the test CA.
 pn_cert extender IP:127.0.0.1
 pn_cert scheduler DNS:kube-scheduler clientAuth
+# Whoever calls the extender chooses the pod, its claims and the nodes:
+# without a client CA the provisioner refuses to serve it unless told.
+rc=0
+out=$(timeout 60 nsenter --net="/run/netns/$K8S_NETNS" "$NODEVOL_PROVISIONER" --kubeconfig="$K8S_WORK/admin.kubeconfig" \
+  --tls-ca="$PN_TLS/ca.crt" --tls-cert="$PN_TLS/provisioner.crt" --tls-key="$PN_TLS/provisioner.key" \
+  --metrics-address=off --leader-elect=false --extender-address="$EXT" 2>&1) || rc=$?
+[[ $rc == 2 && $out == *--extender-unauthenticated* ]] ||
+  fail "an extender without a client CA started (exit $rc): $out"
 PROV_ARGS=(--log-level=debug --capacity-objects=false --extender-address="$EXT" --extender-tls-cert="$PN_TLS/extender.crt"
   --extender-tls-key="$PN_TLS/extender.key" --extender-tls-client-ca="$PN_TLS/ca.crt")
 prov_up() {

@@ -1,6 +1,7 @@
 #include "controller/data_source.h"
 
 #include "base/size.h"
+#include "controller/bound_volume.h"
 #include "controller/names.h"
 #include "kube/fields.h"
 #include "snapshots/handle.h"
@@ -76,10 +77,12 @@ Status FromClaim(ControllerContext& ctx, const ClaimView& claim, const std::stri
   if (s.volume_mode != claim.volume_mode)
     return Status::InvalidArgument("a clone must have its source's volumeMode: " + out->description + " is " +
                                    s.volume_mode + ", this claim " + claim.volume_mode);
-  if (s.volume_name.empty())
-    return Status::FailedPrecondition(out->description + " is not bound yet; the claim waits for it");
-  auto pv = ctx.volumes->Get(s.volume_name);
-  if (!pv) return Status::FailedPrecondition(out->description + "'s PV " + s.volume_name + " is not known yet");
+  std::shared_ptr<const VolumeView> pv;
+  if (Status bound = BoundVolume(ctx, s, &pv); !bound.ok()) {
+    if (bound.code() == Status::Code::kFailedPrecondition)
+      return Status::FailedPrecondition(bound.message() + "; the claim waits for it");
+    return Status::InvalidArgument("cannot clone " + out->description + ": " + bound.message());
+  }
   if (!ctx.options.Serves(pv->provisioned_by))
     return Status::InvalidArgument(out->description + " is not a nodevol volume");
   out->node = pv->node;

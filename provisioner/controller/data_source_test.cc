@@ -151,7 +151,8 @@ TEST(DataSource, ACloneIsMadeFromTheSourceClaimsVolumeOnItsNode) {
   json pv = {{"metadata", {{"name", "pvc-s1"},
                            {"annotations", {{"pv.kubernetes.io/provisioned-by", "nodevol.io"},
                                             {"nodevol.io/node", "a"}, {"nodevol.io/backend", "lvm"}}}}},
-             {"spec", {{"capacity", {{"storage", "1Gi"}}}}}};
+             {"spec", {{"capacity", {{"storage", "1Gi"}}},
+                       {"claimRef", {{"namespace", "app"}, {"name", "data-s1"}, {"uid", "s1"}}}}}};
   json clone = Claim("c1", "1Gi");
   // The apiserver sends a core kind's apiGroup as null.
   clone["spec"]["dataSource"] = {{"apiGroup", nullptr}, {"kind", "PersistentVolumeClaim"}, {"name", "data-s1"}};
@@ -165,6 +166,35 @@ TEST(DataSource, ACloneIsMadeFromTheSourceClaimsVolumeOnItsNode) {
   EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-c2"), Outcome::kGiveUp);
   EXPECT_FALSE(a.HasVolume("pvc-c2"));
   EXPECT_FALSE(b.HasVolume("pvc-c2"));
+}
+
+// A claim's spec.volumeName is its author's to write: a Pending "bait"
+// claim naming another namespace's PV, and a clone of the bait, copied the
+// victim's data (issue 69, item 1). Only a PV whose claimRef names the
+// claim back is the claim's volume.
+TEST(DataSource, ACloneOfABaitClaimNamingAnotherNamespacesPvIsRefused) {
+  World w;
+  FakeNode a("a");
+  w.view.Add(&a, "fast", 10 * GiB);
+  json victim_pv = {{"metadata", {{"name", "pvc-v1"},
+                                  {"annotations", {{"pv.kubernetes.io/provisioned-by", "nodevol.io"},
+                                                   {"nodevol.io/node", "a"}, {"nodevol.io/backend", "lvm"}}}}},
+                    {"spec", {{"capacity", {{"storage", "1Gi"}}},
+                              {"claimRef", {{"namespace", "secret-ns"}, {"name", "data-v1"}, {"uid", "v1"}}}}}};
+  json bait = Claim("bait", "1Gi");
+  bait["spec"]["volumeName"] = "pvc-v1";  // Pending: the PV is another's
+  json clone = Claim("c1", "1Gi");
+  clone["spec"]["dataSource"] = {{"apiGroup", nullptr}, {"kind", "PersistentVolumeClaim"}, {"name", "data-bait"}};
+  clone["spec"]["dataSourceRef"] = clone["spec"]["dataSource"];
+  w.Load({bait, clone}, {victim_pv}, {Class()});
+  EXPECT_EQ(ProvisionClaim(w.ctx, "app/data-c1"), Outcome::kGiveUp);
+  EXPECT_FALSE(a.HasVolume("pvc-c1")) << "the victim's volume was copied";
+  bool said = false;
+  for (const auto& e : w.api.Calls())
+    if (e.verb == "POST" && e.path.find("/events") != std::string::npos &&
+        e.body.value("message", "").find("bound to claim secret-ns/data-v1") != std::string::npos)
+      said = true;
+  EXPECT_TRUE(said) << "the claim's event says why";
 }
 
 }  // namespace

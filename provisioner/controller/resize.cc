@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "base/size.h"
+#include "controller/bound_volume.h"
 #include "controller/claim.h"
 #include "controller/events.h"
 #include "controller/volume_node.h"
@@ -42,12 +43,11 @@ Workers::Outcome ResizeClaim(ControllerContext& ctx, const std::string& key) {
   auto pvc = ctx.claims->Get(key);
   if (!pvc) return Outcome::kDone;
   const ClaimView& claim = *pvc;
-  if (!claim.error.ok() || claim.volume_name.empty()) return Outcome::kDone;
-  auto pv = ctx.volumes->Get(claim.volume_name);
-  if (!pv) return Outcome::kDone;
+  if (!claim.error.ok()) return Outcome::kDone;
+  // Only the claim this PV names back (a rebound PV keeps its claimRef uid).
+  std::shared_ptr<const VolumeView> pv;
+  if (!BoundVolume(ctx, claim, &pv).ok()) return Outcome::kDone;
   if (!ctx.options.Serves(pv->provisioned_by)) return Outcome::kDone;
-  // Only the claim this PV was made for (a rebound PV keeps its claimRef uid).
-  if (pv->claim_uid != claim.uid) return Outcome::kDone;
   const uint64_t pv_bytes = pv->capacity_bytes;
   if (pv_bytes == 0) return Outcome::kDone;
   // A CSI PV's claim gets its new capacity from the resizer (here), not

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/unique_fd.h"
+#include "fs/open_untrusted.h"
 #include "fs/tree_walk.h"
 
 namespace nodevol {
@@ -108,15 +109,15 @@ Status CopyBytes(int in, int out, const struct stat& st, const std::string& what
 
 Status CopyFile(int dir, const char* name, int dst, TreeCopyStats* stats) {
   const std::string what = Quoted(name);
-  UniqueFd in(::openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
-  if (in.get() < 0) {
-    // Gone, or swapped for a symlink since fstatat: left out.
-    if (errno == ENOENT || errno == ELOOP) return ++stats->left_out, Status::Ok();
-    return Errno("open " + what, errno);
-  }
+  // The pod owns the tree and may have swapped a FIFO, a device node or a
+  // symlink in since the walk's fstatat: only a regular file is opened
+  // (fs/open_untrusted.h); anything else is left out.
+  UniqueFd in;
   struct stat st;
-  if (::fstat(in.get(), &st) != 0) return Errno("fstat " + what, errno);
-  if (!S_ISREG(st.st_mode)) return ++stats->left_out, Status::Ok();  // swapped since fstatat
+  Status opened = OpenUntrusted(dir, name, FileType::kRegular, O_RDONLY, what, &in, &st);
+  if (opened.code() == Status::Code::kNotFound || opened.code() == Status::Code::kFailedPrecondition)
+    return ++stats->left_out, Status::Ok();
+  NODEVOL_RETURN_IF_ERROR(opened);
   UniqueFd out(::openat(dst, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (out.get() < 0) return Errno("create " + what + " in the copy", errno);
   NODEVOL_RETURN_IF_ERROR(CopyBytes(in.get(), out.get(), st, what, stats));

@@ -7,6 +7,7 @@
 #include <cerrno>
 
 #include "base/unique_fd.h"
+#include "fs/open_untrusted.h"
 #include "fs/tree_walk.h"
 
 namespace nodevol {
@@ -31,10 +32,11 @@ Status FixDir(int fd, const struct stat& st, gid_t gid) {
 // is the link itself), checked to be on the volume's mount and still not
 // a directory, then changed through that descriptor.
 Status FixEntry(int dir, const char* name, gid_t gid, uint64_t mnt) {
-  UniqueFd fd(::openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC));
-  if (fd.get() < 0) return errno == ENOENT ? Status::Ok() : Status::FromErrno(std::string("open \"") + name + "\"", errno);
+  UniqueFd fd;
   struct stat st;
-  if (::fstat(fd.get(), &st) != 0) return Status::FromErrno(std::string("fstat \"") + name + "\"", errno);
+  Status opened = OpenPathNoFollow(dir, name, &fd, &st);
+  if (opened.code() == Status::Code::kNotFound) return Status::Ok();
+  NODEVOL_RETURN_IF_ERROR(opened);
   uint64_t on = 0;
   NODEVOL_RETURN_IF_ERROR(MountIdOf(fd.get(), &on));
   if (on != mnt || S_ISDIR(st.st_mode)) return Status::Ok();  // a mount point, or swapped since the walk saw it

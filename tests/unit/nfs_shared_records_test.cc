@@ -9,10 +9,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sys/sysmacros.h>
+
+#include <chrono>
+#include <cstring>
 #include <filesystem>
+#include <thread>
 #include <fstream>
 
 #include "backend/nfs/shared_records.h"
+#include "../common/fifo_witness.h"
 
 namespace nodevol {
 namespace {
@@ -139,6 +145,32 @@ TEST_F(SharedRecords, OnlyASmallRegularFileIsRead) {
   std::ofstream(Dir() + "/big.json") << std::string(kMaxSharedRecordBytes + 1, 'x');
   Status st = ReadSharedRecord(root_, "big", &text);
   EXPECT_EQ(st.code(), Status::Code::kFailedPrecondition) << st.ToString();
+}
+
+// The export's owner picks what is at a record's name, and any pod author
+// can make nodevold read a record by naming a volume in inline options: a
+// device node or FIFO there was opened as root before its type was checked
+// (issue 69, item 2). Now nothing but a regular file is ever opened.
+TEST_F(SharedRecords, ADeviceOrFifoAtARecordsNameIsNeverOpened) {
+  ASSERT_TRUE(PutSharedRecord(root_, "x", "{}").ok());
+  testing::FifoWitness fifo(Dir() + "/fifo.json", outside_ + "/fifo-link");
+  ASSERT_TRUE(fifo.ok()) << strerror(errno);
+  std::string text;
+  for (int i = 0; i < 20; ++i) {
+    Status st = ReadSharedRecord(root_, "fifo", &text);
+    EXPECT_EQ(st.code(), Status::Code::kFailedPrecondition) << st.ToString();
+    EXPECT_NE(st.message().find("is a FIFO"), std::string::npos) << st.message();
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  fifo.Stop();
+  EXPECT_EQ(fifo.opens(), 0) << "the FIFO was opened for reading";
+
+  if (geteuid() != 0) GTEST_SKIP() << "mknod needs root";
+  // /dev/null's numbers: a character device at the name.
+  ASSERT_EQ(::mknod((Dir() + "/dev.json").c_str(), S_IFCHR | 0600, makedev(1, 3)), 0) << strerror(errno);
+  Status st = ReadSharedRecord(root_, "dev", &text);
+  EXPECT_EQ(st.code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(st.message().find("is a character device"), std::string::npos) << st.message();
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "backend/nfs/export_dirs.h"
 #include "base/unique_fd.h"
+#include "fs/open_untrusted.h"
 
 namespace nodevol {
 namespace {
@@ -89,14 +90,19 @@ Status ReadSharedRecord(const std::string& root, const std::string& volume, std:
   UniqueFd dir;
   NODEVOL_RETURN_IF_ERROR(OpenRecordsDir(root, false, &dir));
   const std::string what = root + "/" + kDir + "/" + FileOf(volume);
-  UniqueFd f(OpenAt2(dir.get(), FileOf(volume), O_RDONLY | O_NONBLOCK));
-  if (f.get() < 0) {
+  // The export's owner (the server, or root on any of its clients) chooses
+  // what is at the name: opened as O_PATH, and for reading only if it is a
+  // regular file (fs/open_untrusted.h). A device node there was opened
+  // before its type was checked.
+  UniqueFd path(OpenAt2(dir.get(), FileOf(volume), O_PATH));
+  if (path.get() < 0) {
     if (errno == ENOENT) return Status::NotFound("no record of volume " + volume + " on the export");
     return OpenError("open " + what, errno);
   }
   struct stat st;
-  if (::fstat(f.get(), &st) != 0) return Status::FromErrno("stat " + what, errno);
-  if (!S_ISREG(st.st_mode)) return Status::FailedPrecondition(what + " is not a regular file");
+  if (::fstat(path.get(), &st) != 0) return Status::FromErrno("stat " + what, errno);
+  UniqueFd f;
+  NODEVOL_RETURN_IF_ERROR(ReopenAs(path.get(), st, FileType::kRegular, O_RDONLY, what, &f));
   if (static_cast<uint64_t>(st.st_size) > kMaxSharedRecordBytes)
     return Status::FailedPrecondition(what + " is " + std::to_string(st.st_size) + " bytes, more than a record can be");
   std::string out;

@@ -15,6 +15,8 @@
 #    in its args is one the binary accepts (--help) and parses;
 #  - examples: every object a StorageClass of nodevol.io with a
 #    pool; lvm, nfs and dir each in Immediate and WaitForFirstConsumer;
+#  - base and extender: a NetworkPolicy that lets in the metrics port alone,
+#    and in the extender's overlay one for the extender's port;
 #  - extender: base plus the Service nodevol-extender selecting the pods
 #    that carry nodevol.io/extender=serving on the port the Deployment's
 #    --extender-address serves, mutual TLS from the Secret
@@ -269,11 +271,25 @@ for p, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
 # --- extender: base, the Service, TLS files, the label's RBAC
 ext = load(extender_file)
 kinds = lambda docs: sorted((d["kind"], d["metadata"]["name"]) for d in docs)
-check(kinds(ext) == sorted(kinds(base) + [("Service", "nodevol-extender")]),
-      f"extender: objects {kinds(ext)} are not base's plus Service nodevol-extender")
+check(kinds(ext) == sorted(kinds(base) + [("Service", "nodevol-extender"), ("NetworkPolicy", "nodevol-extender")]),
+      f"extender: objects {kinds(ext)} are not base's plus Service and NetworkPolicy nodevol-extender")
 edep = [d for d in ext if d["kind"] == "Deployment"][0]
 epod = edep["spec"]["template"]["spec"]
 elabels = edep["spec"]["template"]["metadata"].get("labels", {})
+# Who may reach the pods: base lets in the metrics port only (kubelet's
+# probes come from the node, always let through); the extender's overlay
+# adds its port.
+def policy_ports(docs, name, labels):
+    pol = [d for d in docs if d["kind"] == "NetworkPolicy" and d["metadata"]["name"] == name]
+    if not check(len(pol) == 1, f"no NetworkPolicy {name}"):
+        return set()
+    spec = pol[0]["spec"]
+    sel = spec.get("podSelector", {}).get("matchLabels", {})
+    check(sel and all(labels.get(k) == v for k, v in sel.items()), f"NetworkPolicy {name} selects {sel}, not the pods {labels}")
+    check(spec.get("policyTypes") == ["Ingress"], f"NetworkPolicy {name}: policyTypes {spec.get('policyTypes')}")
+    return {p.get("port") for rule in spec.get("ingress", []) for p in rule.get("ports", [])}
+check(policy_ports(ext, "nodevol-provisioner", elabels) == {"metrics"}, "NetworkPolicy nodevol-provisioner: not the metrics port alone")
+check(policy_ports(ext, "nodevol-extender", elabels) == {"extender"}, "NetworkPolicy nodevol-extender: not the extender port alone")
 ec = epod["containers"][0]
 eargs = ec.get("args", [])
 addr = [a.split("=", 1)[1] for a in eargs if a.startswith("--extender-address=")]

@@ -24,8 +24,8 @@ Status ValidatePoolName(std::string_view name);
 // addresses, and a node's addresses are what the node itself reports, so a
 // node named like an address could be answered for by any node that lists
 // that address (issue 57, item 6). nodevol verifies nodes by DNS name
-// only: the signer, the provisioner's dialling, nodevold's enrollment and
-// nodevolctl all refuse such names with this message.
+// only: the signer (so such a node never enrolls), the provisioner's
+// dialling and nodevolctl refuse such names with this message.
 Status CheckNodeIdentityName(std::string_view name);
 
 }  // namespace nodevol

@@ -59,6 +59,11 @@ void Ticket::Busy() {
   state_->admission.Set(id_, ConnState::kBusy, Admission::Clock::now());
 }
 
+void Ticket::Restart() {
+  std::lock_guard lock(state_->mu);
+  state_->admission.Set(id_, ConnState::kNew, Admission::Clock::now());
+}
+
 void Ticket::OnClose(std::function<void()> close) {
   std::lock_guard lock(state_->mu);
   auto it = state_->closers.find(id_);

@@ -49,8 +49,12 @@ class Ticket {
   // Authenticated and waiting for a request (after the TLS handshake, or
   // after a request is answered).
   void Idle();
-  // A request in progress: never evicted, never expired.
+  // A request in progress (or, for a relay, authenticated for good): never
+  // expired; evicted only where anyone can authenticate (evict_idle).
   void Busy();
+  // Not authenticated after all, as from now: the handshake deadline
+  // starts over (a relay's client that waited for its server).
+  void Restart();
   // How the acceptor closes this connection when it is evicted or
   // expires; called on the listener's thread, at most once.
   void OnClose(std::function<void()> close);

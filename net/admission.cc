@@ -12,17 +12,29 @@ Admission::Admission(AdmissionLimits limits)
 }
 
 Admission::Id Admission::Victim(const std::string& peer) const {
-  Id idle = 0;
-  Clock::time_point idle_since = Clock::time_point::max();
-  for (const auto& [id, e] : conns_) {
-    if (!peer.empty() && e.peer != peer) continue;
-    if (e.state == ConnState::kNew) return id;  // the oldest stranger: ids rise with arrival
-    if (limits_.evict_idle && e.state == ConnState::kIdle && e.since < idle_since) {
-      idle = id;
-      idle_since = e.since;
+  // By rule: strangers, then (where anyone authenticates) the idle, then
+  // the busy. Within a rule, the entry of the address holding the most
+  // connections goes first, the oldest (or longest unchanged) of its
+  // entries among equals: a flood from a few addresses takes its own
+  // places before anyone else's.
+  const ConnState order[] = {ConnState::kNew, ConnState::kIdle, ConnState::kBusy};
+  for (ConnState want : order) {
+    if (want != ConnState::kNew && !limits_.evict_idle) break;
+    Id best = 0;
+    size_t best_count = 0;
+    Clock::time_point best_since = Clock::time_point::max();
+    for (const auto& [id, e] : conns_) {
+      if (e.state != want || (!peer.empty() && e.peer != peer)) continue;
+      size_t count = peer_count(e.peer);
+      if (count > best_count || (count == best_count && e.since < best_since)) {
+        best = id;
+        best_count = count;
+        best_since = e.since;
+      }
     }
+    if (best) return best;
   }
-  return idle;
+  return 0;
 }
 
 Admission::Verdict Admission::Arrive(const std::string& peer, Clock::time_point now) {

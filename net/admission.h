@@ -9,18 +9,24 @@
 //   kBusy  a request in progress (for a relay: authenticated, for good).
 // The rules, for a listener that is full (max_connections) or a peer
 // address at its own cap (max_per_peer):
-//   1. the newcomer takes the place of the oldest kNew connection, of the
-//      peer's own when the peer is at its cap, else of anyone's: an idle
-//      socket or a stalled handshake costs its holder the slot, never a
-//      client that has proven itself;
+//   1. the newcomer takes the place of a kNew connection, of the peer's own
+//      when the peer is at its cap, else of anyone's: an idle socket or a
+//      stalled handshake costs its holder the slot, never a client that
+//      has proven itself;
 //   2. failing that, on a listener with evict_idle (plain HTTP, where
-//      anyone can become kIdle) the connection idle the longest gives way;
-//   3. failing that the newcomer is refused: an authenticated client, idle
-//      or busy, is never dropped for a stranger's sake.
-// A peer is a remote IP address; one address never holds more than
-// max_per_peer, so a single flooding host leaves the rest of the slots to
-// everyone else. Expiry (Expired) closes kNew connections past the
-// handshake deadline and kIdle ones past the idle deadline.
+//      anyone can become kIdle or kBusy by sending a request) a kIdle
+//      connection gives way, then a kBusy one (a stranger can keep a
+//      request busy for ever by reading its answer slowly);
+//   3. failing that the newcomer is refused: where authentication means
+//      something, an authenticated client, idle or busy, is never dropped
+//      for a stranger's sake.
+// Within a rule the victim is taken from the address that holds the most
+// connections (the oldest, or longest unchanged, of its entries), so a
+// flood from a few addresses replaces its own connections, not those of
+// the one client that came in meanwhile. A peer is a remote IP address;
+// one address never holds more than max_per_peer. Expiry (Expired) closes
+// kNew connections past the handshake deadline and kIdle ones past the
+// idle deadline.
 //
 // Not thread-safe: one thread (the listener's) calls everything.
 #pragma once
@@ -39,8 +45,9 @@ enum class ConnState { kNew, kIdle, kBusy };
 struct AdmissionLimits {
   size_t max_connections = 64;
   size_t max_per_peer = 0;  // 0: half of max_connections (at least 1)
-  bool evict_idle = false;  // rule 2
-  // kNew past this is expired: the time a client has to authenticate.
+  bool evict_idle = false;  // rule 2: kIdle and kBusy may be evicted too
+  // kNew past this is expired: the time a client has to authenticate
+  // (counted from arrival, or from the last Set to kNew).
   std::chrono::milliseconds handshake_timeout{3000};
   // kIdle past this is expired; zero: never.
   std::chrono::milliseconds idle_timeout{0};

@@ -114,7 +114,9 @@ Status CopyFile(int dir, const char* name, int dst, TreeCopyStats* stats) {
   // (fs/open_untrusted.h); anything else is left out.
   UniqueFd in;
   struct stat st;
-  Status opened = OpenUntrusted(dir, name, FileType::kRegular, O_RDONLY, what, &in, &st);
+  // O_NONBLOCK: a lease the pod holds on its file fails the open
+  // (EWOULDBLOCK, and the copy) instead of stalling it for lease-break-time.
+  Status opened = OpenUntrusted(dir, name, FileType::kRegular, O_RDONLY | O_NONBLOCK, what, &in, &st);
   if (opened.code() == Status::Code::kNotFound || opened.code() == Status::Code::kFailedPrecondition)
     return ++stats->left_out, Status::Ok();
   NODEVOL_RETURN_IF_ERROR(opened);

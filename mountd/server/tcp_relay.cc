@@ -57,17 +57,39 @@ Status Endpoint(const std::string& address, tcp::endpoint* ep) {
 // until the relay drops it: a flood evicted as fast as it arrives would
 // otherwise leave gRPC with a backlog of closed connections to accept and
 // tear down, and it ran out of descriptors so (fd_flood_test). A client
-// that would go over the bound waits for one to finish.
+// that would go over the bound waits for one to finish. Waiters are held
+// weakly (Conn::parked_ keeps one alive until it is closed), taken in
+// order, and those closed meanwhile skipped, in a loop.
 class Upstreams {
  public:
-  Upstreams(std::string path, size_t max) : path_(std::move(path)), max_(max) {}
-  // Runs `start` now, or when a connection finishes.
-  void Acquire(std::function<void()> start) {
-    if (open_ < max_) {
-      ++open_;
-      return start();
+  // Takes a slot and returns true, or queues `take` and returns false.
+  // `take` is run when a slot is free: it returns false when its
+  // connection is gone (the slot goes to the next one), true when taken.
+  bool Acquire(std::weak_ptr<void> owner, std::function<bool()> take) {
+    if (open_ < max_) return ++open_, true;
+    if (waiting_.size() >= 4 * max_) Purge();
+    waiting_.push_back({std::move(owner), std::move(take)});
+    return false;
+  }
+  // A slot is free: to the first waiter still there, else back. Runs no
+  // deeper than one level: a waiter that gives its slot back at once
+  // (its connect failed) is handled by the loop, not by recursion.
+  void Release() {
+    if (stopping_) return;
+    ++to_release_;
+    if (releasing_) return;
+    releasing_ = true;
+    while (to_release_ > 0) {
+      --to_release_;
+      bool taken = false;
+      while (!taken && !waiting_.empty()) {
+        auto take = std::move(waiting_.front().take);
+        waiting_.pop_front();
+        taken = take();
+      }
+      if (!taken) --open_;
     }
-    waiting_.push_back(std::move(start));
+    releasing_ = false;
   }
   // Drops the waiters (before the io_context goes); Release does nothing
   // from here on.
@@ -75,30 +97,37 @@ class Upstreams {
     stopping_ = true;
     waiting_.clear();
   }
-  void Release() {
-    if (stopping_) return;
-    if (!waiting_.empty()) {
-      auto next = std::move(waiting_.front());
-      waiting_.pop_front();
-      return next();  // the slot passes on
-    }
-    --open_;
-  }
+  Upstreams(std::string path, size_t max) : path_(std::move(path)), max_(max) {}
   const std::string& path() const { return path_; }
 
  private:
+  // Waiters whose connection is gone, out (a flood that keeps being
+  // evicted while every slot is busy must not grow the queue for ever).
+  void Purge() {
+    std::deque<Waiter> kept;
+    for (auto& w : waiting_)
+      if (!w.owner.expired()) kept.push_back(std::move(w));
+    waiting_.swap(kept);
+  }
+
+  struct Waiter {
+    std::weak_ptr<void> owner;  // expired: the connection is gone
+    std::function<bool()> take;
+  };
+
   std::string path_;
   size_t max_;
-  size_t open_ = 0;
-  bool stopping_ = false;
-  std::deque<std::function<void()>> waiting_;
+  size_t open_ = 0, to_release_ = 0;
+  bool stopping_ = false, releasing_ = false;
+  std::deque<Waiter> waiting_;
 };
 
 // One client connection and its twin to the gRPC server, made once the
 // client has sent its first bytes (a TLS client speaks first: a silent
-// stranger never reaches gRPC). Owned by its pending operations: it goes
-// when both directions have stopped, or when the acceptor closes it (a
-// stranger evicted, or past the deadline).
+// stranger never reaches gRPC). Owned by its pending operations (and, while
+// it waits for a slot, by parked_): it goes when both directions have
+// stopped, or when the acceptor closes it (a stranger evicted, or past the
+// deadline).
 class Conn : public std::enable_shared_from_this<Conn> {
  public:
   Conn(tcp::socket client, Upstreams* upstreams, std::chrono::milliseconds trust_after,
@@ -119,30 +148,47 @@ class Conn : public std::enable_shared_from_this<Conn> {
     });
     client_.async_read_some(asio::buffer(up_), [self = shared_from_this()](error_code ec, size_t n) {
       if (ec) return self->Close();
-      self->upstreams_->Acquire([self, n] { self->Connect(n); });
+      self->first_ = n;
+      auto take = [weak = std::weak_ptr<Conn>(self)] {
+        auto conn = weak.lock();
+        if (!conn || conn->closed_) return false;
+        conn->parked_.reset();
+        conn->Connect();
+        return true;
+      };
+      if (self->upstreams_->Acquire(self, take)) return self->Connect();
+      self->parked_ = self;  // kept while it waits; Close lets go
     });
   }
 
  private:
   using Buffer = std::array<char, 16384>;
 
-  void Connect(size_t first) {
+  void Connect() {
     holds_upstream_ = true;
-    if (closed_) return;  // evicted while it waited; the slot is given back with it
-    error_code cec;
-    server_.connect(local::endpoint(upstreams_->path()), cec);
-    if (cec) {
-      spdlog::error("tls listener: cannot reach the TLS server at {}: {}", upstreams_->path(), cec.message());
-      return Close();
-    }
-    // gRPC closes a connection that has not finished mutual TLS and sent
-    // its HTTP/2 settings by its handshake deadline: one it has kept past
-    // that has authenticated, and is never evicted.
+    // The handshake deadline starts over: a client that waited for a slot
+    // gets the whole of it with gRPC.
+    ticket_->Restart();
+    server_.async_connect(local::endpoint(upstreams_->path()), [self = shared_from_this()](error_code ec) {
+      if (self->closed_) return;
+      if (ec) {
+        spdlog::error("tls listener: cannot reach the TLS server at {}: {}", self->upstreams_->path(), ec.message());
+        return self->Close();
+      }
+      self->Relay();
+    });
+  }
+
+  void Relay() {
+    // gRPC closes a connection that has not finished mutual TLS, with a
+    // pinned client name, and sent its HTTP/2 settings by its handshake
+    // deadline: one it has kept past that has authenticated, and is never
+    // evicted.
     timer_.expires_after(trust_after_);
     timer_.async_wait([self = shared_from_this()](error_code ec) {
       if (!ec && !self->closed_) self->ticket_->Busy();
     });
-    asio::async_write(server_, asio::buffer(up_.data(), first), [self = shared_from_this()](error_code ec, size_t) {
+    asio::async_write(server_, asio::buffer(up_.data(), first_), [self = shared_from_this()](error_code ec, size_t) {
       if (ec) return self->Close();
       self->Pump(self->client_, self->server_, self->up_);
     });
@@ -161,16 +207,24 @@ class Conn : public std::enable_shared_from_this<Conn> {
   }
 
   // Either side gone: both go (TLS and HTTP/2 never half-close). gRPC's
-  // side is shut down and read to its end, so that the connection counts
-  // until gRPC has let go of it (a second at most).
+  // side is shut down and read to its end for up to kDrainLimit, then
+  // closed, and the slot counts until then. Measured on gRPC 1.51: a
+  // connection half-closed in the middle of its TLS handshake is kept (no
+  // EOF, not even at gRPC's handshake deadline) until the relay closes it
+  // whole, which gRPC notices at once. So a slot is held at least
+  // kDrainLimit after a stranger's eviction: connections reach gRPC at most
+  // max_connections per kDrainLimit, however fast a flood is evicted, and
+  // gRPC's descriptors stay bounded (an unbounded churn made it hit EMFILE
+  // and stop its listener for good).
   void Close() {
     if (closed_) return;
     closed_ = true;
+    parked_.reset();
     error_code ignored;
     client_.close(ignored);
     if (!server_.is_open()) return;
     server_.shutdown(local::socket::shutdown_send, ignored);
-    timer_.expires_after(std::chrono::seconds(1));
+    timer_.expires_after(kDrainLimit);
     timer_.async_wait([self = shared_from_this()](error_code ec) {
       error_code ignored;
       if (!ec) self->server_.close(ignored);
@@ -187,12 +241,16 @@ class Conn : public std::enable_shared_from_this<Conn> {
     });
   }
 
+  static constexpr std::chrono::seconds kDrainLimit{1};
+
   tcp::socket client_;
   local::socket server_;
   asio::steady_timer timer_;
   Upstreams* upstreams_;
   std::chrono::milliseconds trust_after_;
   std::shared_ptr<net::Ticket> ticket_;
+  std::shared_ptr<Conn> parked_;
+  size_t first_ = 0;
   bool holds_upstream_ = false, closed_ = false;
   Buffer up_, down_;
 };

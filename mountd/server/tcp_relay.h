@@ -26,8 +26,10 @@
 // EMFILE, and a flood evicted as fast as it arrives makes gRPC accept and
 // tear down connections faster than it lets go of them. So the
 // connections to gRPC are bounded by max_connections as well, each counted
-// until gRPC has closed its end (the relay shuts down its side and reads
-// to gRPC's EOF, a second at most); a client past the bound waits for one.
+// until a second after the relay let go of its client (gRPC keeps a
+// connection half-closed in its handshake until it is closed whole); a
+// client past the bound waits for one, and then has the whole handshake
+// deadline with gRPC.
 // Each connection costs at most 3 descriptors (client, relay, gRPC's end).
 // Runs on its own thread.
 #pragma once

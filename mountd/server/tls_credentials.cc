@@ -10,7 +10,7 @@
 #include <grpcpp/security/tls_certificate_provider.h>
 #include <grpcpp/security/tls_credentials_options.h>
 
-#include <grpcpp/security/auth_metadata_processor.h>
+#include <grpcpp/security/tls_certificate_verifier.h>
 #include <spdlog/spdlog.h>
 
 #include <fstream>
@@ -101,20 +101,19 @@ Status CheckTlsFiles(const TlsFiles& files, TlsFacts* facts) {
 
 namespace {
 
-// Runs inline on each call over the TCP listener, before the method: the
-// peer's certificate (which the handshake verified against the CA) must
-// also be one of the pinned identities. Answers are kept per certificate:
-// a provisioner's calls all carry the same one.
-class PinnedClients : public grpc::AuthMetadataProcessor {
+// Runs in the handshake, after the chain to the CA is verified: the peer's
+// certificate must also be one of the pinned identities, or the handshake
+// fails. A per-call check let a certificate the CA signed for another
+// purpose finish the handshake and hold a connection that the relay then
+// trusted for good (its calls were refused, its slot kept). Verdicts are
+// kept per certificate, and a refusal is logged once per certificate.
+class PinnedClients : public grpc::experimental::ExternalCertificateVerifier {
  public:
   explicit PinnedClients(std::vector<std::string> names) : names_(std::move(names)) {}
-  bool IsBlocking() const override { return false; }
 
-  grpc::Status Process(const InputMetadata&, grpc::AuthContext* context, OutputMetadata*,
-                       OutputMetadata*) override {
-    auto pems = context->FindPropertyValues(GRPC_X509_PEM_CERT_PROPERTY_NAME);
-    if (pems.empty()) return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "no client certificate");
-    std::string pem(pems.front().data(), pems.front().size());
+  bool Verify(grpc::experimental::TlsCustomVerificationCheckRequest* request, std::function<void(grpc::Status)>,
+              grpc::Status* sync_status) override {
+    std::string pem(request->peer_cert().data(), request->peer_cert().size());
     Status st;
     {
       std::lock_guard lock(mu_);
@@ -126,13 +125,15 @@ class PinnedClients : public grpc::AuthMetadataProcessor {
         st = pki::CheckClientIdentityPem(pem, names_, &who);
         if (seen_.size() >= 64) seen_.clear();
         seen_.emplace(pem, st);
-        if (!st.ok()) spdlog::warn("tls listener: refused a client: {}", st.message());
+        if (!st.ok()) spdlog::warn("tls listener: refused a client certificate: {} (--tls-client-names)", st.message());
       }
     }
-    if (st.ok()) return grpc::Status::OK;
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                        st.message() + " (nodevold --tls-client-names; docs/tls.md)");
+    *sync_status = st.ok() ? grpc::Status::OK
+                           : grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                                          st.message() + " (nodevold --tls-client-names; docs/tls.md)");
+    return true;  // done, synchronously
   }
+  void Cancel(grpc::experimental::TlsCustomVerificationCheckRequest*) override {}
 
  private:
   const std::vector<std::string> names_;
@@ -150,9 +151,10 @@ std::shared_ptr<grpc::ServerCredentials> MutualTlsServerCredentials(const TlsFil
   options.watch_root_certs();
   options.watch_identity_key_cert_pairs();
   options.set_cert_request_type(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-  auto creds = grpc::experimental::TlsServerCredentials(options);
-  if (!client_names.empty()) creds->SetAuthMetadataProcessor(std::make_shared<PinnedClients>(std::move(client_names)));
-  return creds;
+  if (!client_names.empty())
+    options.set_certificate_verifier(
+        grpc::experimental::ExternalCertificateVerifier::Create<PinnedClients>(std::move(client_names)));
+  return grpc::experimental::TlsServerCredentials(options);
 }
 
 }  // namespace nodevol

@@ -39,11 +39,12 @@ struct TlsFacts {
 
 Status CheckTlsFiles(const TlsFiles& files, TlsFacts* facts);
 
-// Every call is also checked against `client_names` (pki/client_identity.h:
-// clientAuth, and a CN or DNS name among them) before it reaches a method:
-// any other certificate the CA signed (kube-scheduler's, a no-EKU leaf)
-// gets UNAUTHENTICATED naming what it carries and what would pass. Empty:
-// any certificate the CA signed.
+// The handshake also checks the client's certificate against
+// `client_names` (pki/client_identity.h: clientAuth, and a CN or DNS name
+// among them): any other certificate the CA signed (kube-scheduler's, a
+// no-EKU leaf) fails the handshake, and nodevold logs once per certificate
+// what it carries and what would pass. Empty: any certificate the CA
+// signed.
 std::shared_ptr<grpc::ServerCredentials> MutualTlsServerCredentials(const TlsFiles& files, unsigned refresh_seconds,
                                                                     std::vector<std::string> client_names);
 

@@ -117,7 +117,15 @@ class Reader : public json::json_sax_t {
     Role r = stack_.back().role;
     stack_.pop_back();
     if (r == Role::kVolume && !vols.back().claim && !vols.back().ephemeral) vols.pop_back();
-    if (r == Role::kItem && !item_named_) item_without_name = true;
+    if (r == Role::kItem) {
+      // One name an item, the last given (a duplicate key wins).
+      if (item_name_.empty()) {
+        item_without_name = true;
+      } else {
+        item_names.push_back(std::move(item_name_));
+        if (item_names.size() > kMaxExtenderNodes) return too_many = true, false;
+      }
+    }
     return true;
   }
   bool start_array(std::size_t) override {
@@ -168,11 +176,19 @@ class Reader : public json::json_sax_t {
       case Role::kClaim: vols.back().claim = true, vols.back().claim_name.clear(); break;
       case Role::kEphemeral: vols.back().ephemeral = true; break;
       case Role::kNodeNames: node_names = shape, names.clear(), bad_name = false; break;
-      case Role::kNodeName: break;
+      case Role::kNodeName:
+        if (shape == Shape::kObject || shape == Shape::kArray) bad_name = true;  // a scalar is judged in Scalar
+        break;
+      case Role::kItemMeta: item_name_.clear(); break;  // a later metadata wins whole
+      case Role::kName: case Role::kNamespace: case Role::kUid: case Role::kVolumeName: case Role::kClaimName:
+        // Not a string (an object, an array): as if empty, and a later
+        // duplicate's, as in a JSON object.
+        if (shape == Shape::kObject || shape == Shape::kArray) Clear(r);
+        break;
       case Role::kNodes: nodes = shape, items = Shape::kAbsent, item_names.clear(), item_without_name = false; break;
       case Role::kItems: items = shape, item_names.clear(), item_without_name = false; break;
       case Role::kItem:
-        item_named_ = false;
+        item_name_.clear();
         if (shape != Shape::kObject) item_without_name = true;
         break;
       default: break;
@@ -194,20 +210,26 @@ class Reader : public json::json_sax_t {
         else names.push_back(std::move(*s));
         if (names.size() > kMaxExtenderNodes) return too_many = true, false;
         break;
-      case Role::kItemName:
-        if (str && !s->empty()) {
-          item_named_ = true;
-          item_names.push_back(std::move(*s));
-          if (item_names.size() > kMaxExtenderNodes) return too_many = true, false;
-        }
-        break;
+      case Role::kItemName: item_name_ = str ? std::move(*s) : ""; break;
       default: break;
     }
     return true;
   }
 
+  // Empties the field of role r (a value that is not a string).
+  void Clear(Role r) {
+    switch (r) {
+      case Role::kName: name.clear(); break;
+      case Role::kNamespace: ns.clear(); break;
+      case Role::kUid: uid.clear(); break;
+      case Role::kVolumeName: vols.back().name.clear(); break;
+      case Role::kClaimName: vols.back().claim_name.clear(); break;
+      default: break;
+    }
+  }
+
   std::vector<Frame> stack_;
-  bool item_named_ = false;
+  std::string item_name_;  // the name of the Nodes item being read
 };
 
 }  // namespace

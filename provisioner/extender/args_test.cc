@@ -52,6 +52,14 @@ TEST(ExtenderArgs, WhatIsNotReadIsSkippedAndALaterDuplicateWins) {
   EXPECT_EQ(a.pod_name, "p");
   EXPECT_EQ(a.claim_names, (std::vector<std::string>{"c1"}));
   EXPECT_EQ(a.node_names, (std::vector<std::string>{"n1"}));
+  // One name a Node item, the last one; a container among NodeNames is no name.
+  ASSERT_TRUE(DecodeExtenderArgs(R"({"Pod":{"metadata":{"name":"p","namespace":"n"}},
+      "Nodes":{"items":[{"metadata":{"name":"a","name":"b"}},{"metadata":{"name":"x"},"metadata":{"name":"c"}}]}})",
+                                 &a)
+                  .ok());
+  EXPECT_EQ(a.node_names, (std::vector<std::string>{"b", "c"}));
+  EXPECT_FALSE(DecodeExtenderArgs(R"({"Pod":{"metadata":{"name":"p","namespace":"n"}},"NodeNames":["n1",{}]})", &a).ok());
+  EXPECT_FALSE(DecodeExtenderArgs(R"({"Pod":{"metadata":{"name":"p","namespace":{}}}})", &a).ok());
 }
 
 TEST(ExtenderArgs, BadInputIsInvalidArgumentNamingWhat) {

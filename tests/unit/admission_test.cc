@@ -60,10 +60,28 @@ TEST(AdmissionTest, WhereAnyoneAuthenticatesTheLongestIdleGivesWay) {
   auto three = a.Arrive("10.0.0.3", t + 3s);
   EXPECT_NE(three.id, 0u);
   EXPECT_EQ(three.evict, two.id) << "idle since t+1s, the longest";
-  // A busy connection is never taken.
+  // Anyone can keep a request busy for ever (pipelined requests, answers
+  // read slowly): there, busy connections give way too, last.
   a.Set(one.id, ConnState::kBusy, t + 3s);
-  a.Set(three.id, ConnState::kBusy, t + 3s);
-  EXPECT_EQ(a.Arrive("10.0.0.4", t + 4s).id, 0u);
+  a.Set(three.id, ConnState::kBusy, t + 4s);
+  auto four = a.Arrive("10.0.0.4", t + 5s);
+  EXPECT_NE(four.id, 0u);
+  EXPECT_EQ(four.evict, one.id) << "busy since t+3s, the longest";
+}
+
+TEST(AdmissionTest, TheVictimComesFromTheAddressHoldingTheMost) {
+  Admission a(Limits(6, 4));
+  auto t = Clock::now();
+  auto client = a.Arrive("10.0.0.1", t);  // the oldest stranger, alone at its address
+  std::vector<Admission::Id> flood;
+  for (int i = 0; i < 4; ++i) flood.push_back(a.Arrive("10.0.0.66", t + std::chrono::milliseconds(1 + i)).id);
+  a.Arrive("10.0.0.77", t + 10ms);
+  // Full: the newcomer takes the flooding address's oldest place, not the
+  // client's, although the client is older.
+  auto v = a.Arrive("10.0.0.88", t + 20ms);
+  EXPECT_NE(v.id, 0u);
+  EXPECT_EQ(v.evict, flood[0]);
+  EXPECT_NE(v.evict, client.id);
 }
 
 TEST(AdmissionTest, OneAddressHoldsAtMostItsShare) {

@@ -161,7 +161,8 @@ int ReportRpcError(const grpc::Status& status, const Globals& g) {
       hint = "is nodevold listening on " + g.address + " (its --tls-listen)? A refused TLS handshake looks the same: " +
              "nodevold's certificate must chain to --tls-ca and name " +
              (g.tls_server_name.empty() ? "the host of --address" : "'" + g.tls_server_name + "'") +
-             " (see --tls-server-name), and --tls-cert must chain to nodevold's --tls-ca";
+             " (see --tls-server-name), and --tls-cert must chain to nodevold's --tls-ca and carry a name in "
+             "its --tls-client-names";
     else if (status.error_code() == grpc::StatusCode::PERMISSION_DENIED)
       hint = "this call is only served on nodevold's local unix socket; run nodevolctl on the node";
     if (!hint.empty()) {

@@ -14,6 +14,7 @@ namespace {
 struct FakeLvm {
   std::vector<std::vector<std::string>> calls;
   std::vector<std::string> env;
+  std::string segments;  // what `lvs --segments` prints
   std::string report = R"({"report":[{"vg":[{"vg_name":"vg0","vg_size":"1073741824","vg_free":"536870912",
     "vg_extent_size":"4194304"}],"lv":[
     {"lv_name":"mine","lv_uuid":"U-mine","vg_name":"vg0","lv_size":"8388608","lv_attr":"-wi-a-----",
@@ -27,6 +28,7 @@ struct FakeLvm {
       *r = RunResult{};
       r->exit_code = 0;
       if (argv.size() > 1 && argv[1] == "fullreport") r->out = report;
+      if (argv.size() > 1 && argv[1] == "lvs") r->out = segments;
       return Status::Ok();
     };
   }
@@ -72,6 +74,34 @@ TEST(Lvm, ReportFollowsOurOwnChanges) {
   ASSERT_TRUE(lvm.Report(&r, /*fresh=*/true).ok());
   EXPECT_EQ(fake.Count("fullreport"), 2u) << "no metadata stamp here: fresh means new";
   EXPECT_EQ(lvm.commands_run(), 3u);
+}
+
+// issue 58 item 1: a block volume grows onto extents zeroed through a
+// scratch LV, and lvextend takes exactly those.
+TEST(Lvm, ScratchExtentsAreWhatTheGrowTakes) {
+  FakeLvm fake;
+  Lvm lvm("/sbin/lvm", true, fake.runner());
+  ASSERT_TRUE(lvm.CreateScratch("vg0", "nvg-b", 8 << 20, {"nodevol.io/grow-of=b"}, {"--stripes", "2"}).ok());
+  EXPECT_EQ(fake.calls.back(),
+            (std::vector<std::string>{"/sbin/lvm", "lvcreate", "-y", "-Wn", "-Zn", "-n", "nvg-b", "-L", "8388608b",
+                                      "--addtag", "nodevol.io/managed", "--addtag", "nodevol.io/grow-of=b",
+                                      "--stripes", "2", "vg0"}));
+  fake.segments = "  /dev/vdb:16-17 /dev/vdc:16-17\n  /dev/vdb:40-40,/dev/vdc:40-40\n";
+  std::vector<std::string> ranges;
+  ASSERT_TRUE(lvm.PeRanges("vg0", "nvg-b", &ranges).ok());
+  EXPECT_EQ(ranges, (std::vector<std::string>{"/dev/vdb:16-17", "/dev/vdc:16-17", "/dev/vdb:40-40", "/dev/vdc:40-40"}));
+  ASSERT_TRUE(lvm.Extend("vg0", "mine", 16 << 20, ranges).ok());
+  EXPECT_EQ(fake.calls.back(), (std::vector<std::string>{"/sbin/lvm", "lvextend", "-L", "16777216b", "vg0/mine",
+                                                         "/dev/vdb:16-17", "/dev/vdc:16-17", "/dev/vdb:40-40",
+                                                         "/dev/vdc:40-40"}));
+  // A raid LV's segments lie on its images, not on PVs: no range to
+  // hand on, so no grow that could miss an extent.
+  fake.segments = "  nvg-b_rimage_0:0-1 nvg-b_rimage_1:0-1\n";
+  Status st = lvm.PeRanges("vg0", "nvg-b", &ranges);
+  EXPECT_EQ(st.code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(st.message().find("not on a physical volume"), std::string::npos) << st.message();
+  fake.segments = "\n";
+  EXPECT_FALSE(lvm.PeRanges("vg0", "nvg-b", &ranges).ok());
 }
 
 TEST(Lvm, NeverChangesAnLvItDidNotCreate) {

@@ -60,5 +60,6 @@ std::string LvName(const std::string& prefix, std::string_view volume) {
 
 std::string LvNameFor(std::string_view volume) { return LvName("nv-", volume); }
 std::string SnapshotLvNameFor(std::string_view snapshot) { return LvName("nvs-", snapshot); }
+std::string GrowLvNameFor(std::string_view volume) { return LvName("nvg-", volume); }
 
 }  // namespace nodevol

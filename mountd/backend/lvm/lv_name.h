@@ -23,5 +23,8 @@ std::string LvNameFor(std::string_view volume);
 // The LV of snapshot `snapshot`: the same rule with "nvs-", which no
 // volume's LV name ("nv-...") starts with.
 std::string SnapshotLvNameFor(std::string_view snapshot);
+// The scratch LV that zeroes the extents volume `volume` grows onto
+// (LvmBackend::Expand of a raw block volume): "nvg-", the same rule.
+std::string GrowLvNameFor(std::string_view volume);
 
 }  // namespace nodevol

@@ -81,7 +81,7 @@ void Lvm::DropCache() {
 Status Lvm::Command(std::vector<std::string> args, RunResult* result, Edit edit) {
   args.insert(args.begin(), binary_);
   RunResult local;
-  bool changes = args[1] != "fullreport";  // anything else may change state
+  bool changes = args[1] != "fullreport" && args[1] != "lvs";  // anything else may change state
   {
     std::lock_guard<std::mutex> l(mu_);
     ++commands_;
@@ -338,7 +338,8 @@ Status Lvm::CheckOwned(const std::string& vg, const std::string& lv) {
   return Status::Ok();
 }
 
-Status Lvm::Extend(const std::string& vg, const std::string& lv, uint64_t bytes) {
+Status Lvm::Extend(const std::string& vg, const std::string& lv, uint64_t bytes,
+                   const std::vector<std::string>& onto) {
   NODEVOL_RETURN_IF_ERROR(CheckOwned(vg, lv));
   // A volume's LV grows by what lvextend was asked; a thin pool (its
   // metadata may grow too) or anything else drops the cache.
@@ -355,7 +356,54 @@ Status Lvm::Extend(const std::string& vg, const std::string& lv, uint64_t bytes)
     found->size = bytes;
     return true;
   };
-  return Command({"lvextend", "-L", LvmBytes(bytes), vg + "/" + lv}, nullptr, edit);
+  std::vector<std::string> args = {"lvextend", "-L", LvmBytes(bytes), vg + "/" + lv};
+  args.insert(args.end(), onto.begin(), onto.end());
+  return Command(std::move(args), nullptr, edit);
+}
+
+Status Lvm::CreateScratch(const std::string& vg, const std::string& lv, uint64_t bytes,
+                          const std::vector<std::string>& tags, const std::vector<std::string>& extra_args) {
+  // -Wn -Zn: the caller zeroes all of it, so lvcreate's first 4 KiB would
+  // only be written twice.
+  std::vector<std::string> args = {"lvcreate", "-y", "-Wn", "-Zn", "-n", lv, "-L", LvmBytes(bytes),
+                                   "--addtag", kManagedTag};
+  for (const std::string& t : tags) args.insert(args.end(), {"--addtag", t});
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  args.push_back(vg);
+  std::vector<std::string> all = {kManagedTag};
+  all.insert(all.end(), tags.begin(), tags.end());
+  if (!OnlyTags(extra_args, &all)) return Command(std::move(args));
+  return Command(std::move(args), nullptr, AddLv(vg, lv, bytes, "-wi-a-----", all, "", "", /*takes_vg_space=*/true));
+}
+
+Status Lvm::PeRanges(const std::string& vg, const std::string& lv, std::vector<std::string>* ranges) {
+  ranges->clear();
+  RunResult r;
+  NODEVOL_RETURN_IF_ERROR(
+      Command({"lvs", "--noheadings", "--segments", "-o", "seg_pe_ranges", vg + "/" + lv}, &r));
+  // One line per segment; a striped segment lists its stripes, separated
+  // by spaces (lvm 2.03) or commas (older).
+  std::string token;
+  auto flush = [&]() -> Status {
+    if (token.empty()) return Status::Ok();
+    size_t colon = token.rfind(':');
+    if (token[0] != '/' || colon == std::string::npos || token.find('-', colon) == std::string::npos)
+      return Status::FailedPrecondition("logical volume " + vg + "/" + lv + " lies on " + token +
+                                        ", not on a physical volume's extents");
+    ranges->push_back(token);
+    token.clear();
+    return Status::Ok();
+  };
+  for (char c : r.out) {
+    if (c == ' ' || c == ',' || c == '\n' || c == '\t') {
+      NODEVOL_RETURN_IF_ERROR(flush());
+    } else {
+      token += c;
+    }
+  }
+  NODEVOL_RETURN_IF_ERROR(flush());
+  if (ranges->empty()) return Status::Internal("lvs reports no extents for " + vg + "/" + lv);
+  return Status::Ok();
 }
 
 Status Lvm::Remove(const std::string& vg, const std::string& lv, const std::string& uuid) {

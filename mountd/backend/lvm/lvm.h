@@ -86,7 +86,19 @@ class Lvm {
   // snapshots are never mounted, only made into volumes.
   Status CreateSnapshot(const std::string& vg, const std::string& origin, const std::string& lv,
                         const std::vector<std::string>& tags, bool activatable);
-  Status Extend(const std::string& vg, const std::string& lv, uint64_t bytes);
+  // Grows `lv` to `bytes`; with `onto` (PV:first-last ranges, as
+  // PeRanges gives them) only onto those extents.
+  Status Extend(const std::string& vg, const std::string& lv, uint64_t bytes,
+                const std::vector<std::string>& onto = {});
+  // A thick LV that is no volume (tags kManagedTag and `tags`), neither
+  // wiped nor zeroed by lvcreate: for a caller that zeroes it whole and
+  // then hands its extents to another LV (Extend onto its PeRanges).
+  Status CreateScratch(const std::string& vg, const std::string& lv, uint64_t bytes,
+                       const std::vector<std::string>& tags, const std::vector<std::string>& extra_args);
+  // The physical extents under `lv` in lvextend's form (PV:first-last),
+  // one per stripe of each segment. FAILED_PRECONDITION when any lies on
+  // something other than a PV (a raid or mirror image, a thin pool).
+  Status PeRanges(const std::string& vg, const std::string& lv, std::vector<std::string>* ranges);
   // Removes the LV with this UUID, checked against a fresh report: ours
   // (kManagedTag) and nothing depending on it (snapshots, an attached
   // cache), else FAILED_PRECONDITION naming what is in the way. lvremove

@@ -69,22 +69,6 @@ Status ZeroStart(const std::string& device) {
   return Status::Ok();
 }
 
-// Zeroes a whole new raw block volume (BLKZEROOUT: the device writes
-// zeroes itself where it can): a pod reads its device directly, so extents
-// a deleted volume used must not show its data. Filesystem volumes need
-// only ZeroStart's first MiB, since a new filesystem never shows blocks it
-// did not write.
-Status ZeroAll(const std::string& device) {
-  UniqueFd fd(::open(device.c_str(), O_WRONLY | O_EXCL | O_CLOEXEC));
-  if (fd.get() < 0) return Status::FromErrno("open " + device + " to zero it", errno);
-  uint64_t size = 0;
-  if (::ioctl(fd.get(), BLKGETSIZE64, &size) != 0) return Status::FromErrno("size of " + device, errno);
-  uint64_t range[2] = {0, size};
-  if (::ioctl(fd.get(), BLKZEROOUT, range) != 0) return Status::FromErrno("zero " + device, errno);
-  if (::fdatasync(fd.get()) != 0) return Status::FromErrno("sync " + device, errno);
-  return Status::Ok();
-}
-
 }  // namespace
 
 Status LvmBackend::Make(const std::string& pool, const Params& options, const std::string& state_dir,
@@ -342,16 +326,7 @@ Status LvmBackend::CreateAttempt(VolumeRecord* record, bool resumed, bool may_re
     }
   }
   std::string device, dir = StagingDir(name);
-  if (record->spec.block && options_.thin) {
-    // Unwritten blocks of a thin LV read as what the pool gives a new
-    // block: zeroes only when the pool zeroes (lvs -o zero).
-    const LvmLv* tp = report.FindLv(options_.vg, options_.thinpool);
-    if (tp && !(tp->attr.size() > 7 && tp->attr[7] == 'z'))
-      return Status::FailedPrecondition("thin pool " + options_.vg + "/" + options_.thinpool +
-                                        " does not zero new blocks, so a raw block volume could show another "
-                                        "volume's old data: lvchange --zero y " + options_.vg + "/" +
-                                        options_.thinpool + ", or use a thick pool");
-  }
+  if (record->spec.block && options_.thin) NODEVOL_RETURN_IF_ERROR(CheckThinPoolZeroes());
   if (Status st = DeviceOf(*lv, &device); !st.ok()) {
     if (lv == &made || !may_recreate) return st;
     // An LV left by a create killed midway may never activate: lvcreate
@@ -367,7 +342,7 @@ Status LvmBackend::CreateAttempt(VolumeRecord* record, bool resumed, bool may_re
   if (record->spec.block) {
     // Not ready yet, so nobody has the device: (re)zeroing loses nothing.
     if (!options_.thin)
-      NODEVOL_RETURN_IF_ERROR(CallWithin(mkfs_timeout_, "zeroing " + device, [device] { return ZeroAll(device); }));
+      NODEVOL_RETURN_IF_ERROR(CallWithin(mkfs_timeout_, "zeroing " + device, [device] { return ZeroWhole(device); }));
     record->attributes = {{"vg", options_.vg}, {"lv", lv->name}, {"device", device},
                           {"lv_bytes", std::to_string(lv->size)}};
     spdlog::info("pool {}: volume {} is {} LV {}/{} ({} bytes, raw block)", pool_, name,
@@ -414,6 +389,7 @@ Status LvmBackend::Delete(const VolumeRecord& record) {
     return Status::Ok();
   }
   NODEVOL_RETURN_IF_ERROR(UnmountStaging(dir).WithContext("unmount staging " + dir));
+  if (record.spec.block && !options_.thin) NODEVOL_RETURN_IF_ERROR(RemoveScratch(name, report));
   // The report is the cached one when the VG metadata is unchanged since,
   // which misses a change someone made while a command of ours ran
   // (lvm.h). Whatever is stacked on an active thick LV shows in its
@@ -462,8 +438,16 @@ Status LvmBackend::Expand(VolumeRecord* record, uint64_t new_size) {
     const LvmVg* vg = report.FindVg(options_.vg);
     uint64_t bytes = RoundToExtents(new_size, vg ? vg->extent_size : 0);
     if (lv->size < bytes) {
-      NODEVOL_RETURN_IF_ERROR(CheckFits(report, bytes - lv->size));
-      NODEVOL_RETURN_IF_ERROR(MapLvmNoSpace(lvm_->Extend(options_.vg, lv->name, bytes)));
+      // A thick LV's new extents hold whatever a deleted volume left there,
+      // and a pod holding the device reads them the moment lvextend
+      // resumes it: a raw block volume's are zeroed before it gets them.
+      if (record->spec.block && !options_.thin) {
+        NODEVOL_RETURN_IF_ERROR(GrowZeroed(name, bytes));
+      } else {
+        NODEVOL_RETURN_IF_ERROR(CheckFits(report, bytes - lv->size));
+        if (record->spec.block) NODEVOL_RETURN_IF_ERROR(CheckThinPoolZeroes());
+        NODEVOL_RETURN_IF_ERROR(MapLvmNoSpace(lvm_->Extend(options_.vg, lv->name, bytes)));
+      }
       NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report));
       NODEVOL_RETURN_IF_ERROR(FindLv(name, report, &lv));
       if (!lv) return Status::Internal("logical volume of volume " + name + " vanished while extending it");
@@ -588,6 +572,15 @@ Status LvmBackend::Recover(std::vector<std::string>* drift) {
   LvmReport report;
   NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report, true));
   for (const LvmLv& lv : report.lvs) {
+    // A grow of a raw block volume killed midway leaves its scratch LV
+    // (grow.cc): it holds no one's data, only the VG's room.
+    if (lv.vg == options_.vg && lv.HasTag(kManagedTag) && lv.HasTag(kPoolTagPrefix + pool_))
+      for (const std::string& t : lv.tags)
+        if (t.rfind(kGrowTagPrefix, 0) == 0 && GrowLvNameFor(t.substr(std::string(kGrowTagPrefix).size())) == lv.name) {
+          Status st = lvm_->Remove(options_.vg, lv.name, lv.uuid);
+          drift->push_back("logical volume " + options_.vg + "/" + lv.name + " was left by an interrupted grow of "
+                           "a raw block volume; " + (st.ok() ? "removed" : "removing it failed: " + st.message()));
+        }
     if (lv.vg != options_.vg || !lv.needs_refresh()) continue;
     bool ours = lv.HasTag(kManagedTag) && lv.HasTag(kPoolTagPrefix + pool_);
     bool pool_lv = options_.thin && lv.name == options_.thinpool;

@@ -116,6 +116,23 @@ class LvmBackend : public Backend {
   // True when the record's device is what is mounted at its staging dir.
   bool StagedAlready(const VolumeRecord& record) const;
   Status CheckFits(const LvmReport& report, uint64_t more_bytes);
+  // backend/lvm/grow.cc. A raw block volume's new blocks must read as
+  // zeroes: a pod reads its device directly, and freed extents (or a thin
+  // pool's reused blocks) hold earlier tenants' data.
+  // FAILED_PRECONDITION naming the fix when this thin pool does not zero
+  // the blocks it gives a volume (lvs -o zero).
+  Status CheckThinPoolZeroes();
+  // Zeroes all of `device` (BLKZEROOUT: the device writes zeroes itself
+  // where it can); O_EXCL, so nothing else may have it open.
+  static Status ZeroWhole(const std::string& device);
+  // Grows the thick LV of block volume `volume` to `bytes` onto extents
+  // zeroed before the LV has them, so its pod never sees old bytes: a
+  // scratch LV (GrowLvNameFor) takes them, is zeroed whole and removed,
+  // and lvextend takes exactly its extents. With allocate_mu_ held.
+  Status GrowZeroed(const std::string& volume, uint64_t bytes);
+  // Removes a scratch LV an interrupted GrowZeroed of `volume` left
+  // (nothing when there is none); *removed says whether it did.
+  Status RemoveScratch(const std::string& volume, const LvmReport& report, bool* removed = nullptr);
   // Our LV of snapshot `name` in *lv (nullptr when none), like FindLv.
   Status FindSnapshotLv(const std::string& name, const LvmReport& report, const LvmLv** lv);
   // FAILED_PRECONDITION naming why this pool takes no snapshots, or OK.

@@ -21,6 +21,8 @@ inline constexpr const char* kVolumeTagPrefix = "nodevol.io/volume=";
 inline constexpr const char* kSnapshotTagPrefix = "nodevol.io/snapshot=";
 // The pool an LV belongs to (pools may share a volume group).
 inline constexpr const char* kPoolTagPrefix = "nodevol.io/pool=";
+// A scratch LV zeroing the extents a volume grows onto (lvm_backend.h).
+inline constexpr const char* kGrowTagPrefix = "nodevol.io/grow-of=";
 
 struct LvmVg {
   std::string name, uuid;

@@ -151,6 +151,9 @@ Status LvmBackend::CreateFrom(VolumeRecord* record, const SnapshotRecord* snapsh
     const LvmVg* vg = report.FindVg(options_.vg);
     if (!vg) return Status::FailedPrecondition("volume group " + options_.vg + " of pool " + pool_ + " does not exist");
     bytes = RoundToExtents(record->spec.size_bytes, vg->extent_size);
+    // As a new raw block volume: its grown part and the blocks its pod
+    // provisions must read as zeroes.
+    if (record->spec.block) NODEVOL_RETURN_IF_ERROR(CheckThinPoolZeroes());
     if (!lv) {
       if (!origin)
         return Status::FailedPrecondition(what + " has no logical volume in " + options_.vg + " (removed by hand?)");

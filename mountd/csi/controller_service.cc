@@ -104,9 +104,9 @@ bool ControllerService::Admits(const ::csi::v1::TopologyRequirement& req) const 
   return false;
 }
 
-grpc::Status ControllerService::CreateVolume(grpc::ServerContext*, const ::csi::v1::CreateVolumeRequest* req,
+grpc::Status ControllerService::CreateVolume(grpc::ServerContext* ctx, const ::csi::v1::CreateVolumeRequest* req,
                                              ::csi::v1::CreateVolumeResponse* resp) {
-  return calls_->Run("csi.CreateVolume", req->name(), "", [&] {
+  return calls_->Run(ctx, "csi.CreateVolume", req->name(), "", [&] {
     if (req->name().empty()) return Status::InvalidArgument("name is required");
     if (req->volume_capabilities().empty()) return Status::InvalidArgument("volume_capabilities are required");
     PoolView pool;
@@ -162,9 +162,9 @@ grpc::Status ControllerService::CreateVolume(grpc::ServerContext*, const ::csi::
   });
 }
 
-grpc::Status ControllerService::DeleteVolume(grpc::ServerContext*, const ::csi::v1::DeleteVolumeRequest* req,
+grpc::Status ControllerService::DeleteVolume(grpc::ServerContext* ctx, const ::csi::v1::DeleteVolumeRequest* req,
                                              ::csi::v1::DeleteVolumeResponse*) {
-  return calls_->Run("csi.DeleteVolume", req->volume_id(), "", [&] {
+  return calls_->Run(ctx, "csi.DeleteVolume", req->volume_id(), "", [&] {
     if (req->volume_id().empty()) return Status::InvalidArgument("volume_id is required");
     // An id that is no volume name was never ours: nothing to delete.
     if (!ValidateVolumeName(req->volume_id()).ok()) return Status::Ok();
@@ -175,10 +175,10 @@ grpc::Status ControllerService::DeleteVolume(grpc::ServerContext*, const ::csi::
   });
 }
 
-grpc::Status ControllerService::ControllerExpandVolume(grpc::ServerContext*,
+grpc::Status ControllerService::ControllerExpandVolume(grpc::ServerContext* ctx,
                                                        const ::csi::v1::ControllerExpandVolumeRequest* req,
                                                        ::csi::v1::ControllerExpandVolumeResponse* resp) {
-  return calls_->Run("csi.ControllerExpandVolume", req->volume_id(), "", [&] {
+  return calls_->Run(ctx, "csi.ControllerExpandVolume", req->volume_id(), "", [&] {
     if (req->volume_id().empty()) return Status::InvalidArgument("volume_id is required");
     if (!req->has_capacity_range()) return Status::InvalidArgument("capacity_range is required");
     uint64_t size = 0;
@@ -197,10 +197,10 @@ grpc::Status ControllerService::ControllerExpandVolume(grpc::ServerContext*,
   });
 }
 
-grpc::Status ControllerService::ValidateVolumeCapabilities(grpc::ServerContext*,
+grpc::Status ControllerService::ValidateVolumeCapabilities(grpc::ServerContext* ctx,
                                                            const ::csi::v1::ValidateVolumeCapabilitiesRequest* req,
                                                            ::csi::v1::ValidateVolumeCapabilitiesResponse* resp) {
-  return calls_->Run("csi.ValidateVolumeCapabilities", req->volume_id(), "", [&] {
+  return calls_->Run(ctx, "csi.ValidateVolumeCapabilities", req->volume_id(), "", [&] {
     if (req->volume_id().empty()) return Status::InvalidArgument("volume_id is required");
     if (req->volume_capabilities().empty()) return Status::InvalidArgument("volume_capabilities are required");
     VolumeView v;
@@ -227,9 +227,9 @@ grpc::Status ControllerService::ValidateVolumeCapabilities(grpc::ServerContext*,
   });
 }
 
-grpc::Status ControllerService::GetCapacity(grpc::ServerContext*, const ::csi::v1::GetCapacityRequest* req,
+grpc::Status ControllerService::GetCapacity(grpc::ServerContext* ctx, const ::csi::v1::GetCapacityRequest* req,
                                             ::csi::v1::GetCapacityResponse* resp) {
-  return calls_->Run("csi.GetCapacity", "", "", [&] {
+  return calls_->Run(ctx, "csi.GetCapacity", "", "", [&] {
     if (req->has_accessible_topology()) {
       auto it = req->accessible_topology().segments().find(kTopologyKey);
       if (it != req->accessible_topology().segments().end() && it->second != node_name_) return Status::Ok();
@@ -252,9 +252,9 @@ grpc::Status ControllerService::GetCapacity(grpc::ServerContext*, const ::csi::v
   });
 }
 
-grpc::Status ControllerService::ListVolumes(grpc::ServerContext*, const ::csi::v1::ListVolumesRequest* req,
+grpc::Status ControllerService::ListVolumes(grpc::ServerContext* ctx, const ::csi::v1::ListVolumesRequest* req,
                                             ::csi::v1::ListVolumesResponse* resp) {
-  return calls_->Run("csi.ListVolumes", "", "", [&] {
+  return calls_->Run(ctx, "csi.ListVolumes", "", "", [&] {
     if (req->max_entries() < 0) return Status::InvalidArgument("max_entries must not be negative");
     std::string after;
     if (!req->starting_token().empty()) {
@@ -282,7 +282,7 @@ grpc::Status ControllerService::ListVolumes(grpc::ServerContext*, const ::csi::v
   });
 }
 
-grpc::Status ControllerService::ControllerGetCapabilities(grpc::ServerContext*,
+grpc::Status ControllerService::ControllerGetCapabilities(grpc::ServerContext* ctx,
                                                           const ::csi::v1::ControllerGetCapabilitiesRequest*,
                                                           ::csi::v1::ControllerGetCapabilitiesResponse* resp) {
   using Rpc = ::csi::v1::ControllerServiceCapability::RPC;

@@ -26,9 +26,9 @@ bool ControllerService::AnyPoolSnapshots() const {
   return false;
 }
 
-grpc::Status ControllerService::CreateSnapshot(grpc::ServerContext*, const ::csi::v1::CreateSnapshotRequest* req,
+grpc::Status ControllerService::CreateSnapshot(grpc::ServerContext* ctx, const ::csi::v1::CreateSnapshotRequest* req,
                                                ::csi::v1::CreateSnapshotResponse* resp) {
-  return calls_->Run("csi.CreateSnapshot", req->source_volume_id(), "", [&] {
+  return calls_->Run(ctx, "csi.CreateSnapshot", req->source_volume_id(), "", [&] {
     if (req->name().empty()) return Status::InvalidArgument("name is required");
     if (req->source_volume_id().empty()) return Status::InvalidArgument("source_volume_id is required");
     NODEVOL_RETURN_IF_ERROR(ValidateSnapshotName(req->name()));
@@ -42,9 +42,9 @@ grpc::Status ControllerService::CreateSnapshot(grpc::ServerContext*, const ::csi
   });
 }
 
-grpc::Status ControllerService::DeleteSnapshot(grpc::ServerContext*, const ::csi::v1::DeleteSnapshotRequest* req,
+grpc::Status ControllerService::DeleteSnapshot(grpc::ServerContext* ctx, const ::csi::v1::DeleteSnapshotRequest* req,
                                                ::csi::v1::DeleteSnapshotResponse*) {
-  return calls_->Run("csi.DeleteSnapshot", "", "", [&] {
+  return calls_->Run(ctx, "csi.DeleteSnapshot", "", "", [&] {
     if (req->snapshot_id().empty()) return Status::InvalidArgument("snapshot_id is required");
     // An id that is no snapshot name was never ours: nothing to delete.
     if (!ValidateSnapshotName(req->snapshot_id()).ok()) return Status::Ok();
@@ -55,9 +55,9 @@ grpc::Status ControllerService::DeleteSnapshot(grpc::ServerContext*, const ::csi
   });
 }
 
-grpc::Status ControllerService::ListSnapshots(grpc::ServerContext*, const ::csi::v1::ListSnapshotsRequest* req,
+grpc::Status ControllerService::ListSnapshots(grpc::ServerContext* ctx, const ::csi::v1::ListSnapshotsRequest* req,
                                               ::csi::v1::ListSnapshotsResponse* resp) {
-  return calls_->Run("csi.ListSnapshots", req->source_volume_id(), "", [&] {
+  return calls_->Run(ctx, "csi.ListSnapshots", req->source_volume_id(), "", [&] {
     if (req->max_entries() < 0) return Status::InvalidArgument("max_entries must not be negative");
     std::string after;
     if (!req->starting_token().empty()) {

@@ -59,7 +59,7 @@ grpc::Status NodeService::NodePublishVolume(grpc::ServerContext* ctx, const ::cs
                                             ::csi::v1::NodePublishVolumeResponse*) {
   const auto& vc = req->volume_context();
   bool ephemeral = Get(vc, kEphemeral) == "true";
-  return calls_->Run("csi.NodePublishVolume", ephemeral ? "(inline)" : req->volume_id(), req->target_path(), [&] {
+  return calls_->Run(ctx, "csi.NodePublishVolume", ephemeral ? "(inline)" : req->volume_id(), req->target_path(), [&] {
     if (req->volume_id().empty()) return Status::InvalidArgument("volume_id is required");
     if (req->target_path().empty()) return Status::InvalidArgument("target_path is required");
     if (!req->has_volume_capability()) return Status::InvalidArgument("volume_capability is required");
@@ -96,9 +96,9 @@ grpc::Status NodeService::NodePublishVolume(grpc::ServerContext* ctx, const ::cs
   });
 }
 
-grpc::Status NodeService::NodeUnpublishVolume(grpc::ServerContext*, const ::csi::v1::NodeUnpublishVolumeRequest* req,
+grpc::Status NodeService::NodeUnpublishVolume(grpc::ServerContext* ctx, const ::csi::v1::NodeUnpublishVolumeRequest* req,
                                               ::csi::v1::NodeUnpublishVolumeResponse*) {
-  return calls_->Run("csi.NodeUnpublishVolume", req->volume_id(), req->target_path(), [&] {
+  return calls_->Run(ctx, "csi.NodeUnpublishVolume", req->volume_id(), req->target_path(), [&] {
     if (req->volume_id().empty()) return Status::InvalidArgument("volume_id is required");
     if (req->target_path().empty()) return Status::InvalidArgument("target_path is required");
     bool was = false;
@@ -108,9 +108,9 @@ grpc::Status NodeService::NodeUnpublishVolume(grpc::ServerContext*, const ::csi:
   });
 }
 
-grpc::Status NodeService::NodeGetVolumeStats(grpc::ServerContext*, const ::csi::v1::NodeGetVolumeStatsRequest* req,
+grpc::Status NodeService::NodeGetVolumeStats(grpc::ServerContext* ctx, const ::csi::v1::NodeGetVolumeStatsRequest* req,
                                              ::csi::v1::NodeGetVolumeStatsResponse* resp) {
-  return calls_->Run("csi.NodeGetVolumeStats", req->volume_id(), req->volume_path(), [&] {
+  return calls_->Run(ctx, "csi.NodeGetVolumeStats", req->volume_id(), req->volume_path(), [&] {
     if (req->volume_id().empty()) return Status::InvalidArgument("volume_id is required");
     if (req->volume_path().empty()) return Status::InvalidArgument("volume_path is required");
     // An inline volume's id is kubelet's, not the domain's name: it is
@@ -145,9 +145,9 @@ grpc::Status NodeService::NodeGetVolumeStats(grpc::ServerContext*, const ::csi::
   });
 }
 
-grpc::Status NodeService::NodeExpandVolume(grpc::ServerContext*, const ::csi::v1::NodeExpandVolumeRequest* req,
+grpc::Status NodeService::NodeExpandVolume(grpc::ServerContext* ctx, const ::csi::v1::NodeExpandVolumeRequest* req,
                                            ::csi::v1::NodeExpandVolumeResponse* resp) {
-  return calls_->Run("csi.NodeExpandVolume", req->volume_id(), req->volume_path(), [&] {
+  return calls_->Run(ctx, "csi.NodeExpandVolume", req->volume_id(), req->volume_path(), [&] {
     if (req->volume_id().empty()) return Status::InvalidArgument("volume_id is required");
     VolumeView v;
     NODEVOL_RETURN_IF_ERROR(FindVolume(node_, req->volume_id(), &v));
@@ -166,7 +166,7 @@ grpc::Status NodeService::NodeExpandVolume(grpc::ServerContext*, const ::csi::v1
   });
 }
 
-grpc::Status NodeService::NodeGetCapabilities(grpc::ServerContext*, const ::csi::v1::NodeGetCapabilitiesRequest*,
+grpc::Status NodeService::NodeGetCapabilities(grpc::ServerContext* ctx, const ::csi::v1::NodeGetCapabilitiesRequest*,
                                               ::csi::v1::NodeGetCapabilitiesResponse* resp) {
   using Rpc = ::csi::v1::NodeServiceCapability::RPC;
   for (Rpc::Type t : {Rpc::GET_VOLUME_STATS, Rpc::EXPAND_VOLUME, Rpc::VOLUME_MOUNT_GROUP})
@@ -174,9 +174,9 @@ grpc::Status NodeService::NodeGetCapabilities(grpc::ServerContext*, const ::csi:
   return grpc::Status::OK;
 }
 
-grpc::Status NodeService::NodeGetInfo(grpc::ServerContext*, const ::csi::v1::NodeGetInfoRequest*,
+grpc::Status NodeService::NodeGetInfo(grpc::ServerContext* ctx, const ::csi::v1::NodeGetInfoRequest*,
                                       ::csi::v1::NodeGetInfoResponse* resp) {
-  return calls_->Run("csi.NodeGetInfo", "", "", [&] {
+  return calls_->Run(ctx, "csi.NodeGetInfo", "", "", [&] {
     resp->set_node_id(node_name_);
     // 0: no limit of its own; a pool's room is what limits volumes.
     resp->set_max_volumes_per_node(0);

@@ -77,7 +77,9 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
                                       "publishing, so its pod is gone or the path is wrong");
 
   LockTable::Guard tg(&locks_, TargetKey(target.path));
+  NODEVOL_RETURN_IF_ERROR(tg.status());
   LockTable::Guard vg(&locks_, VolumeKey(name));
+  NODEVOL_RETURN_IF_ERROR(vg.status());
   *volume = name;
   *target_out = target.path;
 
@@ -258,6 +260,7 @@ Status Node::Unpublish(const std::string& path, bool* was_published) {
   Target target;
   NODEVOL_RETURN_IF_ERROR(Resolve(path, false, &target, /*allow_missing_parent=*/true));
   LockTable::Guard tg(&locks_, TargetKey(target.path));
+  NODEVOL_RETURN_IF_ERROR(tg.status());
   PublicationRecord pub;
   *was_published = LookupPublication(target.path, &pub);
   if (!*was_published) {
@@ -274,6 +277,7 @@ Status Node::Unpublish(const std::string& path, bool* was_published) {
     return RemoveCsiTarget(target);
   }
   LockTable::Guard vg(&locks_, VolumeKey(pub.volume));
+  NODEVOL_RETURN_IF_ERROR(vg.status());
   NODEVOL_RETURN_IF_ERROR(UnpublishLocked(pub));
   return RemoveCsiTarget(target);
 }

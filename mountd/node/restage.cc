@@ -39,10 +39,13 @@ void Node::RestageLoop() {
         std::lock_guard<std::mutex> l(stop_mu_);
         if (stopping_) return;
       }
+      // No caller waits here (no CallScope): these waits end when the key
+      // is free.
       LockTable::Guard tg(&locks_, TargetKey(target));
       PublicationRecord pub;
-      if (!LookupPublication(target, &pub)) continue;  // unpublished meanwhile
+      if (!tg.status().ok() || !LookupPublication(target, &pub)) continue;  // unpublished meanwhile
       LockTable::Guard vg(&locks_, VolumeKey(pub.volume));
+      if (!vg.status().ok()) continue;
       struct statx st;
       if (!StatCached(target, false, &st).ok() || !IsTargetType(st.stx_mode)) {
         spdlog::warn("publication of {} at {}: the target directory is gone; not re-creating its bind", pub.volume,

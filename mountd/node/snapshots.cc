@@ -71,7 +71,9 @@ Status Node::CreateSnapshot(const std::string& name, const std::string& source, 
   NODEVOL_RETURN_IF_ERROR(ValidateSnapshotName(name));
   NODEVOL_RETURN_IF_ERROR(ValidateVolumeName(source));
   LockTable::Guard gs(&locks_, SnapshotKey(name));
+  NODEVOL_RETURN_IF_ERROR(gs.status());
   LockTable::Guard gv(&locks_, VolumeKey(source));
+  NODEVOL_RETURN_IF_ERROR(gv.status());
   SnapshotRecord rec;
   VolumeRecord vol;
   bool resumed = false;
@@ -141,6 +143,7 @@ Status Node::CreateSnapshot(const std::string& name, const std::string& source, 
 Status Node::DeleteSnapshot(const std::string& name, bool* existed) {
   NODEVOL_RETURN_IF_ERROR(ValidateSnapshotName(name));
   LockTable::Guard g(&locks_, SnapshotKey(name));
+  NODEVOL_RETURN_IF_ERROR(g.status());
   return DeleteSnapshotLocked(name, existed);
 }
 
@@ -200,7 +203,7 @@ void Node::ReconcileSnapshots(std::vector<SnapshotRecord> snaps) {
     } else if (s.state == VolumeState::kDeleting) {
       bool existed = false;
       LockTable::Guard g(&locks_, SnapshotKey(s.name));
-      Status st = DeleteSnapshotLocked(s.name, &existed);
+      Status st = g.status().ok() ? DeleteSnapshotLocked(s.name, &existed) : g.status();
       AddDrift(st.ok() ? "finished deleting snapshot " + s.name
                        : "could not finish deleting snapshot " + s.name + ": " + st.message());
     } else if (s.state == VolumeState::kCreating) {

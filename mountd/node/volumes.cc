@@ -165,6 +165,7 @@ Status Node::CheckSpec(const VolumeSpec& spec) const {
 Status Node::CreateVolume(const VolumeSpec& spec, VolumeView* out) {
   NODEVOL_RETURN_IF_ERROR(CheckSpec(spec));
   LockTable::Guard g(&locks_, VolumeKey(spec.name));
+  NODEVOL_RETURN_IF_ERROR(g.status());
   return CreateLocked(spec, false, out);
 }
 
@@ -245,6 +246,7 @@ Status Node::CreateLocked(const VolumeSpec& spec, bool ephemeral, VolumeView* ou
 Status Node::DeleteVolume(const std::string& name, bool* existed, const std::string& shared_pool) {
   NODEVOL_RETURN_IF_ERROR(ValidateVolumeName(name));
   LockTable::Guard g(&locks_, VolumeKey(name));
+  NODEVOL_RETURN_IF_ERROR(g.status());
   return DeleteLocked(name, existed, shared_pool);
 }
 
@@ -299,6 +301,7 @@ Status Node::ExpandVolume(const std::string& name, uint64_t size_bytes, VolumeVi
                           const std::string& shared_pool) {
   NODEVOL_RETURN_IF_ERROR(ValidateVolumeName(name));
   LockTable::Guard g(&locks_, VolumeKey(name));
+  NODEVOL_RETURN_IF_ERROR(g.status());
   VolumeRecord rec;
   // Made by another node: the backend updates the shared record; this
   // node keeps no copy for it.

@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "base/call_scope.h"
 #include "base/status.h"
 #include "metrics/metrics.h"
 
@@ -30,12 +31,18 @@ class CallRunner {
   CallRunner(metrics::Registry* metrics, std::string via) : metrics_(metrics), via_(std::move(via)) {}
 
   // quiet: a health probe's call, logged at trace level and not counted.
+  // The call runs in a CallScope with the client's deadline (ctx), or,
+  // without a ctx (the flex door's calls), the one its caller set.
   template <typename Fn>
-  grpc::Status Run(const char* method, const std::string& volume, const std::string& target, Fn fn,
-                   bool quiet = false) {
+  grpc::Status Run(const grpc::ServerContextBase* ctx, const char* method, const std::string& volume,
+                   const std::string& target, Fn fn, bool quiet = false) {
     auto start = std::chrono::steady_clock::now();
     ++in_flight_;
-    Status st = fn();
+    Status st;
+    {
+      CallScope scope(ctx ? ctx->deadline() : CallScope::Deadline(), method);
+      st = fn();
+    }
     --in_flight_;
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (metrics_ && !quiet) metrics_->ObserveRpc(method, st.code_name(), secs);

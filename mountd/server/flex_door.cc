@@ -15,6 +15,7 @@
 #include <mutex>
 #include <thread>
 
+#include "base/call_scope.h"
 #include "base/frame.h"
 #include "base/unique_fd.h"
 #include "nodevol/v1/flex_door.pb.h"
@@ -68,6 +69,8 @@ v1::DoorResponse Serve(NodeService* service, const v1::DoorRequest& req) {
                                                    : SysClock::time_point::max();
   v1::DoorResponse resp;
   grpc::Status st;
+  // Every wait of the call ends at the driver's deadline (base/call_scope.h).
+  CallScope scope(deadline, "flex");
   switch (req.call_case()) {
     case v1::DoorRequest::kPublish:
       st = service->Publish(req.publish(), deadline, resp.mutable_publish());

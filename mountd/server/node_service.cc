@@ -87,18 +87,18 @@ Status NodeService::LocalOnly(const char* method) const {
 }
 
 template <typename Fn>
-grpc::Status NodeService::Run(const char* method, const std::string& volume, const std::string& target, Fn fn,
-                              bool probe) {
+grpc::Status NodeService::Run(const grpc::ServerContextBase* ctx, const char* method, const std::string& volume,
+                              const std::string& target, Fn fn, bool probe) {
   // nodevold's own health probe (daemon/socket_probe.h) calls every few
   // seconds: neither a metric nor an info line each time.
-  return calls_.Run(method, volume, target, fn, probe);
+  return calls_.Run(ctx, method, volume, target, fn, probe);
 }
 
 bool NodeService::WaitIdle(Clock::time_point deadline) { return calls_.WaitIdle(deadline); }
 
 grpc::Status NodeService::GetInfo(grpc::ServerContext* ctx, const v1::GetInfoRequest*, v1::GetInfoResponse* resp) {
   bool probe = listener_ == Listener::kLocal && ctx->client_metadata().count(kProbeMetadata);
-  return Run("GetInfo", "", "", [&] {
+  return Run(ctx, "GetInfo", "", "", [&] {
     resp->set_node_name(node_name_);
     resp->set_version(nodevol::Version());
     for (const std::string& k : BackendKinds()) resp->add_backends(k);
@@ -118,9 +118,9 @@ grpc::Status NodeService::GetInfo(grpc::ServerContext* ctx, const v1::GetInfoReq
   }, probe);
 }
 
-grpc::Status NodeService::GetCapacity(grpc::ServerContext*, const v1::GetCapacityRequest* req,
+grpc::Status NodeService::GetCapacity(grpc::ServerContext* ctx, const v1::GetCapacityRequest* req,
                                       v1::GetCapacityResponse* resp) {
-  return Run("GetCapacity", "", "", [&] {
+  return Run(ctx, "GetCapacity", "", "", [&] {
     std::vector<PoolCapacityView> pools;
     NODEVOL_RETURN_IF_ERROR(node_->GetCapacity(req->pool(), &pools));
     ToProto(pools, resp);
@@ -156,9 +156,9 @@ grpc::Status NodeService::WatchCapacity(grpc::ServerContext* ctx, const v1::Watc
   return grpc::Status::OK;
 }
 
-grpc::Status NodeService::CreateVolume(grpc::ServerContext*, const v1::CreateVolumeRequest* req,
+grpc::Status NodeService::CreateVolume(grpc::ServerContext* ctx, const v1::CreateVolumeRequest* req,
                                        v1::CreateVolumeResponse* resp) {
-  return Run("CreateVolume", req->name(), "", [&] {
+  return Run(ctx, "CreateVolume", req->name(), "", [&] {
     VolumeSpec spec{req->name(),   req->pool(),          req->size_bytes(),  req->fs_type(),
                     ToParams(req->parameters()), req->block(), req->from_snapshot(), req->from_volume()};
     VolumeView v;
@@ -169,9 +169,9 @@ grpc::Status NodeService::CreateVolume(grpc::ServerContext*, const v1::CreateVol
   });
 }
 
-grpc::Status NodeService::DeleteVolume(grpc::ServerContext*, const v1::DeleteVolumeRequest* req,
+grpc::Status NodeService::DeleteVolume(grpc::ServerContext* ctx, const v1::DeleteVolumeRequest* req,
                                        v1::DeleteVolumeResponse* resp) {
-  return Run("DeleteVolume", req->name(), "", [&] {
+  return Run(ctx, "DeleteVolume", req->name(), "", [&] {
     bool existed = false;
     NODEVOL_RETURN_IF_ERROR(node_->DeleteVolume(req->name(), &existed, req->shared_pool()));
     capacity_->Poke();
@@ -180,9 +180,9 @@ grpc::Status NodeService::DeleteVolume(grpc::ServerContext*, const v1::DeleteVol
   });
 }
 
-grpc::Status NodeService::ExpandVolume(grpc::ServerContext*, const v1::ExpandVolumeRequest* req,
+grpc::Status NodeService::ExpandVolume(grpc::ServerContext* ctx, const v1::ExpandVolumeRequest* req,
                                        v1::ExpandVolumeResponse* resp) {
-  return Run("ExpandVolume", req->name(), "", [&] {
+  return Run(ctx, "ExpandVolume", req->name(), "", [&] {
     VolumeView v;
     NODEVOL_RETURN_IF_ERROR(node_->ExpandVolume(req->name(), req->size_bytes(), &v, req->shared_pool()));
     capacity_->Poke();
@@ -191,8 +191,8 @@ grpc::Status NodeService::ExpandVolume(grpc::ServerContext*, const v1::ExpandVol
   });
 }
 
-grpc::Status NodeService::GetVolume(grpc::ServerContext*, const v1::GetVolumeRequest* req, v1::GetVolumeResponse* resp) {
-  return Run("GetVolume", req->name(), "", [&] {
+grpc::Status NodeService::GetVolume(grpc::ServerContext* ctx, const v1::GetVolumeRequest* req, v1::GetVolumeResponse* resp) {
+  return Run(ctx, "GetVolume", req->name(), "", [&] {
     VolumeView v;
     NODEVOL_RETURN_IF_ERROR(node_->GetVolume(req->name(), &v, req->shared_pool()));
     ToProto(v, resp->mutable_volume());
@@ -200,9 +200,9 @@ grpc::Status NodeService::GetVolume(grpc::ServerContext*, const v1::GetVolumeReq
   });
 }
 
-grpc::Status NodeService::ListVolumes(grpc::ServerContext*, const v1::ListVolumesRequest* req,
+grpc::Status NodeService::ListVolumes(grpc::ServerContext* ctx, const v1::ListVolumesRequest* req,
                                       v1::ListVolumesResponse* resp) {
-  return Run("ListVolumes", "", "", [&] {
+  return Run(ctx, "ListVolumes", "", "", [&] {
     // A token is "n:" and the last name of the page before.
     std::string after;
     if (const std::string& t = req->starting_token(); !t.empty()) {
@@ -220,9 +220,9 @@ grpc::Status NodeService::ListVolumes(grpc::ServerContext*, const v1::ListVolume
   });
 }
 
-grpc::Status NodeService::CreateSnapshot(grpc::ServerContext*, const v1::CreateSnapshotRequest* req,
+grpc::Status NodeService::CreateSnapshot(grpc::ServerContext* ctx, const v1::CreateSnapshotRequest* req,
                                          v1::CreateSnapshotResponse* resp) {
-  return Run("CreateSnapshot", req->source_volume(), "", [&] {
+  return Run(ctx, "CreateSnapshot", req->source_volume(), "", [&] {
     SnapshotRecord r;
     NODEVOL_RETURN_IF_ERROR(node_->CreateSnapshot(req->name(), req->source_volume(), &r));
     capacity_->Poke();
@@ -231,9 +231,9 @@ grpc::Status NodeService::CreateSnapshot(grpc::ServerContext*, const v1::CreateS
   });
 }
 
-grpc::Status NodeService::DeleteSnapshot(grpc::ServerContext*, const v1::DeleteSnapshotRequest* req,
+grpc::Status NodeService::DeleteSnapshot(grpc::ServerContext* ctx, const v1::DeleteSnapshotRequest* req,
                                          v1::DeleteSnapshotResponse* resp) {
-  return Run("DeleteSnapshot", "", "", [&] {
+  return Run(ctx, "DeleteSnapshot", "", "", [&] {
     bool existed = false;
     NODEVOL_RETURN_IF_ERROR(node_->DeleteSnapshot(req->name(), &existed));
     capacity_->Poke();
@@ -242,9 +242,9 @@ grpc::Status NodeService::DeleteSnapshot(grpc::ServerContext*, const v1::DeleteS
   });
 }
 
-grpc::Status NodeService::GetSnapshot(grpc::ServerContext*, const v1::GetSnapshotRequest* req,
+grpc::Status NodeService::GetSnapshot(grpc::ServerContext* ctx, const v1::GetSnapshotRequest* req,
                                       v1::GetSnapshotResponse* resp) {
-  return Run("GetSnapshot", "", "", [&] {
+  return Run(ctx, "GetSnapshot", "", "", [&] {
     SnapshotRecord r;
     NODEVOL_RETURN_IF_ERROR(node_->GetSnapshot(req->name(), &r));
     ToProto(r, resp->mutable_snapshot());
@@ -252,9 +252,9 @@ grpc::Status NodeService::GetSnapshot(grpc::ServerContext*, const v1::GetSnapsho
   });
 }
 
-grpc::Status NodeService::ListSnapshots(grpc::ServerContext*, const v1::ListSnapshotsRequest* req,
+grpc::Status NodeService::ListSnapshots(grpc::ServerContext* ctx, const v1::ListSnapshotsRequest* req,
                                         v1::ListSnapshotsResponse* resp) {
-  return Run("ListSnapshots", req->source_volume(), "", [&] {
+  return Run(ctx, "ListSnapshots", req->source_volume(), "", [&] {
     std::vector<SnapshotRecord> snaps;
     NODEVOL_RETURN_IF_ERROR(node_->ListSnapshots(req->source_volume(), &snaps));
     for (const SnapshotRecord& r : snaps) ToProto(r, resp->add_snapshots());
@@ -270,7 +270,8 @@ grpc::Status NodeService::Publish(const v1::PublishRequest& request, std::chrono
                                   v1::PublishResponse* resp) {
   const v1::PublishRequest* req = &request;
   std::string label = req->has_inline_() ? "(inline)" : req->volume();
-  return Run("Publish", label, req->target(), [&] {
+  CallScope scope(deadline, "Publish");
+  return Run(nullptr, "Publish", label, req->target(), [&] {
     NODEVOL_RETURN_IF_ERROR(LocalOnly("Publish"));
     PublishArgs a;
     a.volume = req->volume();
@@ -295,8 +296,8 @@ grpc::Status NodeService::Publish(const v1::PublishRequest& request, std::chrono
   });
 }
 
-grpc::Status NodeService::Unpublish(grpc::ServerContext*, const v1::UnpublishRequest* req, v1::UnpublishResponse* resp) {
-  return Run("Unpublish", "", req->target(), [&] {
+grpc::Status NodeService::Unpublish(grpc::ServerContext* ctx, const v1::UnpublishRequest* req, v1::UnpublishResponse* resp) {
+  return Run(ctx, "Unpublish", "", req->target(), [&] {
     NODEVOL_RETURN_IF_ERROR(LocalOnly("Unpublish"));
     bool was = false;
     NODEVOL_RETURN_IF_ERROR(node_->Unpublish(req->target(), &was));
@@ -306,9 +307,9 @@ grpc::Status NodeService::Unpublish(grpc::ServerContext*, const v1::UnpublishReq
   });
 }
 
-grpc::Status NodeService::GetVolumeStats(grpc::ServerContext*, const v1::GetVolumeStatsRequest* req,
+grpc::Status NodeService::GetVolumeStats(grpc::ServerContext* ctx, const v1::GetVolumeStatsRequest* req,
                                          v1::GetVolumeStatsResponse* resp) {
-  return Run("GetVolumeStats", "", req->target(), [&] {
+  return Run(ctx, "GetVolumeStats", "", req->target(), [&] {
     NODEVOL_RETURN_IF_ERROR(LocalOnly("GetVolumeStats"));
     VolumeStats s;
     NODEVOL_RETURN_IF_ERROR(node_->GetVolumeStats(req->target(), &s));

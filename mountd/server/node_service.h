@@ -70,8 +70,8 @@ class NodeService final : public v1::Node::Service {
  private:
   // probe: a call of nodevold's own health probe, logged at trace only.
   template <typename Fn>
-  grpc::Status Run(const char* method, const std::string& volume, const std::string& target, Fn fn,
-                   bool probe = false);
+  grpc::Status Run(const grpc::ServerContextBase* ctx, const char* method, const std::string& volume,
+                   const std::string& target, Fn fn, bool probe = false);
   // PERMISSION_DENIED for a local-only method on the remote listener.
   Status LocalOnly(const char* method) const;
 

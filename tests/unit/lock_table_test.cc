@@ -1,5 +1,7 @@
 #include "node/lock_table.h"
 
+#include "base/call_scope.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -56,6 +58,54 @@ TEST(LockTable, SameKeyIsExclusiveOtherKeysAreNot) {
   LockTable::Guard a(&t, "volume:a");
   std::thread other([&] { LockTable::Guard b(&t, "volume:b"); });
   other.join();
+}
+
+// issue 59 item 1: kubelet's retries of a publish stuck on a hung disk each
+// parked a thread behind the stuck one for ever. A wait now ends at the
+// caller's deadline, says who holds the key, and leaves the key as it was.
+TEST(LockTable, AWaitEndsAtTheCallersDeadlineNamingTheHolder) {
+  LockTable t;
+  std::optional<LockTable::Guard> stuck;
+  {
+    CallScope call(CallScope::Clock::time_point::max(), "Publish");
+    stuck.emplace(&t, "volume a");
+    ASSERT_TRUE(stuck->status().ok());
+  }
+  std::vector<std::thread> retries;
+  std::atomic<int> refused{0};
+  for (int i = 0; i < 16; ++i) {
+    retries.emplace_back([&] {
+      CallScope call(CallScope::Clock::now() + std::chrono::milliseconds(200), "Publish");
+      LockTable::Guard g(&t, "volume a");
+      if (g.status().code() == Status::Code::kDeadlineExceeded &&
+          g.status().message().find("volume a is busy: a Publish call has held it") != std::string::npos)
+        ++refused;
+    });
+  }
+  for (auto& th : retries) th.join();  // a wait that ignored the deadline never ends here
+  EXPECT_EQ(refused.load(), 16);
+  EXPECT_EQ(t.Waiting("volume a"), 0);
+  stuck.reset();
+  // The key is free, and nothing the refused waits did is left over.
+  CallScope call(CallScope::Clock::now(), "Publish");
+  LockTable::Guard g(&t, "volume a");
+  EXPECT_TRUE(g.status().ok()) << g.status().message();
+}
+
+TEST(LockTable, NoCallerNoDeadlineAndAnInnerScopeKeepsTheSoonerOne) {
+  EXPECT_EQ(CallScope::Deadline(), CallScope::Clock::time_point::max());
+  EXPECT_EQ(CallScope::SteadyDeadline(), std::chrono::steady_clock::time_point::max());
+  auto soon = CallScope::Clock::now() + std::chrono::seconds(1);
+  CallScope outer(soon, "csi.NodePublishVolume");
+  {
+    CallScope inner(CallScope::Clock::time_point::max(), "Publish");
+    EXPECT_EQ(CallScope::Deadline(), soon);
+    EXPECT_EQ(CallScope::What(), "Publish");
+  }
+  EXPECT_EQ(CallScope::What(), "csi.NodePublishVolume");
+  CallScope past(CallScope::Clock::now() - std::chrono::seconds(5), "Publish");
+  auto passed = CallScope::SteadyDeadline();
+  EXPECT_LE(passed, std::chrono::steady_clock::now()) << "a deadline in the past is now, not later";
 }
 
 }  // namespace

@@ -26,6 +26,9 @@
 #   8. A dir pool's disk suspended: a create is given up once it makes no
 #      progress for 5 s (--dir-io-timeout-seconds=5), the pool then answers
 #      at once until the stuck create finishes, and another dir pool works.
+#   9. A publish stuck in its fsGroup walk on a frozen volume: 70 retries
+#      through the flex door each end at their 3 s deadline naming it, and
+#      the door then serves another pool's publish and an unmount.
 # For each: what the caller is told, that the other pools and volumes keep
 # working, that nothing is half done or leaked (record, LV, mount) and that
 # the same call succeeds once the fault clears.
@@ -583,5 +586,63 @@ kill -TERM "$dir_pid"
 wait "$dir_pid" || vm_fail "the third nodevold exited $? on SIGTERM"
 vm_run umount "$sb/slow"
 vm_run lvm lvremove -q -y nv/dirfs
+
+vm_step "9. a publish stuck on a frozen volume (its fsGroup walk): 70 retries end at their deadlines, the flex door answers"
+# issue 59: every retry parked a thread, and through the flex door one of
+# its 64 connections, behind the stuck publish's lock for ever; a healthy
+# pool's publish and an unmount then got no answer.
+vm_nodevold_start --pool=name=fast,backend=lvm,vg=nv,type=thick,fs=ext4 --pool=name=dir,backend=dir,path=/run/dirpool
+# The namespace a PV's claim is in, as the provisioner records it.
+vm_run vm_ctl volume create v-frz --pool fast --size 16Mi --param nodevol.io/pvc-namespace=default >/dev/null
+publish_with_data pod-f0 v-frz
+vm_run vm_ctl volume create d-ok --pool dir --size 4Mi --param nodevol.io/pvc-namespace=default >/dev/null
+vm_run fsfreeze -f "$VM_STATE/staging/fast/v-frz"
+stuck=$(vm_target pod-f1 data)
+flex_mount() {  # TARGET VOLUME [FSGROUP]: kubelet's FlexVolume mount, 3 s deadline; prints the answer
+  local pod fsg=""
+  pod=$(basename "$(dirname "$(dirname "$(dirname "$1")")")")
+  [[ -n ${3:-} ]] && fsg=',"kubernetes.io/mounterArgs.FsGroup":"'"$3"'"'
+  NODEVOL_FLEX_SOCKET=$VM_SOCKET NODEVOL_FLEX_TIMEOUT=3s "$NODEVOL_FLEX" mount "$1" \
+    '{"kubernetes.io/fsType":"","kubernetes.io/readwrite":"rw","kubernetes.io/pod.namespace":"default",'\
+'"kubernetes.io/pod.name":"p","kubernetes.io/pod.uid":"'"$pod"'","kubernetes.io/pvOrVolumeName":"data",'\
+'"volume":"'"$2"'"'"$fsg"'}' || true
+}
+# The first publish gets as far as the walk, whose chown waits on the frozen
+# filesystem for as long as it stays frozen.
+out=$(flex_mount "$stuck" v-frz 4321)
+vm_log "the first publish: $out"
+# In waves of 10 (the door serves 64 connections at once): before the fix
+# the first 64 parked for ever and the rest found the door full.
+for wave in $(seq 0 6); do
+  pids=()
+  for i in $(seq $((wave * 10 + 1)) $((wave * 10 + 10))); do
+    flex_mount "$stuck" v-frz 4321 >"$VM_SANDBOX/retry-$i.out" &
+    pids+=($!)
+  done
+  wait "${pids[@]}"  # (not a bare wait: nodevold is a child too)
+done
+busy=$(grep -l "target $stuck is busy: a Publish call has held it" "$VM_SANDBOX"/retry-*.out | wc -l)
+vm_log "$busy of 70 retries refused at their deadline naming the stuck call: $(head -c 300 "$VM_SANDBOX/retry-1.out")"
+((busy == 70)) || vm_fail "$busy of 70 retries said the target is busy; one: $(cat "$VM_SANDBOX/retry-1.out")"
+# Nothing parked: the door serves a healthy pool's publish and an unmount.
+ok=$(vm_target pod-f2 data)
+out=$(flex_mount "$ok" d-ok)
+grep -q '"status": *"Success"' <<<"$out" || vm_fail "a dir pool publish through the flex door after the retries: $out"
+out=$(NODEVOL_FLEX_SOCKET=$VM_SOCKET NODEVOL_FLEX_TIMEOUT=3s "$NODEVOL_FLEX" unmount "$ok" || true)
+grep -q '"status": *"Success"' <<<"$out" || vm_fail "an unmount through the flex door after the retries: $out"
+vm_ctl info >/dev/null || vm_fail "GetInfo does not answer while a publish is stuck"
+vm_run fsfreeze -u "$VM_STATE/staging/fast/v-frz"
+# Thawed: the stuck publish ends (past its deadline it undoes itself) and
+# kubelet's next retry publishes.
+for _ in $(seq 50); do
+  out=$(flex_mount "$stuck" v-frz 4321)
+  grep -q '"status": *"Success"' <<<"$out" && break
+  sleep 0.2
+done
+grep -q '"status": *"Success"' <<<"$out" || vm_fail "the publish after the thaw: $out"
+[[ $(stat -c %g "$stuck") == 4321 ]] || vm_fail "the volume root's group is $(stat -c %g "$stuck") after the walk, not 4321"
+for t in "$stuck" "$(vm_target pod-f0 data)"; do vm_run vm_ctl unpublish --target "$t" >/dev/null; done
+for v in v-frz d-ok; do vm_run vm_ctl volume delete "$v" >/dev/null; done
+vm_nodevold_stop
 
 echo "lvm faults: OK"

@@ -108,10 +108,25 @@ grep -qx "$fresh_conf_edit" "$r/etc/nodevol/nodevold.conf" || fail "the edited c
 [[ ! -e $r/var/lib/nodevol/package/nodevold.conf.saved ]] || fail "the restored copy was left behind"
 echo "ok: unattended reinstall after a refused purge: installed, edited config restored"
 
+# --- issue 59 item 2: snapshots are kept. A snapshot record, and a copy
+# in the default dir pool's .snapshots/ (a Retain snapshot of a deleted
+# volume: the only copy of its data), each refuse the purge.
+rm "$r/var/lib/nodevol/volumes/pv-keep.json" 2>/dev/null || true
+remove_pkg
+mkdir -p "$r/var/lib/nodevol/snapshots"
+echo '{}' >"$r/var/lib/nodevol/snapshots/snap-1.json"
+purge_refused "not purging: 1 snapshot\(s\) still exist on this node \(snap-1\)"
+rm "$r/var/lib/nodevol/snapshots/snap-1.json"
+mkdir -p "$r/var/lib/nodevol/pools/default/.snapshots/snap-2"
+echo "the only copy" >"$r/var/lib/nodevol/pools/default/.snapshots/snap-2/data"
+purge_refused "/var/lib/nodevol/pools/default/.snapshots still holds snapshot copies \(snap-2\)"
+rm -r "$r/var/lib/nodevol/pools/default/.snapshots/snap-2"
+install_pkg "after the refused snapshot purges"
+
 # --- state-dir set in nodevold.conf: its records count, and its mounts.
 mkdir -p "$r/srv/nv/volumes"
 echo "state-dir = /srv/nv" >>"$r/etc/nodevol/nodevold.conf"
-rm "$r/var/lib/nodevol/volumes/pv-keep.json"
+rm -f "$r/var/lib/nodevol/volumes/pv-keep.json"
 echo '{}' >"$r/srv/nv/volumes/elsewhere.json"
 remove_pkg
 purge_refused "1 volume\(s\) still exist on this node \(elsewhere\)" "$r/srv/nv"

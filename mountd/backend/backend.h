@@ -25,6 +25,8 @@
 
 namespace nodevol {
 
+class DiskGate;
+
 struct Capacity {
   uint64_t total_bytes = 0;
   uint64_t free_bytes = 0;
@@ -79,6 +81,10 @@ class Backend {
   // Whether Stage may wait for something outside the node (an NFS server):
   // the start then re-stages this pool's publications in the background.
   virtual bool StageMayWait() const { return false; }
+  // The gate every piece of work on this pool's local disk goes through
+  // (backend/disk_gate.h), the node layer's fsGroup walk included; nullptr
+  // when there is none (NFS bounds its server's calls itself).
+  virtual DiskGate* disk_gate() { return nullptr; }
   // Whether the volume's storage exists (for reconcile and drift reports).
   virtual Status Check(const VolumeRecord& record) = 0;
   // Pool capacity as the backend sees it.

@@ -1,4 +1,4 @@
-#include "backend/dir/disk_gate.h"
+#include "backend/disk_gate.h"
 
 #include <spdlog/spdlog.h>
 

@@ -1,11 +1,14 @@
-// DiskGate: a dir pool's file operations, each bounded by its progress
-// (base/bounded_call.h, CallWhileAdvancing). A disk that stops answering
+// DiskGate: the work a pool does on its disk — a dir pool's file
+// operations, an LVM volume's staging mount, any pool's fsGroup walk —
+// each bounded by its progress (base/bounded_call.h, CallWhileAdvancing). A disk that stops answering
 // keeps an operation in the kernel for as long as it is gone, and no
 // signal ends it: the caller gets DEADLINE_EXCEEDED once `limit` passed
 // without a step, and from then on, until that operation finishes, every
 // new one fails at once with UNAVAILABLE naming it. The dead disk costs
 // one stuck thread rather than one per retry, and no retry runs beside the
-// stuck call when the disk wakes up. Each pool has its own gate.
+// stuck call when the disk wakes up, and a hung pool with many pods
+// starting holds one thread, not one per pod (nor the flex door's
+// connections). Each pool has its own gate (Backend::disk_gate()).
 #pragma once
 
 #include <chrono>

@@ -36,7 +36,7 @@ Status MakeOfKind(const std::string& pool, const std::string& kind, const Params
       env->lvm->set_timeout(env->lvm_timeout);
       env->lvm->RememberPvsIn(env->state_dir + "/lvm");
     }
-    return LvmBackend::Make(pool, options, env->state_dir, env->lvm, out, env->mkfs_timeout);
+    return LvmBackend::Make(pool, options, env->state_dir, env->lvm, out, env->mkfs_timeout, env->dir_io_timeout);
   }
   if (kind == "nfs") {
     if (!env) return Status::Internal("pool " + pool + ": nfs pools need the daemon's environment");

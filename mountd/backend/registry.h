@@ -20,7 +20,8 @@ struct BackendEnv {
   // Deadlines of one lvm command and of one mkfs or filesystem grow.
   std::chrono::milliseconds lvm_timeout = std::chrono::minutes(2);
   std::chrono::milliseconds mkfs_timeout = std::chrono::minutes(10);
-  // How long a dir pool's operation may go without progress.
+  // How long work on a pool's disk may go without progress (a dir pool's
+  // operations; any pool's fsGroup walk; an LVM volume's staging mount).
   std::chrono::milliseconds dir_io_timeout = std::chrono::seconds(30);
 };
 

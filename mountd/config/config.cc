@@ -185,8 +185,9 @@ Status ParseConfig(int argc, const char* const* argv, Config* c, ParseOutcome* o
        "how long one mkfs, resize2fs or xfs_growfs may run before it is killed and its call fails; also how "
        "long an LVM volume's staging unmount or the wipe of its device is waited for")
       ("dir-io-timeout-seconds", po::value(&c->dir_io_timeout_seconds)->default_value(c->dir_io_timeout_seconds),
-       "how long a dir pool's create, expand or delete may go without progress (a disk that stopped answering) "
-       "before its call fails; the pool then refuses new operations until the stuck one finishes")
+       "how long work on a pool's disk may go without progress (a disk that stopped answering) before its call "
+       "fails: a dir pool's create, expand or delete, a dir or LVM pool's fsGroup walk, an LVM volume's staging "
+       "mount; the pool then refuses new such work until the stuck one finishes")
       ("state-write-timeout-seconds",
        po::value(&c->state_write_timeout_seconds)->default_value(c->state_write_timeout_seconds),
        "how long a write to --state-dir may run before /healthz and the CSI Probe say unhealthy (a disk that "

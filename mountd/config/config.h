@@ -39,7 +39,7 @@ struct Config {
   unsigned mkfs_timeout_seconds = 600;
   // How long a dir pool's create, expand or delete may go without progress
   // before its call fails (DEADLINE_EXCEEDED); the pool then takes nothing
-  // new until the stuck one finishes (backend/dir/disk_gate.h).
+  // new until the stuck one finishes (backend/disk_gate.h).
   unsigned dir_io_timeout_seconds = 30;
   // How long a write to the state directory may run before nodevold says
   // it is unhealthy (/healthz 503, CSI Probe not ready, an error logged):

@@ -52,7 +52,7 @@ Status FixEntry(int dir, const char* name, gid_t gid, uint64_t mnt) {
 
 }  // namespace
 
-Status ApplyFsGroup(const std::string& root, gid_t gid) {
+Status ApplyFsGroup(const std::string& root, gid_t gid, const Step& step) {
   const std::string what = "apply fsGroup " + std::to_string(gid) + " to " + root;
   UniqueFd fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (fd.get() < 0) return Status::FromErrno("open " + root, errno);
@@ -62,8 +62,16 @@ Status ApplyFsGroup(const std::string& root, gid_t gid) {
   uint64_t mnt = 0;
   NODEVOL_RETURN_IF_ERROR(MountIdOf(fd.get(), &mnt).WithContext(what));
   TreeWalkOps ops;
-  ops.on_entry = [&](int dir, const char* name, const struct stat&) { return FixEntry(dir, name, gid, mnt); };
-  ops.on_dir_done = [&](int dir, const struct stat& s) { return FixDir(dir, s, gid); };
+  ops.on_entry = [&](int dir, const char* name, const struct stat&) {
+    Status st = FixEntry(dir, name, gid, mnt);
+    if (step) step();
+    return st;
+  };
+  ops.on_dir_done = [&](int dir, const struct stat& s) {
+    Status st = FixDir(dir, s, gid);
+    if (step) step();
+    return st;
+  };
   return WalkTree(fd.get(), ops).WithContext(what);
 }
 

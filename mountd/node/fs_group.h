@@ -17,10 +17,13 @@
 
 #include <string>
 
+#include "base/bounded_call.h"
 #include "base/status.h"
 
 namespace nodevol {
 
-Status ApplyFsGroup(const std::string& root, gid_t gid);
+// `step` (if set) is called after each entry: the walk's progress, for a
+// pool's DiskGate to bound (node/publish.cc).
+Status ApplyFsGroup(const std::string& root, gid_t gid, const Step& step = {});
 
 }  // namespace nodevol

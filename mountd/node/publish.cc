@@ -19,6 +19,7 @@
 #include "mount/bind.h"
 #include "mount/mount_table.h"
 #include "mount/target.h"
+#include "backend/disk_gate.h"
 #include "node/fs_group.h"
 #include "node/node.h"
 
@@ -213,7 +214,18 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
   };
 
   Status st;
-  if (args.fs_group && !read_only && !args.block) st = ApplyFsGroup(source, *args.fs_group);
+  if (args.fs_group && !read_only && !args.block) {
+    // The walk touches every inode of the volume: on a disk that stopped
+    // answering it waits in the kernel. Through the pool's gate it is
+    // given up once it makes no progress, and the pool then refuses new
+    // work at once instead of piling up a thread per retry.
+    gid_t gid = *args.fs_group;
+    if (DiskGate* gate = b->disk_gate())
+      st = gate->Run("the fsGroup walk of volume " + name,
+                     [source, gid](const Step& step) { return ApplyFsGroup(source, gid, step); });
+    else
+      st = ApplyFsGroup(source, gid);
+  }
   if (!st.ok()) return undo(st);
   if (!adopt) {
     if (std::chrono::system_clock::now() >= args.deadline)

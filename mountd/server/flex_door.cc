@@ -8,7 +8,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
@@ -64,9 +66,12 @@ v1::DoorResponse Refusal(Status::Code code, std::string message) {
 // One request, answered by the service as its RPC would be.
 v1::DoorResponse Serve(NodeService* service, const v1::DoorRequest& req) {
   // The driver's deadline, as gRPC would carry it; nodevold's own when
-  // the driver gives none.
-  SysClock::time_point deadline = req.timeout_ms() ? SysClock::now() + std::chrono::milliseconds(req.timeout_ms())
-                                                   : SysClock::time_point::max();
+  // the driver gives none. Less a tenth (at most half a second): the
+  // answer must reach the driver before it stops waiting, or a call that
+  // was refused in time reads as one that never answered.
+  std::chrono::milliseconds limit(req.timeout_ms());
+  limit -= std::min<std::chrono::milliseconds>(limit / 10, std::chrono::milliseconds(500));
+  SysClock::time_point deadline = req.timeout_ms() ? SysClock::now() + limit : SysClock::time_point::max();
   v1::DoorResponse resp;
   grpc::Status st;
   // Every wait of the call ends at the driver's deadline (base/call_scope.h).

@@ -1,7 +1,7 @@
-// DiskGate (backend/dir/disk_gate.h): an operation stuck past its limit
+// DiskGate (backend/disk_gate.h): an operation stuck past its limit
 // fails DEADLINE_EXCEEDED; until it finishes every new one fails at once
 // with UNAVAILABLE naming it, without running; then the pool works again.
-#include "backend/dir/disk_gate.h"
+#include "backend/disk_gate.h"
 
 #include <gtest/gtest.h>
 

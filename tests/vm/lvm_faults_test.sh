@@ -26,9 +26,11 @@
 #   8. A dir pool's disk suspended: a create is given up once it makes no
 #      progress for 5 s (--dir-io-timeout-seconds=5), the pool then answers
 #      at once until the stuck create finishes, and another dir pool works.
-#   9. A publish stuck in its fsGroup walk on a frozen volume: 70 retries
-#      through the flex door each end at their 3 s deadline naming it, and
-#      the door then serves another pool's publish and an unmount.
+#   9. A publish stuck in its fsGroup walk on a frozen volume: the walk is
+#      given up after 12 s without progress (the pool's gate), 70 retries
+#      through the flex door each end by their 3 s deadline naming the
+#      stuck call, and the door then serves another pool's publish and an
+#      unmount.
 # For each: what the caller is told, that the other pools and volumes keep
 # working, that nothing is half done or leaked (record, LV, mount) and that
 # the same call succeeds once the fault clears.
@@ -587,11 +589,12 @@ wait "$dir_pid" || vm_fail "the third nodevold exited $? on SIGTERM"
 vm_run umount "$sb/slow"
 vm_run lvm lvremove -q -y nv/dirfs
 
-vm_step "9. a publish stuck on a frozen volume (its fsGroup walk): 70 retries end at their deadlines, the flex door answers"
+vm_step "9. a publish stuck on a frozen volume (its fsGroup walk): given up, 70 retries end by their deadlines, the door answers"
 # issue 59: every retry parked a thread, and through the flex door one of
 # its 64 connections, behind the stuck publish's lock for ever; a healthy
 # pool's publish and an unmount then got no answer.
-vm_nodevold_start --pool=name=fast,backend=lvm,vg=nv,type=thick,fs=ext4 --pool=name=dir,backend=dir,path=/run/dirpool
+vm_nodevold_start --dir-io-timeout-seconds=12 --pool=name=fast,backend=lvm,vg=nv,type=thick,fs=ext4 \
+  --pool=name=dir,backend=dir,path=/run/dirpool
 # The namespace a PV's claim is in, as the provisioner records it.
 vm_run vm_ctl volume create v-frz --pool fast --size 16Mi --param nodevol.io/pvc-namespace=default >/dev/null
 publish_with_data pod-f0 v-frz
@@ -621,9 +624,18 @@ for wave in $(seq 0 6); do
   done
   wait "${pids[@]}"  # (not a bare wait: nodevold is a child too)
 done
-busy=$(grep -l "target $stuck is busy: a Publish call has held it" "$VM_SANDBOX"/retry-*.out | wc -l)
-vm_log "$busy of 70 retries refused at their deadline naming the stuck call: $(head -c 300 "$VM_SANDBOX/retry-1.out")"
-((busy == 70)) || vm_fail "$busy of 70 retries said the target is busy; one: $(cat "$VM_SANDBOX/retry-1.out")"
+# Until the walk is given up (12 s without progress) a retry waits for the
+# target's lock to its deadline; after, the pool's gate refuses it at once.
+answers() { cat "$VM_SANDBOX"/retry-*.out | grep -c "$1" || true; }  # PATTERN: how many retries got it
+busy=$(answers "target $stuck is busy: a Publish call has held it")
+gated=$(answers "pool fast: the disk under volume group nv has not answered for [0-9]* s (the fsGroup walk of volume v-frz still waits.*(UNAVAILABLE)")
+vm_log "of 70 retries: $busy refused at their deadline naming the stuck call ($(head -c 200 "$VM_SANDBOX/retry-1.out")), $gated refused at once by the pool's gate ($(head -c 300 "$VM_SANDBOX/retry-70.out"))"
+other=$(grep -L -e "is busy: a Publish call has held it" -e "the fsGroup walk of volume v-frz still waits" \
+  "$VM_SANDBOX"/retry-*.out | head -1 || true)
+((busy + gated == 70 && busy > 0 && gated > 0)) ||
+  vm_fail "$busy busy and $gated gated of 70 retries; another answer: ${other:+$(cat "$other")}"
+grep -q "error.*pool fast: the fsGroup walk of volume v-frz has made no progress for 12000 ms" "$VM_NODEVOLD_LOG" ||
+  vm_fail "the given-up walk is not logged"
 # Nothing parked: the door serves a healthy pool's publish and an unmount.
 ok=$(vm_target pod-f2 data)
 out=$(flex_mount "$ok" d-ok)
@@ -632,6 +644,9 @@ out=$(NODEVOL_FLEX_SOCKET=$VM_SOCKET NODEVOL_FLEX_TIMEOUT=3s "$NODEVOL_FLEX" unm
 grep -q '"status": *"Success"' <<<"$out" || vm_fail "an unmount through the flex door after the retries: $out"
 vm_ctl info >/dev/null || vm_fail "GetInfo does not answer while a publish is stuck"
 vm_run fsfreeze -u "$VM_STATE/staging/fast/v-frz"
+for _ in $(seq 100); do grep -q "pool fast: the fsGroup walk of volume v-frz finished after .*the disk answers again" "$VM_NODEVOLD_LOG" && break; sleep 0.1; done
+grep -q "pool fast: the fsGroup walk of volume v-frz finished after .*the disk answers again" "$VM_NODEVOLD_LOG" ||
+  vm_fail "the walk's end after the thaw is not logged"
 # Thawed: the stuck publish ends (past its deadline it undoes itself) and
 # kubelet's next retry publishes.
 for _ in $(seq 50); do

@@ -24,7 +24,7 @@
 #include <string>
 
 #include "backend/backend.h"
-#include "backend/dir/disk_gate.h"
+#include "backend/disk_gate.h"
 #include "backend/volume_root.h"
 
 namespace nodevol {
@@ -50,6 +50,7 @@ class DirBackend : public Backend {
   Status Unstage(const VolumeRecord& record) override { return Status::Ok(); }
   Status Check(const VolumeRecord& record) override;
   Status GetCapacity(Capacity* out) override;
+  DiskGate* disk_gate() override { return &gate_; }
 
   bool snapshot_capable() const override { return true; }
   Status CreateSnapshot(const VolumeRecord& source, SnapshotRecord* snapshot, bool resumed) override;

@@ -73,7 +73,7 @@ Status ZeroStart(const std::string& device) {
 
 Status LvmBackend::Make(const std::string& pool, const Params& options, const std::string& state_dir,
                         std::shared_ptr<Lvm> lvm, std::unique_ptr<Backend>* out,
-                        std::chrono::milliseconds mkfs_timeout) {
+                        std::chrono::milliseconds mkfs_timeout, std::chrono::milliseconds io_limit) {
   LvmPoolOptions o;
   NODEVOL_RETURN_IF_ERROR(ParseLvmPoolOptions(pool, options, &o));
   NODEVOL_RETURN_IF_ERROR(CheckFsTools(o.fs).WithContext("pool " + pool + " (fs=" + o.fs + ")"));
@@ -84,6 +84,7 @@ Status LvmBackend::Make(const std::string& pool, const Params& options, const st
   std::unique_ptr<LvmBackend> b(new LvmBackend(pool, std::move(o), root, std::move(lvm)));
   b->vg_uuid_dir_ = state_dir + "/lvm";
   b->mkfs_timeout_ = mkfs_timeout;
+  b->gate_ = std::make_unique<DiskGate>(pool, "volume group " + b->options_.vg, io_limit);
   if (Status st = b->SetUpVolumeGroup(); !st.ok())
     spdlog::error("pool {}: {}; the pool takes no volumes until this is fixed", pool, st.message());
   if (!b->options_.disks.empty()) {
@@ -230,10 +231,20 @@ Status LvmBackend::EnsureMounted(const VolumeRecord& record, const LvmLv& lv, bo
     return Status::FailedPrecondition("staging directory " + dir + " has another filesystem mounted; unmount it");
   }
   std::string fs = FsOf(record);
-  // xfs refuses a second filesystem with the UUID of a mounted one, and a
-  // volume made from a snapshot (or a clone) has its source's.
-  const char* data = fs == "xfs" ? "nouuid" : nullptr;
-  int err = ::mount(device.c_str(), dir.c_str(), fs.c_str(), MS_NOSUID | MS_NODEV, data) == 0 ? 0 : errno;
+  // A mount reads the filesystem's start and waits for as long as its
+  // disk does: through the pool's gate, so a hung disk costs one thread.
+  // (xfs refuses a second filesystem with the UUID of a mounted one, and a
+  // volume made from a snapshot, or a clone, has its source's.)
+  auto errno_of = std::make_shared<int>(0);
+  auto try_mount = [&] {
+    return gate_->Run("the staging mount of volume " + record.spec.name, [device, dir, fs, errno_of](const Step&) {
+      const char* data = fs == "xfs" ? "nouuid" : nullptr;
+      *errno_of = ::mount(device.c_str(), dir.c_str(), fs.c_str(), MS_NOSUID | MS_NODEV, data) == 0 ? 0 : errno;
+      return Status::Ok();
+    });
+  };
+  NODEVOL_RETURN_IF_ERROR(try_mount());
+  int err = *errno_of;
   if (err == EIO) {
     // The LV's device-mapper table may still map a disk that was pulled
     // and put back (under a new device number): reload it from the
@@ -242,10 +253,12 @@ Status LvmBackend::EnsureMounted(const VolumeRecord& record, const LvmLv& lv, bo
     spdlog::warn("pool {}: mount of LV {}/{} failed with an I/O error; reloading its table (lvchange --refresh) "
                  "in case its disk was pulled and put back",
                  pool_, lv.vg, lv.name);
-    if (Status st = lvm_->Refresh(lv.vg, lv.name); !st.ok())
+    if (Status st = lvm_->Refresh(lv.vg, lv.name); !st.ok()) {
       spdlog::warn("pool {}: lvchange --refresh {}/{}: {}", pool_, lv.vg, lv.name, st.message());
-    else
-      err = ::mount(device.c_str(), dir.c_str(), fs.c_str(), MS_NOSUID | MS_NODEV, data) == 0 ? 0 : errno;
+    } else {
+      NODEVOL_RETURN_IF_ERROR(try_mount());
+      err = *errno_of;
+    }
   }
   if (err != 0)
     return Status::FromErrno("mount " + device + " (" + fs + ") on " + dir +

@@ -21,6 +21,7 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "backend/disk_gate.h"
 #include "backend/lvm/disks.h"
 #include "backend/lvm/filesystem.h"
 #include "backend/lvm/lvm.h"
@@ -36,7 +37,8 @@ class LvmBackend : public Backend {
   // capacity until it appears (a disk may be hot-plugged later).
   static Status Make(const std::string& pool, const Params& options, const std::string& state_dir,
                      std::shared_ptr<Lvm> lvm, std::unique_ptr<Backend>* out,
-                     std::chrono::milliseconds mkfs_timeout = kFsToolTimeout);
+                     std::chrono::milliseconds mkfs_timeout = kFsToolTimeout,
+                     std::chrono::milliseconds io_limit = std::chrono::seconds(30));
   ~LvmBackend() override;
 
   std::string kind() const override { return "lvm"; }
@@ -54,6 +56,8 @@ class LvmBackend : public Backend {
   Status Delete(const VolumeRecord& record) override;
   Status Expand(VolumeRecord* record, uint64_t new_size) override;
   Status Stage(const VolumeRecord& record, std::string* path) override;
+  // Staging mounts go through it, and so does the node's fsGroup walk.
+  DiskGate* disk_gate() override { return gate_.get(); }
   Status Unstage(const VolumeRecord& record) override;
   std::string StagedMount(const VolumeRecord& record) const override { return StagingDir(record.spec.name); }
   Status Check(const VolumeRecord& record) override;
@@ -150,6 +154,7 @@ class LvmBackend : public Backend {
   std::string vg_uuid_dir_;  // <state dir>/lvm
   std::shared_ptr<Lvm> lvm_;
   std::chrono::milliseconds mkfs_timeout_ = kFsToolTimeout;  // of mkfs and grows
+  std::unique_ptr<DiskGate> gate_;  // set by Make
   // Serializes capacity check + lvcreate/lvextend in this pool: lvm
   // enforces a VG's free space but not a thin pool's overprovision ratio.
   std::mutex allocate_mu_;

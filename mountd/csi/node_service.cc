@@ -88,6 +88,7 @@ grpc::Status NodeService::NodePublishVolume(grpc::ServerContext* ctx, const ::cs
       a.fs_group = static_cast<uint32_t>(gid);
     }
     a.pod = {Get(vc, kPodUid), Get(vc, kPodName), Get(vc, kPodNamespace), Get(vc, kServiceAccount)};
+    a.pod_required = true;
     a.deadline = ctx->deadline();
     std::string volume, target;
     Status st = node_->Publish(a, &volume, &target);
@@ -131,6 +132,14 @@ grpc::Status NodeService::NodeGetVolumeStats(grpc::ServerContext* ctx, const ::c
     }
     VolumeStats s;
     NODEVOL_RETURN_IF_ERROR(node_->GetVolumeStats(path, &s));
+    // An inline id names no domain volume: what is published at the path
+    // must at least be an inline volume, not any claim's.
+    if (inline_id) {
+      VolumeView at;
+      if (!FindVolume(node_, s.volume, &at).ok() || !at.record.ephemeral)
+        return Status::NotFound("no inline volume is published at " + req->volume_path() + " (volume_id " +
+                                req->volume_id() + " is an inline volume's)");
+    }
     auto* bytes = resp->add_usage();
     bytes->set_unit(::csi::v1::VolumeUsage::BYTES);
     bytes->set_total(s.total_bytes);
@@ -152,7 +161,14 @@ grpc::Status NodeService::NodeExpandVolume(grpc::ServerContext* ctx, const ::csi
     VolumeView v;
     NODEVOL_RETURN_IF_ERROR(FindVolume(node_, req->volume_id(), &v));
     if (req->volume_path().empty()) return Status::InvalidArgument("volume_path is required");
-    uint64_t want = req->capacity_range().required_bytes();
+    if (req->capacity_range().required_bytes() < 0 || req->capacity_range().limit_bytes() < 0)
+      return Status::InvalidArgument("capacity_range: required_bytes and limit_bytes may not be negative");
+    // The spec's volume_path is where the volume is published: NOT_FOUND
+    // when it is not there, rather than growing whatever the id names.
+    std::string path = Resolved(req->volume_path());
+    if (path.empty() || std::find(v.published_at.begin(), v.published_at.end(), path) == v.published_at.end())
+      return Status::NotFound("volume " + req->volume_id() + " is not published at " + req->volume_path());
+    uint64_t want = static_cast<uint64_t>(req->capacity_range().required_bytes());
     if (req->capacity_range().limit_bytes() && want > static_cast<uint64_t>(req->capacity_range().limit_bytes()))
       return Status::InvalidArgument("capacity_range: required_bytes is above limit_bytes");
     // The volume grows, filesystem included, online: the backend grows the

@@ -57,6 +57,24 @@ Status Invalid(const std::string& path, const std::string& why) {
 
 }  // namespace
 
+Status ResolveExistingPart(const std::string& path, std::string* out) {
+  std::string head = path, tail;
+  for (;;) {
+    int err = 0;
+    std::string resolved;
+    if (RealPath(head.empty() ? "/" : head, &resolved, &err)) {
+      *out = (resolved == "/" ? "" : resolved) + tail;
+      if (out->empty()) *out = "/";
+      return Status::Ok();
+    }
+    if (err != ENOENT) return Status::FromErrno("resolve " + head, err);
+    size_t slash = head.rfind('/');
+    if (slash == std::string::npos) return Status::InvalidArgument("\"" + path + "\" is not an absolute path");
+    tail = head.substr(slash) + tail;
+    head = head.substr(0, slash);
+  }
+}
+
 Status ResolveTarget(const std::string& pods_root, const std::string& path, Target* out,
                      bool allow_missing_parent) {
   if (path.empty()) return Status::InvalidArgument("target is empty");
@@ -84,7 +102,9 @@ Status ResolveTarget(const std::string& pods_root, const std::string& path, Targ
     std::string rparent;
     if (!RealPath(parent, &rparent, &err)) {
       if (err == ENOENT && allow_missing_parent) {
-        rparent = parent;  // nothing exists there: checked lexically only
+        // Kubelet may have removed the directories already; its root may
+        // still be a symlink.
+        NODEVOL_RETURN_IF_ERROR(ResolveExistingPart(parent, &rparent));
       } else if (err == ENOENT) {
         return Invalid(path, "has no parent directory");
       } else {
@@ -149,7 +169,7 @@ Status ResolveBlockTarget(const std::string& block_root, const std::string& path
   if (!RealPath(parent, &rparent, &err)) {
     if (err != ENOENT) return Status::FromErrno("resolve " + parent, err);
     if (!allow_missing_parent) return invalid("has no parent directory");
-    rparent = parent;  // nothing exists there: checked lexically only
+    NODEVOL_RETURN_IF_ERROR(ResolveExistingPart(parent, &rparent));
   }
   std::string prefix = block_root + "/";
   if (rparent.compare(0, prefix.size(), prefix) != 0)

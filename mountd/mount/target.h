@@ -49,6 +49,12 @@ Status ResolveBlockTarget(const std::string& block_root, const std::string& path
 // or for raw block a file (showing the device node while bound).
 inline bool IsTargetType(unsigned mode) { return S_ISDIR(mode) || S_ISREG(mode) || S_ISBLK(mode); }
 
+// `path` (absolute, no "." or ".." components) with every symlink of the
+// part that exists resolved, and the rest (missing) appended as given:
+// what a path kubelet names under a symlinked root resolves to, even after
+// kubelet removed its last directories. Errors other than ENOENT fail.
+Status ResolveExistingPart(const std::string& path, std::string* out);
+
 // Resolves a directory given in configuration (realpath); it must exist.
 Status ResolveConfiguredDir(const std::string& what, const std::string& path, std::string* out);
 

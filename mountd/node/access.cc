@@ -24,13 +24,19 @@ constexpr char kClaimNamespace[] = "nodevol.io/pvc-namespace";
 
 void Node::SetInlinePolicies(std::map<std::string, InlinePolicy> policies) { inline_policies_ = std::move(policies); }
 
-Status Node::CheckPodMayUse(const VolumeRecord& rec, const PodIdentity& pod) const {
+Status Node::CheckPodMayUse(const VolumeRecord& rec, const PodIdentity& pod, bool pod_required) const {
   if (rec.ephemeral)
     return Status::PermissionDenied("volume " + rec.spec.name +
                                     " is another pod's inline volume; it cannot be published by name");
-  // No pod: an operator's call on the root-only socket (nodevolctl).
-  if (pod.ns.empty()) return Status::Ok();
   auto it = rec.spec.parameters.find(kClaimNamespace);
+  // No pod: an operator's call on the root-only socket (nodevolctl), or a
+  // kubelet that was not told to say (pod_required).
+  if (pod.ns.empty() && pod_required && it != rec.spec.parameters.end())
+    return Status::FailedPrecondition(
+        "volume " + rec.spec.name + " belongs to a claim, and kubelet sent no pod namespace to check it against: "
+        "the CSIDriver nodevol.io needs podInfoOnMount: true (deploy/ and the chart set it; kubectl get csidriver "
+        "nodevol.io -o yaml)");
+  if (pod.ns.empty()) return Status::Ok();
   if (it == rec.spec.parameters.end())
     return Status::PermissionDenied(
         "volume " + rec.spec.name + " records no claim namespace, so no pod may use it: a volume made by hand for a "

@@ -88,6 +88,11 @@ struct PublishArgs {
   // publish path (SetKubeletRoot), not a directory into a pod.
   bool block = false;
   PodIdentity pod;
+  // The caller is kubelet (the CSI door), which must say which pod: a
+  // claim's volume is refused without a pod namespace to check it against
+  // (a CSIDriver without podInfoOnMount). Without it (nodevolctl on the
+  // root-only socket) a publish without a pod is an operator's.
+  bool pod_required = false;
   // The pool of a volume this node may not know (the PV's flex option
   // `pool`): an NFS volume another node made is looked for on that pool's
   // export, or on every pool's when empty (node/shared.cc).
@@ -174,7 +179,7 @@ class Node {
   Status CheckSpec(const VolumeSpec& spec) const;
   // node/access.cc: whether `pod` may have volume `rec` published, and the
   // spec of an inline volume named `name` if its pool allows it.
-  Status CheckPodMayUse(const VolumeRecord& rec, const PodIdentity& pod) const;
+  Status CheckPodMayUse(const VolumeRecord& rec, const PodIdentity& pod, bool pod_required) const;
   Status InlineVolumeSpec(const InlineSpec& in, const std::string& name, VolumeSpec* out) const;
   // node/snapshots.cc: the source a spec names (from_snapshot or
   // from_volume), checked against the spec; expects mu_ held.

@@ -3,6 +3,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -37,7 +38,20 @@ void Node::SetKubeletRoot(const std::string& kubelet_root) {
 }
 
 Status Node::Resolve(const std::string& path, bool block, Target* out, bool allow_missing_parent) const {
-  bool below_block_root = !block_root_.empty() && path.compare(0, block_root_.size() + 1, block_root_ + "/") == 0;
+  auto below = [this](const std::string& p) {
+    return !block_root_.empty() && p.compare(0, block_root_.size() + 1, block_root_ + "/") == 0;
+  };
+  // kubelet names targets under its root as configured, which may be a
+  // symlink to the resolved block_root_: what the path resolves to counts
+  // (an unpublish does not say which kind of target it names).
+  // The leaf is never followed (ResolveBlockTarget refuses a symlink).
+  bool below_block_root = below(path);
+  size_t slash = path.rfind('/');
+  std::string parent;
+  if (!below_block_root && !block_root_.empty() && slash != std::string::npos && slash > 0 &&
+      path.compare(0, pods_root_.size() + 1, pods_root_ + "/") != 0 &&
+      ResolveExistingPart(path.substr(0, slash), &parent).ok())
+    below_block_root = below(parent + path.substr(slash));
   if (!block && !below_block_root) return ResolveTarget(pods_root_, path, out, allow_missing_parent);
   if (block_root_.empty())
     return Status::FailedPrecondition("raw block volumes are published through nodevold's CSI front door, which "
@@ -97,6 +111,17 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
     NODEVOL_RETURN_IF_ERROR(InspectMount(pub.source, target.path, &ms, &ro));
     if (pub.state == PublicationState::kPublished && ms == MountState::kMountedSource && ro == read_only)
       return Status::Ok();
+    if (pub.state == PublicationState::kPublished && ms == MountState::kNotMounted) {
+      // The bind is gone (an umount by hand; a start at which the pool's
+      // storage was late): kubelet only ever retries the publish, so the
+      // publish makes it again, as recorded.
+      unsigned long recorded = 0;
+      ParseBindOptions(pub.mount_options, &recorded);  // validated when recorded
+      NODEVOL_RETURN_IF_ERROR(
+          Rebind(&pub, recorded & ~MS_RDONLY).WithContext("publication of " + name + " at " + target.path));
+      spdlog::warn("publication of {} at {}: its bind mount was missing; re-created", name, target.path);
+      return Status::Ok();
+    }
     if (ms == MountState::kMountedSource && ro != read_only)
       return Status::FailedPrecondition("publication of " + name + " at " + target.path + " is mounted " +
                                         (ro ? "read-only" : "read-write") + ", not as recorded; unpublish it and "
@@ -132,12 +157,12 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
     NODEVOL_RETURN_IF_ERROR(CreateLocked(inline_spec, true, &created));
     rec = created.record;
   } else if (LookupVolume(name, &rec)) {
-    NODEVOL_RETURN_IF_ERROR(CheckPodMayUse(rec, args.pod));
+    NODEVOL_RETURN_IF_ERROR(CheckPodMayUse(rec, args.pod, args.pod_required));
   } else {
     // Another node's NFS volume (node/shared.cc): the pod is checked
     // against the record its creator wrote before a copy is kept here.
     NODEVOL_RETURN_IF_ERROR(FindShared(name, args.pool, &rec));
-    NODEVOL_RETURN_IF_ERROR(CheckPodMayUse(rec, args.pod));
+    NODEVOL_RETURN_IF_ERROR(CheckPodMayUse(rec, args.pod, args.pod_required));
     NODEVOL_RETURN_IF_ERROR(store_->PutVolume(rec));
     SaveVolumeInMemory(rec);
   }

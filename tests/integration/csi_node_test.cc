@@ -130,11 +130,60 @@ TEST_F(CsiNodeTest, RefusesTargetsKubeletNeverGivesAndChangesNothing) {
   EXPECT_EQ(MountsBelow(root_), 0);
 }
 
+// issue 58 item 3: with kubelet's root behind a symlink, Publish resolved
+// the path and Unpublish compared it literally: a raw block target, or a
+// filesystem target whose directory kubelet had already removed, was
+// INVALID_ARGUMENT for ever, and kubelet's teardown never ended.
+TEST_F(CsiNodeTest, UnpublishUnderASymlinkedKubeletRoot) {
+  const std::string link = root_ + "-link";  // what kubelet's --root-dir names
+  fs::create_directory_symlink(root_, link);
+  MakeVolume("pv-l", "team");
+  PodDir("uid-l", "pv-l");
+  std::string via_link = link + "/pods/uid-l/volumes/kubernetes.io~csi/pv-l/mount";
+  ASSERT_TRUE(Publish(Request("pv-l", via_link, "team")).ok());
+  EXPECT_EQ(MountsBelow(pods_root_), 1);
+  grpc::Status st = Unpublish("pv-l", via_link);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(MountsBelow(pods_root_), 0);
+  // kubelet removed the pod's directories before its retry.
+  fs::remove_all(pods_root_ + "/uid-l");
+  st = Unpublish("pv-l", via_link);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  // A raw block target below the link (nothing published there).
+  std::string block = link + "/plugins/kubernetes.io/csi/volumeDevices/publish/pv-l/uid-l";
+  st = Unpublish("pv-l", block);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  fs::create_directories(root_ + "/plugins/kubernetes.io/csi/volumeDevices/publish/pv-l");
+  st = Unpublish("pv-l", block);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  // Still refused: a path that leads outside kubelet's directories.
+  fs::create_directory_symlink(root_ + "/elsewhere", link + "-out");
+  st = Unpublish("pv-l", link + "-out/pods/uid-l/volumes/kubernetes.io~csi/pv-l/mount");
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
+  fs::remove(link);
+  fs::remove(link + "-out");
+}
+
 TEST_F(CsiNodeTest, APodOfAnotherNamespaceGetsNothing) {
   MakeVolume("pv-c", "team");
   std::string target = PodDir("pod-1", "pv-c") + "/mount";
   grpc::Status st = Publish(Request("pv-c", target, "intruder"));
   EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED) << st.error_message();
+  EXPECT_FALSE(fs::exists(target));
+  EXPECT_EQ(MountsBelow(pods_root_), 0);
+}
+
+// issue 58 item 5: a CSIDriver without podInfoOnMount sends no pod, and
+// the claim-namespace check was skipped: any pod got any claim's volume.
+TEST_F(CsiNodeTest, NoPodIdentityNoClaimsVolume) {
+  MakeVolume("pv-p", "team");
+  std::string target = PodDir("pod-1", "pv-p") + "/mount";
+  NodePublishVolumeRequest r = Request("pv-p", target, "team");
+  for (const char* k : {"csi.storage.k8s.io/pod.namespace", "csi.storage.k8s.io/pod.name"})
+    r.mutable_volume_context()->erase(k);
+  grpc::Status st = Publish(r);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << st.error_message();
+  EXPECT_NE(st.error_message().find("podInfoOnMount: true"), std::string::npos) << st.error_message();
   EXPECT_FALSE(fs::exists(target));
   EXPECT_EQ(MountsBelow(pods_root_), 0);
 }
@@ -201,7 +250,38 @@ TEST_F(CsiNodeTest, StatsAreThoseOfThePublishedVolume) {
   grpc::ClientContext c2;
   r.set_volume_id("pv-f");
   EXPECT_EQ(node_->NodeGetVolumeStats(&c2, r, &resp).error_code(), grpc::StatusCode::NOT_FOUND);
+  // issue 58 item 9: an inline volume's kind of id at a claim's path
+  // reported that claim's volume.
+  grpc::ClientContext c3;
+  r.set_volume_id("csi-0123456789abcdef");
+  EXPECT_EQ(node_->NodeGetVolumeStats(&c3, r, &resp).error_code(), grpc::StatusCode::NOT_FOUND);
   ASSERT_TRUE(Unpublish("pv-e", target).ok());
+}
+
+// issue 58 item 9: NodeExpandVolume took a negative size (answering
+// capacity_bytes -1) and grew whatever the id named, wherever the path was.
+TEST_F(CsiNodeTest, ExpandChecksTheSizeAndThePath) {
+  MakeVolume("pv-x", "team");
+  std::string target = PodDir("pod-1", "pv-x") + "/mount";
+  ASSERT_TRUE(Publish(Request("pv-x", target, "team")).ok());
+  auto expand = [&](const std::string& path, int64_t bytes, ::csi::v1::NodeExpandVolumeResponse* resp) {
+    grpc::ClientContext c;
+    ::csi::v1::NodeExpandVolumeRequest r;
+    r.set_volume_id("pv-x");
+    r.set_volume_path(path);
+    r.mutable_capacity_range()->set_required_bytes(bytes);
+    return node_->NodeExpandVolume(&c, r, resp);
+  };
+  ::csi::v1::NodeExpandVolumeResponse resp;
+  EXPECT_EQ(expand(target, -1, &resp).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  std::string elsewhere = PodDir("pod-2", "pv-x") + "/mount";
+  fs::create_directories(elsewhere);
+  EXPECT_EQ(expand(elsewhere, 128 << 20, &resp).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(GetVolume("pv-x").size_bytes(), 64ull << 20) << "a refused expand changed the volume";
+  grpc::Status st = expand(target, 128 << 20, &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(resp.capacity_bytes(), 128 << 20);
+  ASSERT_TRUE(Unpublish("pv-x", target).ok());
 }
 
 }  // namespace

@@ -358,6 +358,27 @@ TEST_F(PublishTest, DeleteOfAPublishedVolumeFailsAndKeepsEverything) {
   EXPECT_TRUE(IsMountPoint(t));
 }
 
+// issue 58 item 2: a publication whose bind was gone answered every
+// kubelet retry "unpublish it and publish again", which kubelet never
+// does; only a restart of nodevold made the bind again.
+TEST_F(PublishTest, APublishRemakesABindThatIsGone) {
+  ASSERT_TRUE(CreateVolume("v1", 1 << 20).ok());
+  std::string t = MakeTarget("pod-1", "data");
+  ASSERT_TRUE(Publish("v1", t).ok());
+  WriteFile(t + "/file", "data");
+  ASSERT_EQ(::umount2(t.c_str(), MNT_DETACH), 0) << strerror(errno);
+  EXPECT_EQ(MountsBelow(pods_root_), 0);
+  grpc::Status st = Publish("v1", t);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(MountsBelow(pods_root_), 1);
+  EXPECT_EQ(ReadAll(t + "/file"), "data") << "the bind is of the volume again";
+  EXPECT_EQ(GetVolume("v1").published_at_size(), 1);
+  ASSERT_TRUE(Publish("v1", t).ok()) << "and a retry after that is the plain idempotent answer";
+  EXPECT_EQ(MountsBelow(pods_root_), 1);
+  ASSERT_TRUE(Unpublish(t).ok());
+  EXPECT_EQ(MountsBelow(pods_root_), 0);
+}
+
 TEST_F(PublishTest, ForeignMountIsRefusedAndLeftAlone) {
   ASSERT_TRUE(CreateVolume("v1", 1 << 20).ok());
   std::string t = MakeTarget("pod-1", "data");

@@ -40,6 +40,14 @@ Status WriteFileAtomic(const std::string& dir, const std::string& name, std::str
   std::string path = dir + "/" + name;
   UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode));
   if (fd.get() < 0) return FileChangeError("create " + tmp, errno);
+  // open's mode applies only when it creates the file: a temp file left by
+  // a killed write keeps whatever mode it had, and a key written over it
+  // would get that mode. Set it before the first byte.
+  if (::fchmod(fd.get(), mode) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    return FileChangeError("chmod " + tmp, err);
+  }
   const char* p = contents.data();
   size_t left = contents.size();
   while (left > 0) {

@@ -63,6 +63,15 @@ Status ValidatePoolName(std::string_view name) {
   return Status::Ok();
 }
 
+std::string CanonicalIp(std::string_view text) {
+  std::string s(text);
+  unsigned char buf[16];
+  char out[INET6_ADDRSTRLEN];
+  if (::inet_pton(AF_INET, s.c_str(), buf) == 1) return ::inet_ntop(AF_INET, buf, out, sizeof out) ? out : "";
+  if (::inet_pton(AF_INET6, s.c_str(), buf) == 1) return ::inet_ntop(AF_INET6, buf, out, sizeof out) ? out : "";
+  return "";
+}
+
 Status CheckNodeIdentityName(std::string_view name) {
   std::string n(name);
   if (n.size() > 2 && n.front() == '[' && n.back() == ']') n = n.substr(1, n.size() - 2);

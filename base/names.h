@@ -28,4 +28,9 @@ Status ValidatePoolName(std::string_view name);
 // dialling and nodevolctl refuse such names with this message.
 Status CheckNodeIdentityName(std::string_view name);
 
+// One spelling per IP address ("FD00::1", "fd00:0::1" and "fd00::1" are
+// one address; inet_ntop's form): "" when `text` is no address. Addresses
+// are compared only so, never as the text someone wrote.
+std::string CanonicalIp(std::string_view text);
+
 }  // namespace nodevol

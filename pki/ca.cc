@@ -58,6 +58,11 @@ Status Build(const Ca::Leaf& leaf, EVP_PKEY* subject_key, X509* issuer, EVP_PKEY
   NODEVOL_RETURN_IF_ERROR(AddExtension(cert.get(), &ctx, NID_subject_key_identifier, "hash"));
   NODEVOL_RETURN_IF_ERROR(AddExtension(cert.get(), &ctx, NID_authority_key_identifier, "keyid:always"));
   if (!is_ca) {
+    // A leaf says what it is for: one that asks for neither is a caller's
+    // mistake, not a client certificate by default.
+    if (!leaf.server_auth && !leaf.client_auth)
+      return Status::InvalidArgument("certificate for \"" + leaf.common_name +
+                                     "\" asks for no usage: set server_auth, client_auth or both");
     std::string eku = leaf.server_auth && leaf.client_auth ? "serverAuth,clientAuth"
                       : leaf.server_auth                   ? "serverAuth"
                                                            : "clientAuth";

@@ -70,6 +70,20 @@ TEST(Ca, IssuesAClientCertificateWithItsOwnKey) {
   EXPECT_NE(key.find("PRIVATE KEY"), std::string::npos);
 }
 
+// issue 60 item 7: a leaf that set neither usage was silently issued as a
+// client certificate.
+TEST(Ca, ALeafWithNoUsageIsRefused) {
+  Ca ca;
+  ASSERT_TRUE(Ca::Make("nodevol-ca", std::chrono::hours(24), &ca).ok());
+  Ca::Leaf leaf;
+  leaf.common_name = "nobody";
+  leaf.lifetime = std::chrono::hours(1);
+  std::string key, cert;
+  Status st = ca.Issue(leaf, &key, &cert);
+  EXPECT_EQ(st.code(), Status::Code::kInvalidArgument) << st.message();
+  EXPECT_TRUE(cert.empty());
+}
+
 TEST(Ca, LoadsWhatItWroteAndSignsTheSame) {
   Ca made, loaded;
   ASSERT_TRUE(Ca::Make("nodevol test CA", 24h, &made).ok());

@@ -8,6 +8,7 @@
 #include "base/atomic_file.h"
 #include "base/backoff.h"
 #include "base/host_port.h"
+#include "base/names.h"
 #include "kube/api.h"
 #include "kube/fields.h"
 
@@ -18,8 +19,14 @@ bool IsWildcard(const std::string& host) {
   return host.empty() || host == "0.0.0.0" || host == "[::]" || host == "::";
 }
 
+// Addresses in one spelling each (the Node's status may say FD00::1, the
+// certificate says fd00::1), sorted.
 std::string AsText(const std::vector<std::string>& v) {
-  std::vector<std::string> s = v;
+  std::vector<std::string> s;
+  for (const std::string& ip : v) {
+    std::string c = CanonicalIp(ip);
+    s.push_back(c.empty() ? ip : c);
+  }
   std::sort(s.begin(), s.end());
   std::string out;
   for (const auto& x : s) out += (out.empty() ? "" : ",") + x;

@@ -47,14 +47,6 @@ std::string IpText(const unsigned char* p, int len) {
   return "";
 }
 
-// One spelling per address ("::1" and "0::1" are the same): "" when `s` is none.
-std::string NormaliseIp(const std::string& s) {
-  unsigned char buf[16];
-  if (inet_pton(AF_INET, s.c_str(), buf) == 1) return IpText(buf, 4);
-  if (inet_pton(AF_INET6, s.c_str(), buf) == 1) return IpText(buf, 16);
-  return "";
-}
-
 CsrVerdict Deny(CsrVerdict v, std::string reason, std::string message) {
   v.approve = false;
   v.reason = std::move(reason);
@@ -142,7 +134,7 @@ CsrVerdict CheckNodeCsr(const CsrRequest& r, const NodeAddresses& node_addresses
   }
   std::set<std::string> allowed_ips;
   for (const auto& ip : node_ips)
-    if (auto n = NormaliseIp(ip); !n.empty()) allowed_ips.insert(n);
+    if (auto n = CanonicalIp(ip); !n.empty()) allowed_ips.insert(n);
 
   // What for: serving, nothing else.
   static const std::set<std::string> kAllowedUsages = {"digital signature", "key encipherment", "server auth"};

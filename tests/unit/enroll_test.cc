@@ -49,6 +49,11 @@ class TestSigner {
     return ca_.cert_pem();
   }
   void Deny(bool deny) { deny_ = deny; }
+  // The addresses it writes (what the real signer takes from the Node).
+  void SignIps(std::vector<std::string> ips) {
+    std::lock_guard<std::mutex> l(mu_);
+    ips_ = std::move(ips);
+  }
   int signed_count() const { return signed_; }
 
  private:
@@ -66,7 +71,7 @@ class TestSigner {
         } else {
           std::string cert;
           std::lock_guard<std::mutex> l(mu_);
-          ASSERT_TRUE(ca_.SignRequest(request, {"n1", {"n1"}, {"10.0.0.1"}, true, false, lifetime_}, &cert).ok());
+          ASSERT_TRUE(ca_.SignRequest(request, {"n1", {"n1"}, ips_, true, false, lifetime_}, &cert).ok());
           csr["status"] = {{"certificate", kube::EncodeBase64(cert)}};
           ++signed_;
         }
@@ -79,6 +84,7 @@ class TestSigner {
   std::chrono::seconds lifetime_;
   std::mutex mu_;
   pki::Ca ca_;
+  std::vector<std::string> ips_ = {"10.0.0.1"};
   std::atomic<bool> stop_{false}, deny_{false};
   std::atomic<int> signed_{0};
   std::thread thread_;
@@ -243,6 +249,26 @@ TEST_F(EnrollerTest, ANewCaMeansANewCertificate) {
   ASSERT_TRUE(ReadWholeFile(dir_ + "/ca.crt", &bundle).ok());
   EXPECT_EQ(bundle, new_ca);
   EXPECT_EQ(ready, 1);
+}
+
+// issue 60 item 4: the Node's address as it spells it (FD00::1) was
+// compared as text with the certificate's (fd00::1): a new key and CSR on
+// every pass, for ever.
+TEST_F(EnrollerTest, AnAddressSpelledOtherwiseIsTheSameAddress) {
+  api_.Put("/api/v1/nodes/n1", {{"metadata", {{"name", "n1"}}},
+                                 {"status", {{"addresses", {{{"type", "InternalIP"}, {"address", "FD00:0::1"}}}}}}});
+  TestSigner signer(&api_, 1h);
+  signer.SignIps({"fd00::1"});
+  PublishCa(signer.ca());
+  std::atomic<int> ready{0};
+  EnrollConfig c = Config();
+  c.recheck = 1s;
+  Enroller e(&api_, c, [&] { ++ready; });
+  e.Start();
+  ASSERT_TRUE(WaitFor([&] { return ready == 1; }));
+  std::this_thread::sleep_for(2500ms);  // two rechecks
+  e.Stop();
+  EXPECT_EQ(CsrsMade(), 1);
 }
 
 TEST_F(EnrollerTest, FilesOfAnotherNodeAreNotServed) {

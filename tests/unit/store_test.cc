@@ -440,6 +440,23 @@ TEST(AtomicFile, ReplacesWholeFile) {
   fs::remove_all(d);
 }
 
+// issue 60 item 6: a temp file left by a killed write (0644 here) kept its
+// mode, and the key written over it was readable by everyone.
+TEST(AtomicFile, ALeftoverTempFileDoesNotGiveItsMode) {
+  char tmpl[] = "/tmp/nodevol-atomic-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  std::string d = tmpl;
+  int fd = ::open((d + "/.tmp-tls.key").c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::fchmod(fd, 0644), 0);
+  ::close(fd);
+  ASSERT_TRUE(WriteFileAtomic(d, "tls.key", "secret").ok());
+  struct stat st;
+  ASSERT_EQ(::stat((d + "/tls.key").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  fs::remove_all(d);
+}
+
 // What the durability trace below records: run under strace by it.
 TEST(StoreTrace, DISABLED_WriteRecords) {
   const char* dir = std::getenv("NODEVOL_TRACE_DIR");

@@ -137,6 +137,13 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
   // fails, either goes again (unless a publication already uses it).
   bool succeeded = false;
   bool made_target = false;
+  // An inline volume found ready before this call (kept by a start's
+  // reconcile when its pod directory was missing, or left by a power loss
+  // with its publication record) holds a pod's data: a failed publish of
+  // it leaves it for the next one, or for DeleteVolume.
+  VolumeRecord before;
+  const bool inline_kept =
+      args.inline_spec && LookupVolume(name, &before) && before.state == VolumeState::kReady;
   struct Cleanup {
     std::function<void()> fn;
     ~Cleanup() { fn(); }
@@ -145,7 +152,7 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
     if (succeeded || !PublishedAt(name).empty()) return;
     if (args.inline_spec) {
       bool existed = false;
-      DeleteLocked(name, &existed);
+      if (!inline_kept) DeleteLocked(name, &existed);
     } else {
       DropSharedCopy(name);
     }

@@ -7,7 +7,10 @@
 // try runs under the target's and the volume's locks, as a Publish does.
 #include <spdlog/spdlog.h>
 #include <sys/mount.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+
+#include <cerrno>
 
 #include "mount/bind.h"
 #include "mount/mount_table.h"
@@ -46,9 +49,18 @@ void Node::RestageLoop() {
       if (!tg.status().ok() || !LookupPublication(target, &pub)) continue;  // unpublished meanwhile
       LockTable::Guard vg(&locks_, VolumeKey(pub.volume));
       if (!vg.status().ok()) continue;
-      struct statx st;
-      if (!StatCached(target, false, &st).ok() || !IsTargetType(st.stx_mode)) {
-        spdlog::warn("publication of {} at {}: the target directory is gone; not re-creating its bind", pub.volume,
+      // The pod went while its bind waited: nothing is mounted there, and
+      // a record left "published" would refuse the volume's delete until
+      // the next start. It goes, as a start's reconcile drops it.
+      auto gone = [&] {
+        struct statx st;
+        if (::statx(AT_FDCWD, target.c_str(), AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC, STATX_TYPE, &st) != 0)
+          return errno == ENOENT;
+        return !IsTargetType(st.stx_mode);
+      };
+      if (gone()) {
+        RollBack(pub, "target directory is gone; record removed");
+        spdlog::warn("publication of {} at {}: the target directory is gone; its record is removed", pub.volume,
                      target);
         continue;
       }
@@ -57,6 +69,12 @@ void Node::RestageLoop() {
       unsigned long flags = 0;
       ParseBindOptions(pub.mount_options, &flags);  // validated when recorded
       Status s = Rebind(&pub, flags & ~MS_RDONLY);
+      if (!s.ok() && gone()) {
+        RollBack(pub, "target directory went while its bind was re-created; record removed");
+        spdlog::warn("publication of {} at {}: the target directory went while its bind was re-created; its record "
+                     "is removed", pub.volume, target);
+        continue;
+      }
       if (!s.ok()) {
         spdlog::warn("publication of {} at {}: bind mount is missing and {}; trying again in {} s", pub.volume,
                      target, s.message(), kRetryEvery.count());

@@ -316,6 +316,36 @@ TEST_F(ReconcileTest, InlineVolumeWhosePublicationRecordIsLostIsKept) {
   EXPECT_TRUE(fs::is_empty(pool_dir_));
 }
 
+// issue 59 item 3: the kept inline volume was deleted, data and all, by
+// the first publish of its target that failed after the create step.
+TEST_F(ReconcileTest, AKeptInlineVolumeOutlivesAFailedPublish) {
+  std::string t = MakeTarget("pod-1", "scratch");
+  std::string name = PublishInline(t);
+  ASSERT_FALSE(name.empty());
+  std::ofstream(t + "/scratch") << "pod data";
+  KillDaemon();
+  ASSERT_EQ(::umount2(t.c_str(), 0), 0);
+  for (const auto& e : fs::directory_iterator(state_dir_ + "/publications")) fs::remove(e.path());
+  StartDaemon();
+  // Something else is mounted there now: the publish fails after the
+  // (idempotent) create of the inline volume.
+  ASSERT_EQ(::mount("nodevol-test", t.c_str(), "tmpfs", 0, "size=1m"), 0) << strerror(errno);
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx);
+  v1::PublishRequest req;
+  req.mutable_inline_()->set_pool("default");
+  req.mutable_inline_()->set_size_bytes(1 << 20);
+  req.set_target(t);
+  v1::PublishResponse resp;
+  EXPECT_EQ(stub()->Publish(&ctx, req, &resp).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  ASSERT_EQ(::umount2(t.c_str(), 0), 0);
+  EXPECT_EQ(ReadAll(pool_dir_ + "/" + name + "/scratch"), "pod data") << "the failed publish deleted the volume";
+  EXPECT_EQ(PublishInline(t), name);
+  EXPECT_EQ(ReadAll(t + "/scratch"), "pod data");
+  ASSERT_TRUE(Unpublish(t).ok());
+  EXPECT_TRUE(fs::is_empty(pool_dir_));
+}
+
 // A record written by a newer nodevold (a downgrade with live pods): this
 // one must refuse to start and change nothing, never read it as absent.
 TEST_F(ReconcileTest, RecordOfANewerFormatStopsTheStartAndChangesNothing) {

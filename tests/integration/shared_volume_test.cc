@@ -8,11 +8,15 @@
 #include <gtest/gtest.h>
 #include <sys/mount.h>
 
+#include <cstring>
+
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <condition_variable>
 #include <mutex>
+#include <thread>
 
 #include "backend/registry.h"
 #include "daemon_fixture.h"
@@ -29,6 +33,12 @@ struct Export {
   std::mutex mu;
   std::map<std::string, VolumeRecord> records;
   int finds = 0;
+  // As an NFS pool: binds are re-created after the start, in the
+  // background. With `hold` a Stage waits until it is cleared.
+  bool stage_may_wait = false;
+  bool hold = false;
+  int held = 0;  // Stages waiting now
+  std::condition_variable cv;
 };
 
 class SharingDirBackend : public Backend {
@@ -47,7 +57,16 @@ class SharingDirBackend : public Backend {
     return Status::Ok();
   }
   Status Expand(VolumeRecord* record, uint64_t n) override { return dir_->Expand(record, n); }
-  Status Stage(const VolumeRecord& record, std::string* path) override { return dir_->Stage(record, path); }
+  Status Stage(const VolumeRecord& record, std::string* path) override {
+    std::unique_lock<std::mutex> l(exp_->mu);
+    ++exp_->held;
+    exp_->cv.notify_all();
+    exp_->cv.wait(l, [&] { return !exp_->hold; });
+    --exp_->held;
+    l.unlock();
+    return dir_->Stage(record, path);
+  }
+  bool StageMayWait() const override { return exp_->stage_may_wait; }
   Status Unstage(const VolumeRecord& record) override { return dir_->Unstage(record); }
   Status Check(const VolumeRecord& record) override { return dir_->Check(record); }
   Status GetCapacity(Capacity* out) override { return dir_->GetCapacity(out); }
@@ -202,6 +221,44 @@ TEST_F(SharedVolumeTest, AFailedPublishDropsTheCopy) {
 
 // A copy with no publication at start (a kill -9 between an unpublish and
 // the drop) goes; a published one stays, and so does the creator's record.
+// issue 59 item 4: the re-staging thread dropped a target whose directory
+// had gone but kept its "published" record, so DeleteVolume was refused
+// until nodevold restarted.
+TEST_F(SharedVolumeTest, ARestageWhoseTargetWentDropsThePublication) {
+  CreateOnA("pvc-r", "team");
+  std::string t = Target("a", "pod-r");
+  ASSERT_TRUE(PublishOn(a_.get(), "pvc-r", t, "team").ok());
+  {
+    std::lock_guard<std::mutex> l(export_.mu);
+    export_.stage_may_wait = true;
+    export_.hold = true;
+  }
+  a_.reset();
+  stores_.erase("a");
+  ASSERT_EQ(::umount2(t.c_str(), MNT_DETACH), 0) << strerror(errno);  // a reboot
+  a_ = MakeNode("a");  // the bind waits for the re-staging thread, whose Stage waits
+  {
+    std::unique_lock<std::mutex> l(export_.mu);
+    ASSERT_TRUE(export_.cv.wait_for(l, std::chrono::seconds(10), [&] { return export_.held > 0; }));
+  }
+  fs::remove_all(root_ + "/pods-a/pod-r");  // the pod went meanwhile
+  {
+    std::lock_guard<std::mutex> l(export_.mu);
+    export_.hold = false;
+  }
+  export_.cv.notify_all();
+  VolumeView v;
+  for (int i = 0; i < 500; ++i) {
+    ASSERT_TRUE(a_->GetVolume("pvc-r", &v).ok());
+    if (v.published_at.empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(v.published_at.empty()) << "the publication of a target that went is still recorded";
+  bool existed = false;
+  Status st = a_->DeleteVolume("pvc-r", &existed);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+}
+
 TEST_F(SharedVolumeTest, AStartDropsACopyWithoutPublication) {
   CreateOnA("pvc-1", "team");
   CreateOnA("pvc-2", "team");

@@ -38,7 +38,10 @@ Status WriteFileAtomic(const std::string& dir, const std::string& name, std::str
                        bool durable, mode_t mode) {
   std::string tmp = dir + "/" + std::string(kTempPrefix) + name;
   std::string path = dir + "/" + name;
-  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode));
+  // A temp file left by a killed write goes first: a new inode is the
+  // only one no earlier opener holds and no hard link shares.
+  if (::unlink(tmp.c_str()) != 0 && errno != ENOENT) return FileChangeError("remove " + tmp, errno);
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode));
   if (fd.get() < 0) return FileChangeError("create " + tmp, errno);
   // open's mode applies only when it creates the file: a temp file left by
   // a killed write keeps whatever mode it had, and a key written over it

@@ -28,13 +28,14 @@ Status DiskGate::Check() const {
                              "that finishes: call again then");
 }
 
-Status DiskGate::Run(const std::string& what, std::function<Status(const Step&)> work) {
+Status DiskGate::Run(const std::string& what, std::function<Status(const Step&)> work,
+                     std::chrono::milliseconds limit) {
   NODEVOL_RETURN_IF_ERROR(Check());
   auto stuck = stuck_;
   auto start = Clock::now();
   BoundedWork call;
   call.work = std::move(work);
-  call.on_overrun = [stuck, what, pool = pool_, limit = limit_] {
+  call.on_overrun = [stuck, what, pool = pool_, limit] {
     std::lock_guard<std::mutex> l(stuck->mu);
     if (stuck->count++ == 0) {
       stuck->what = what;
@@ -51,7 +52,7 @@ Status DiskGate::Run(const std::string& what, std::function<Status(const Step&)>
     spdlog::warn("pool {}: {} finished after {} s ({}); {}", pool, what, took.count(), st.ok() ? "OK" : st.ToString(),
                  stuck->count == 0 ? "the disk answers again" : "others still wait");
   };
-  return CallWhileAdvancing(limit_, "pool " + pool_ + ": " + what, std::move(call));
+  return CallWhileAdvancing(limit, "pool " + pool_ + ": " + what, std::move(call));
 }
 
 }  // namespace nodevol

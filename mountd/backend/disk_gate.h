@@ -27,7 +27,12 @@ class DiskGate {
 
   // Runs work (which must own what it touches: capture by value) unless
   // an earlier operation is still stuck.
-  Status Run(const std::string& what, std::function<Status(const Step&)> work);
+  Status Run(const std::string& what, std::function<Status(const Step&)> work) {
+    return Run(what, std::move(work), limit_);
+  }
+  // With a limit of its own: a step that may rightly take long (a mount
+  // replaying a journal after a power loss reports no progress).
+  Status Run(const std::string& what, std::function<Status(const Step&)> work, std::chrono::milliseconds limit);
   // UNAVAILABLE while an operation is stuck, else OK: for the operations
   // not bounded here (a copy's syncfs may rightly take minutes).
   Status Check() const;

@@ -165,8 +165,11 @@ grpc::Status NodeService::NodeExpandVolume(grpc::ServerContext* ctx, const ::csi
       return Status::InvalidArgument("capacity_range: required_bytes and limit_bytes may not be negative");
     // The spec's volume_path is where the volume is published: NOT_FOUND
     // when it is not there, rather than growing whatever the id names.
+    // (A raw block volume's: kubelet has passed the device or its global
+    // map path, not the publish file; the LV grew already anyway.)
     std::string path = Resolved(req->volume_path());
-    if (path.empty() || std::find(v.published_at.begin(), v.published_at.end(), path) == v.published_at.end())
+    if (!v.record.spec.block &&
+        (path.empty() || std::find(v.published_at.begin(), v.published_at.end(), path) == v.published_at.end()))
       return Status::NotFound("volume " + req->volume_id() + " is not published at " + req->volume_path());
     uint64_t want = static_cast<uint64_t>(req->capacity_range().required_bytes());
     if (req->capacity_range().limit_bytes() && want > static_cast<uint64_t>(req->capacity_range().limit_bytes()))

@@ -17,7 +17,13 @@ Status LockTable::Lock(const std::string& key) {
   std::unique_lock<std::mutex> l(mu_);
   Entry& e = entries_[key];
   ++e.waiters;
-  bool got = cv_.wait_until(l, deadline, [&] { return !e.held; });
+  bool got = true;
+  // No deadline: a plain wait (a wait_until max() can overflow converting
+  // between clocks).
+  if (deadline == std::chrono::steady_clock::time_point::max())
+    cv_.wait(l, [&] { return !e.held; });
+  else
+    got = cv_.wait_until(l, deadline, [&] { return !e.held; });
   --e.waiters;
   if (!got) {
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - e.since).count();

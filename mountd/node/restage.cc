@@ -46,9 +46,16 @@ void Node::RestageLoop() {
       // is free.
       LockTable::Guard tg(&locks_, TargetKey(target));
       PublicationRecord pub;
-      if (!tg.status().ok() || !LookupPublication(target, &pub)) continue;  // unpublished meanwhile
+      if (!tg.status().ok()) {
+        again.push_back(target);
+        continue;
+      }
+      if (!LookupPublication(target, &pub)) continue;  // unpublished meanwhile
       LockTable::Guard vg(&locks_, VolumeKey(pub.volume));
-      if (!vg.status().ok()) continue;
+      if (!vg.status().ok()) {
+        again.push_back(target);
+        continue;
+      }
       // The pod went while its bind waited: nothing is mounted there, and
       // a record left "published" would refuse the volume's delete until
       // the next start. It goes, as a start's reconcile drops it.

@@ -119,7 +119,7 @@ purge_refused "not purging: 1 snapshot\(s\) still exist on this node \(snap-1\)"
 rm "$r/var/lib/nodevol/snapshots/snap-1.json"
 mkdir -p "$r/var/lib/nodevol/pools/default/.snapshots/snap-2"
 echo "the only copy" >"$r/var/lib/nodevol/pools/default/.snapshots/snap-2/data"
-purge_refused "/var/lib/nodevol/pools/default/.snapshots still holds snapshot copies \(snap-2\)"
+purge_refused "/var/lib/nodevol/pools/default/.snapshots still holds snapshot copies"
 rm -r "$r/var/lib/nodevol/pools/default/.snapshots/snap-2"
 install_pkg "after the refused snapshot purges"
 

@@ -83,7 +83,7 @@ TEST(Lvm, ScratchExtentsAreWhatTheGrowTakes) {
   Lvm lvm("/sbin/lvm", true, fake.runner());
   ASSERT_TRUE(lvm.CreateScratch("vg0", "nvg-b", 8 << 20, {"nodevol.io/grow-of=b"}, {"--stripes", "2"}).ok());
   EXPECT_EQ(fake.calls.back(),
-            (std::vector<std::string>{"/sbin/lvm", "lvcreate", "-y", "-Wn", "-Zn", "-n", "nvg-b", "-L", "8388608b",
+            (std::vector<std::string>{"/sbin/lvm", "lvcreate", "-y", "-Wy", "-Zn", "-n", "nvg-b", "-L", "8388608b",
                                       "--addtag", "nodevol.io/managed", "--addtag", "nodevol.io/grow-of=b",
                                       "--stripes", "2", "vg0"}));
   fake.segments = "  /dev/vdb:16-17 /dev/vdc:16-17\n  /dev/vdb:40-40,/dev/vdc:40-40\n";

@@ -6,6 +6,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
+#include "backend/lvm/capacity.h"
 #include "backend/lvm/lv_name.h"
 #include "backend/lvm/lvm_backend.h"
 #include "base/unique_fd.h"
@@ -13,13 +16,17 @@
 
 namespace nodevol {
 
-Status LvmBackend::ZeroWhole(const std::string& device) {
+Status LvmBackend::ZeroWhole(const std::string& device, const Step& step) {
   UniqueFd fd(::open(device.c_str(), O_WRONLY | O_EXCL | O_CLOEXEC));
   if (fd.get() < 0) return Status::FromErrno("open " + device + " to zero it", errno);
   uint64_t size = 0;
   if (::ioctl(fd.get(), BLKGETSIZE64, &size) != 0) return Status::FromErrno("size of " + device, errno);
-  uint64_t range[2] = {0, size};
-  if (::ioctl(fd.get(), BLKZEROOUT, range) != 0) return Status::FromErrno("zero " + device, errno);
+  constexpr uint64_t kChunk = 64ull << 20;
+  for (uint64_t at = 0; at < size; at += kChunk) {
+    uint64_t range[2] = {at, std::min(kChunk, size - at)};
+    if (::ioctl(fd.get(), BLKZEROOUT, range) != 0) return Status::FromErrno("zero " + device, errno);
+    if (step) step();
+  }
   if (::fdatasync(fd.get()) != 0) return Status::FromErrno("sync " + device, errno);
   return Status::Ok();
 }
@@ -53,50 +60,64 @@ Status LvmBackend::RemoveScratch(const std::string& volume, const LvmReport& rep
   return Status::Ok();
 }
 
-Status LvmBackend::GrowZeroed(const std::string& volume, uint64_t bytes) {
-  // Fresh: a scratch LV left by an interrupted grow is decided on what is
-  // there now, and so is the room.
-  LvmReport report;
-  NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report, /*fresh=*/true));
-  bool removed = false;
-  NODEVOL_RETURN_IF_ERROR(RemoveScratch(volume, report, &removed));
-  if (removed) NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report));
-  const LvmLv* found = nullptr;
-  NODEVOL_RETURN_IF_ERROR(FindLv(volume, report, &found));
-  if (!found) return Status::NotFound("logical volume of volume " + volume + " is missing");
-  const LvmLv lv = *found;
-  if (lv.size >= bytes) return Status::Ok();
-  NODEVOL_RETURN_IF_ERROR(CheckFits(report, bytes - lv.size));
+Status LvmBackend::GrowZeroed(const std::string& volume, uint64_t new_size, uint64_t* lv_bytes) {
   const std::string scratch = GrowLvNameFor(volume);
-  const uint64_t more = bytes - lv.size;
-  // The pool's lvcreate options (stripes) give the scratch LV the layout
-  // lvextend then needs for these extents.
-  std::vector<std::string> extra = options_.lvcreate_options;
-  NODEVOL_RETURN_IF_ERROR(MapLvmNoSpace(lvm_->CreateScratch(
-      options_.vg, scratch, more, {kGrowTagPrefix + volume, kPoolTagPrefix + pool_}, extra)));
-  LvmReport now;
-  NODEVOL_RETURN_IF_ERROR(lvm_->Report(&now, /*fresh=*/true));
-  const LvmLv* s = now.FindLv(options_.vg, scratch);
-  if (!s) return Status::Internal("lvcreate made no LV " + options_.vg + "/" + scratch);
+  LvmLv lv, made;
+  uint64_t bytes = 0;
+  {
+    std::lock_guard<std::mutex> l(*allocate_mu_);
+    // Fresh: a scratch LV left by an interrupted grow is decided on what
+    // is there now, and so is the room.
+    LvmReport report;
+    NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report, /*fresh=*/true));
+    bool removed = false;
+    NODEVOL_RETURN_IF_ERROR(RemoveScratch(volume, report, &removed));
+    if (removed) NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report));
+    const LvmLv* found = nullptr;
+    NODEVOL_RETURN_IF_ERROR(FindLv(volume, report, &found));
+    if (!found) return Status::NotFound("logical volume of volume " + volume + " is missing");
+    lv = *found;
+    const LvmVg* vg = report.FindVg(options_.vg);
+    bytes = RoundToExtents(new_size, vg ? vg->extent_size : 0);
+    *lv_bytes = lv.size;
+    if (lv.size >= bytes) return Status::Ok();
+    NODEVOL_RETURN_IF_ERROR(CheckFits(report, bytes - lv.size));
+    // The pool's lvcreate options (stripes) give the scratch LV the layout
+    // lvextend then needs for these extents.
+    NODEVOL_RETURN_IF_ERROR(MapLvmNoSpace(lvm_->CreateScratch(
+        options_.vg, scratch, bytes - lv.size, {kGrowTagPrefix + volume, kPoolTagPrefix + pool_},
+        options_.lvcreate_options)));
+    NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report, /*fresh=*/true));
+    const LvmLv* s = report.FindLv(options_.vg, scratch);
+    if (!s) return Status::Internal("lvcreate made no LV " + options_.vg + "/" + scratch);
+    made = *s;
+  }
+  // Outside the lock: the scratch LV holds the extents meanwhile, and a
+  // big grow may zero for minutes. Bounded by its progress, a step per
+  // 64 MiB; a disk that stops answering gates the pool (disk_gate.h).
   std::vector<std::string> ranges;
   std::string device;
-  Status st = DeviceOf(*s, &device);
-  if (st.ok()) st = CallWithin(mkfs_timeout_, "zeroing " + device, [device] { return ZeroWhole(device); });
+  Status st = DeviceOf(made, &device);
+  if (st.ok())
+    st = gate_->Run("zeroing the extents volume " + volume + " grows onto",
+                    [device](const Step& step) { return ZeroWhole(device, step); });
   if (st.ok()) st = lvm_->PeRanges(options_.vg, scratch, &ranges);
-  // Whatever happened, the scratch LV goes: its extents are free again,
-  // zeroed or not, and only a grow onto zeroed ones may follow.
-  Status gone = lvm_->Remove(options_.vg, scratch, s->uuid);
+  std::lock_guard<std::mutex> l(*allocate_mu_);
+  // Whatever happened, the scratch LV goes (unless a zeroing stuck in
+  // the kernel still holds it open: then lvremove fails, and the retry
+  // or the next start removes it): its extents are free again, and only
+  // a grow onto zeroed ones may follow.
+  Status gone = lvm_->Remove(options_.vg, scratch, made.uuid);
   NODEVOL_RETURN_IF_ERROR(st.WithContext("zeroing the extents volume " + volume + " grows onto"));
   NODEVOL_RETURN_IF_ERROR(gone);
   // Exactly those extents: an lvcreate by someone else in between makes
   // this fail (and the retry zeroes again), never grow onto old bytes.
   NODEVOL_RETURN_IF_ERROR(MapLvmNoSpace(lvm_->Extend(options_.vg, lv.name, bytes, ranges)));
-  spdlog::info("pool {}: volume {} grew to {} bytes onto {} zeroed extents ({})", pool_, volume, bytes, more,
-               [&] {
-                 std::string all;
-                 for (const auto& r : ranges) all += (all.empty() ? "" : " ") + r;
-                 return all;
-               }());
+  *lv_bytes = bytes;
+  std::string all;
+  for (const auto& r : ranges) all += (all.empty() ? "" : " ") + r;
+  spdlog::info("pool {}: volume {} grew to {} bytes onto {} zeroed bytes of extents ({})", pool_, volume, bytes,
+               bytes - lv.size, all);
   return Status::Ok();
 }
 

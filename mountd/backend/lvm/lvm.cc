@@ -361,11 +361,19 @@ Status Lvm::Extend(const std::string& vg, const std::string& lv, uint64_t bytes,
   return Command(std::move(args), nullptr, edit);
 }
 
+std::mutex& Lvm::AllocationLock(const std::string& vg) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto& m = allocation_locks_[vg];
+  if (!m) m = std::make_unique<std::mutex>();
+  return *m;
+}
+
 Status Lvm::CreateScratch(const std::string& vg, const std::string& lv, uint64_t bytes,
                           const std::vector<std::string>& tags, const std::vector<std::string>& extra_args) {
-  // -Wn -Zn: the caller zeroes all of it, so lvcreate's first 4 KiB would
-  // only be written twice.
-  std::vector<std::string> args = {"lvcreate", "-y", "-Wn", "-Zn", "-n", lv, "-L", LvmBytes(bytes),
+  // -Zn: the caller zeroes all of it. -Wy: an old tenant's signature
+  // (md, LVM) wiped at once, so nothing claims the device before the
+  // caller's exclusive open.
+  std::vector<std::string> args = {"lvcreate", "-y", "-Wy", "-Zn", "-n", lv, "-L", LvmBytes(bytes),
                                    "--addtag", kManagedTag};
   for (const std::string& t : tags) args.insert(args.end(), {"--addtag", t});
   args.insert(args.end(), extra_args.begin(), extra_args.end());

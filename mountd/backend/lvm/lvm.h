@@ -20,6 +20,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -133,6 +134,10 @@ class Lvm {
   // How long one lvm command may run (default 2 minutes); set before use.
   void set_timeout(std::chrono::milliseconds timeout) { options_.timeout = timeout; }
 
+  // The lock of volume group `vg`'s allocations, shared by every pool on
+  // it (LvmBackend: capacity check, lvcreate, lvextend).
+  std::mutex& AllocationLock(const std::string& vg);
+
   // Number of lvm processes started so far (for the benchmark).
   uint64_t commands_run() const;
 
@@ -175,6 +180,7 @@ class Lvm {
   int changing_ = 0;      // changing commands running now
   uint64_t changes_ = 0;  // changing commands started or finished
   uint64_t commands_ = 0;
+  std::map<std::string, std::unique_ptr<std::mutex>> allocation_locks_;
 };
 
 }  // namespace nodevol

@@ -85,6 +85,7 @@ Status LvmBackend::Make(const std::string& pool, const Params& options, const st
   b->vg_uuid_dir_ = state_dir + "/lvm";
   b->mkfs_timeout_ = mkfs_timeout;
   b->gate_ = std::make_unique<DiskGate>(pool, "volume group " + b->options_.vg, io_limit);
+  b->allocate_mu_ = &b->lvm_->AllocationLock(b->options_.vg);
   if (Status st = b->SetUpVolumeGroup(); !st.ok())
     spdlog::error("pool {}: {}; the pool takes no volumes until this is fixed", pool, st.message());
   if (!b->options_.disks.empty()) {
@@ -237,11 +238,16 @@ Status LvmBackend::EnsureMounted(const VolumeRecord& record, const LvmLv& lv, bo
   // volume made from a snapshot, or a clone, has its source's.)
   auto errno_of = std::make_shared<int>(0);
   auto try_mount = [&] {
-    return gate_->Run("the staging mount of volume " + record.spec.name, [device, dir, fs, errno_of](const Step&) {
-      const char* data = fs == "xfs" ? "nouuid" : nullptr;
-      *errno_of = ::mount(device.c_str(), dir.c_str(), fs.c_str(), MS_NOSUID | MS_NODEV, data) == 0 ? 0 : errno;
-      return Status::Ok();
-    });
+    // Bounded as mkfs is: a journal replayed after a power loss is no
+    // hung disk, and says nothing while it runs.
+    return gate_->Run(
+        "the staging mount of volume " + record.spec.name,
+        [device, dir, fs, errno_of](const Step&) {
+          const char* data = fs == "xfs" ? "nouuid" : nullptr;
+          *errno_of = ::mount(device.c_str(), dir.c_str(), fs.c_str(), MS_NOSUID | MS_NODEV, data) == 0 ? 0 : errno;
+          return Status::Ok();
+        },
+        mkfs_timeout_);
   };
   NODEVOL_RETURN_IF_ERROR(try_mount());
   int err = *errno_of;
@@ -300,7 +306,7 @@ Status LvmBackend::CreateAttempt(VolumeRecord* record, bool resumed, bool may_re
   LvmLv made;
   const LvmLv* lv = nullptr;
   {
-    std::lock_guard<std::mutex> l(allocate_mu_);
+    std::lock_guard<std::mutex> l(*allocate_mu_);
     NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report));
     if (!FindLv(name, report, &lv).ok() || lv) {
       // Something is there: decide on a fresh report, not a cached one
@@ -441,26 +447,28 @@ Status LvmBackend::Delete(const VolumeRecord& record) {
 
 Status LvmBackend::Expand(VolumeRecord* record, uint64_t new_size) {
   const std::string& name = record->spec.name;
+  // A thick LV's new extents hold whatever a deleted volume left there,
+  // and a pod holding the device reads them the moment lvextend resumes
+  // it: a raw block volume's are zeroed before it gets them (grow.cc).
+  if (record->spec.block && !options_.thin) {
+    uint64_t lv_bytes = 0;
+    NODEVOL_RETURN_IF_ERROR(GrowZeroed(name, new_size, &lv_bytes));
+    record->attributes["lv_bytes"] = std::to_string(lv_bytes);
+    return Status::Ok();
+  }
   LvmReport report;
   const LvmLv* lv = nullptr;
   {
-    std::lock_guard<std::mutex> l(allocate_mu_);
+    std::lock_guard<std::mutex> l(*allocate_mu_);
     NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report));
     NODEVOL_RETURN_IF_ERROR(FindLv(name, report, &lv));
     if (!lv) return Status::NotFound("logical volume of volume " + name + " is missing");
     const LvmVg* vg = report.FindVg(options_.vg);
     uint64_t bytes = RoundToExtents(new_size, vg ? vg->extent_size : 0);
     if (lv->size < bytes) {
-      // A thick LV's new extents hold whatever a deleted volume left there,
-      // and a pod holding the device reads them the moment lvextend
-      // resumes it: a raw block volume's are zeroed before it gets them.
-      if (record->spec.block && !options_.thin) {
-        NODEVOL_RETURN_IF_ERROR(GrowZeroed(name, bytes));
-      } else {
-        NODEVOL_RETURN_IF_ERROR(CheckFits(report, bytes - lv->size));
-        if (record->spec.block) NODEVOL_RETURN_IF_ERROR(CheckThinPoolZeroes());
-        NODEVOL_RETURN_IF_ERROR(MapLvmNoSpace(lvm_->Extend(options_.vg, lv->name, bytes)));
-      }
+      NODEVOL_RETURN_IF_ERROR(CheckFits(report, bytes - lv->size));
+      if (record->spec.block) NODEVOL_RETURN_IF_ERROR(CheckThinPoolZeroes());
+      NODEVOL_RETURN_IF_ERROR(MapLvmNoSpace(lvm_->Extend(options_.vg, lv->name, bytes)));
       NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report));
       NODEVOL_RETURN_IF_ERROR(FindLv(name, report, &lv));
       if (!lv) return Status::Internal("logical volume of volume " + name + " vanished while extending it");

@@ -128,12 +128,15 @@ class LvmBackend : public Backend {
   Status CheckThinPoolZeroes();
   // Zeroes all of `device` (BLKZEROOUT: the device writes zeroes itself
   // where it can); O_EXCL, so nothing else may have it open.
-  static Status ZeroWhole(const std::string& device);
-  // Grows the thick LV of block volume `volume` to `bytes` onto extents
-  // zeroed before the LV has them, so its pod never sees old bytes: a
-  // scratch LV (GrowLvNameFor) takes them, is zeroed whole and removed,
-  // and lvextend takes exactly its extents. With allocate_mu_ held.
-  Status GrowZeroed(const std::string& volume, uint64_t bytes);
+  // `step` (if set) after each 64 MiB, for a progress bound.
+  static Status ZeroWhole(const std::string& device, const Step& step = {});
+  // Grows the thick LV of block volume `volume` to `new_size` (rounded to
+  // extents; *lv_bytes: its size after) onto extents zeroed before the LV
+  // has them, so its pod never sees old bytes: a scratch LV
+  // (GrowLvNameFor) takes them, is zeroed whole through the gate (a step
+  // per 64 MiB, outside the allocation lock: the scratch LV holds them)
+  // and removed, and lvextend takes exactly its extents.
+  Status GrowZeroed(const std::string& volume, uint64_t new_size, uint64_t* lv_bytes);
   // Removes a scratch LV an interrupted GrowZeroed of `volume` left
   // (nothing when there is none); *removed says whether it did.
   Status RemoveScratch(const std::string& volume, const LvmReport& report, bool* removed = nullptr);
@@ -155,9 +158,12 @@ class LvmBackend : public Backend {
   std::shared_ptr<Lvm> lvm_;
   std::chrono::milliseconds mkfs_timeout_ = kFsToolTimeout;  // of mkfs and grows
   std::unique_ptr<DiskGate> gate_;  // set by Make
-  // Serializes capacity check + lvcreate/lvextend in this pool: lvm
-  // enforces a VG's free space but not a thin pool's overprovision ratio.
-  std::mutex allocate_mu_;
+  // Serializes capacity check + lvcreate/lvextend in this pool's volume
+  // group (Lvm::AllocationLock, one for every pool on it): lvm enforces a
+  // VG's free space but not a thin pool's overprovision ratio, and a
+  // block grow's zeroed extents must not be taken by another pool's
+  // create between the scratch LV's removal and the lvextend.
+  std::mutex* allocate_mu_ = nullptr;
   // Serializes volume group set-up (start, and each disk the monitor sees).
   std::mutex setup_mu_;
   std::unique_ptr<DiskMonitor> monitor_;

@@ -47,7 +47,7 @@ Status LvmBackend::CreateSnapshot(const VolumeRecord& source, SnapshotRecord* sn
   NODEVOL_RETURN_IF_ERROR(SnapshotsAllowed());
   const std::string& name = snapshot->name;
   const std::string lv_name = SnapshotLvNameFor(name);
-  std::lock_guard<std::mutex> l(allocate_mu_);
+  std::lock_guard<std::mutex> l(*allocate_mu_);
   // Fresh: a snapshot decides what exists on what lvm says now.
   LvmReport report;
   NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report, /*fresh=*/true));
@@ -138,7 +138,7 @@ Status LvmBackend::CreateFrom(VolumeRecord* record, const SnapshotRecord* snapsh
   const LvmLv* lv = nullptr;
   uint64_t bytes = 0;
   {
-    std::lock_guard<std::mutex> l(allocate_mu_);
+    std::lock_guard<std::mutex> l(*allocate_mu_);
     NODEVOL_RETURN_IF_ERROR(lvm_->Report(&report, /*fresh=*/true));
     const LvmLv* origin = nullptr;
     if (snapshot) NODEVOL_RETURN_IF_ERROR(FindSnapshotLv(snapshot->name, report, &origin));

@@ -5,6 +5,10 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -14,6 +18,35 @@ namespace nodevol {
 namespace {
 
 constexpr char kCsiPluginDir[] = "kubernetes.io~csi";
+// kubelet's directory of FlexVolume driver nodevol.io/volume (the only
+// one nodevold serves: docs/flexvolume.md); a secret's, an emptyDir's or
+// another driver's directory is no target.
+constexpr char kFlexPluginDir[] = "nodevol.io~volume";
+constexpr char kCsiDriverName[] = "nodevol.io";
+
+// The CSI driver kubelet recorded for a PV's directory (vol_data.json,
+// which kubelet writes before NodePublishVolume): "" when there is none
+// (csi-sanity makes none). A file that is not a small regular JSON file
+// with a driverName is a refusal, not "none".
+Status CsiDriverOf(const std::string& dir, std::string* driver) {
+  driver->clear();
+  const std::string path = dir + "/vol_data.json";
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT) return Status::Ok();
+  if (fd < 0) return Status::FromErrno("open " + path, errno);
+  std::unique_ptr<int, void (*)(int*)> closer(&fd, [](int* f) { ::close(*f); });
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > 64 * 1024)
+    return Status::InvalidArgument(path + " is not kubelet's volume data file");
+  std::string text(static_cast<size_t>(st.st_size), '\0');
+  if (::read(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+    return Status::FromErrno("read " + path, errno);
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("driverName") || !j["driverName"].is_string())
+    return Status::InvalidArgument(path + " names no driverName");
+  *driver = j["driverName"].get<std::string>();
+  return Status::Ok();
+}
 
 std::vector<std::string> Split(const std::string& s) {
   std::vector<std::string> parts;
@@ -132,6 +165,14 @@ Status ResolveTarget(const std::string& pods_root, const std::string& path, Targ
       !AllOf(rest[2].substr(0, tilde), NameChar) || !AllOf(rest[2].substr(tilde + 1), NameChar))
     return Invalid(path, "has an invalid plugin directory \"" + rest[2] + "\"");
   if (!AllOf(rest[3], NameChar)) return Invalid(path, "has an invalid volume name \"" + rest[3] + "\"");
+  if (!csi && rest[2] != kFlexPluginDir)
+    return Invalid(path, "is in \"" + rest[2] + "\", not nodevol's FlexVolume directory " + kFlexPluginDir);
+  if (csi) {
+    std::string driver;
+    NODEVOL_RETURN_IF_ERROR(CsiDriverOf(prefix + rest[0] + "/volumes/" + rest[2] + "/" + rest[3], &driver));
+    if (!driver.empty() && driver != kCsiDriverName)
+      return Invalid(path, "is a volume of CSI driver \"" + driver + "\", not " + kCsiDriverName);
+  }
   if (out->exists) {
     // Type only, from the cache: a target can be a bind of an NFS export
     // whose server is gone, where stat(2) would hang (mount/bind.h).

@@ -127,6 +127,25 @@ TEST_F(TargetTest, RejectsOtherCsiShapes) {
   EXPECT_FALSE(t.exists);
 }
 
+// issue 58 item 4: a secret's or an emptyDir's directory, and another CSI
+// driver's PV directory, were accepted (a publish over the secret
+// directory hid the service-account token until unpublish).
+TEST_F(TargetTest, OnlyNodevolsOwnPluginDirectories) {
+  Target t;
+  for (const char* plugin : {"kubernetes.io~secret", "kubernetes.io~empty-dir", "other.io~volume"}) {
+    std::string dir = root_ + "/uid-1/volumes/" + plugin + "/token";
+    fs::create_directories(dir);
+    EXPECT_EQ(ResolveTarget(root_, dir, &t).code(), Status::Code::kInvalidArgument) << "accepted: " << dir;
+  }
+  std::string pv = root_ + "/uid-1/volumes/kubernetes.io~csi/pv-other";
+  fs::create_directories(pv + "/mount");
+  std::ofstream(pv + "/vol_data.json") << R"({"driverName":"ebs.csi.aws.com","volumeHandle":"vol-1"})";
+  Status st = ResolveTarget(root_, pv + "/mount", &t);
+  EXPECT_EQ(st.code(), Status::Code::kInvalidArgument) << st.message();
+  std::ofstream(pv + "/vol_data.json", std::ios::trunc) << R"({"driverName":"nodevol.io","volumeHandle":"pv-1"})";
+  EXPECT_TRUE(ResolveTarget(root_, pv + "/mount", &t).ok());
+}
+
 TEST_F(TargetTest, RawBlockTargetsAreFilesBelowKubeletsPublishDir) {
   std::string publish = base_ + "/kubelet/plugins/kubernetes.io/csi/volumeDevices/publish";
   fs::create_directories(publish + "/pv-1");

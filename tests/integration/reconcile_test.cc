@@ -104,6 +104,19 @@ class ReconcileTest : public DaemonFixture {
     return st.ok() ? resp.volume() : "";
   }
 
+  // An inline volume at `target` holding "pod data", then a power loss
+  // that took the mounts and the publication record: the volume record
+  // survived, and nodevold has started again.
+  void PublishInlineThenLosePower(const std::string& target, std::string* name) {
+    *name = PublishInline(target);
+    ASSERT_FALSE(name->empty());
+    std::ofstream(target + "/scratch") << "pod data";
+    KillDaemon();
+    ASSERT_EQ(::umount2(target.c_str(), 0), 0);
+    for (const auto& e : fs::directory_iterator(state_dir_ + "/publications")) fs::remove(e.path());
+    StartDaemon();
+  }
+
   grpc::Status PublishWith(const std::string& volume, const std::string& target, bool read_only,
                            std::vector<std::string> options) {
     grpc::ClientContext ctx;
@@ -301,14 +314,8 @@ TEST_F(ReconcileTest, InlineVolumeOfAPodRemovedWhileStoppedIsKeptAndReported) {
 // publication record that never reached the disk is gone too. The volume
 // record survived; the volume must survive with it.
 TEST_F(ReconcileTest, InlineVolumeWhosePublicationRecordIsLostIsKept) {
-  std::string t = MakeTarget("pod-1", "scratch");
-  std::string name = PublishInline(t);
-  ASSERT_FALSE(name.empty());
-  std::ofstream(t + "/scratch") << "pod data";
-  KillDaemon();
-  ASSERT_EQ(::umount2(t.c_str(), 0), 0);
-  for (const auto& e : fs::directory_iterator(state_dir_ + "/publications")) fs::remove(e.path());
-  StartDaemon();
+  std::string t = MakeTarget("pod-1", "scratch"), name;
+  ASSERT_NO_FATAL_FAILURE(PublishInlineThenLosePower(t, &name));
   EXPECT_EQ(ReadAll(pool_dir_ + "/" + name + "/scratch"), "pod data");
   EXPECT_EQ(PublishInline(t), name) << "kubelet's republish";
   EXPECT_EQ(ReadAll(t + "/scratch"), "pod data") << "the republish got an empty volume";
@@ -319,14 +326,8 @@ TEST_F(ReconcileTest, InlineVolumeWhosePublicationRecordIsLostIsKept) {
 // issue 59 item 3: the kept inline volume was deleted, data and all, by
 // the first publish of its target that failed after the create step.
 TEST_F(ReconcileTest, AKeptInlineVolumeOutlivesAFailedPublish) {
-  std::string t = MakeTarget("pod-1", "scratch");
-  std::string name = PublishInline(t);
-  ASSERT_FALSE(name.empty());
-  std::ofstream(t + "/scratch") << "pod data";
-  KillDaemon();
-  ASSERT_EQ(::umount2(t.c_str(), 0), 0);
-  for (const auto& e : fs::directory_iterator(state_dir_ + "/publications")) fs::remove(e.path());
-  StartDaemon();
+  std::string t = MakeTarget("pod-1", "scratch"), name;
+  ASSERT_NO_FATAL_FAILURE(PublishInlineThenLosePower(t, &name));
   // Something else is mounted there now: the publish fails after the
   // (idempotent) create of the inline volume.
   ASSERT_EQ(::mount("nodevol-test", t.c_str(), "tmpfs", 0, "size=1m"), 0) << strerror(errno);

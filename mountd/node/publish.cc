@@ -37,6 +37,13 @@ void Node::SetKubeletRoot(const std::string& kubelet_root) {
   block_root_ = kubelet_root + "/plugins/kubernetes.io/csi/volumeDevices/publish";
 }
 
+namespace {
+
+// One inline volume per pod volume directory, named after it.
+std::string InlineVolumeName(const Target& target) { return "ephemeral-" + target.pod_uid + "-" + target.name; }
+
+}  // namespace
+
 Status Node::Resolve(const std::string& path, bool block, Target* out, bool allow_missing_parent) const {
   auto below = [this](const std::string& p) {
     return !block_root_.empty() && p.compare(0, block_root_.size() + 1, block_root_ + "/") == 0;
@@ -78,23 +85,33 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
     if (!name.empty()) return Status::InvalidArgument("give either a volume name or an inline volume, not both");
     // One inline volume per pod volume directory, named after it; only
     // size, fsType and mode come from the pod author (node/access.cc).
-    name = "ephemeral-" + target.pod_uid + "-" + target.name;
+    name = InlineVolumeName(target);
     NODEVOL_RETURN_IF_ERROR(InlineVolumeSpec(*args.inline_spec, name, &inline_spec).WithContext("inline volume"));
   } else {
     NODEVOL_RETURN_IF_ERROR(ValidateVolumeName(name));
   }
 
+  LockTable::Guard tg(&locks_, TargetKey(target.path));
+  NODEVOL_RETURN_IF_ERROR(tg.status());
+  LockTable::Guard vg(&locks_, VolumeKey(name));
+  NODEVOL_RETURN_IF_ERROR(vg.status());
+  // What is at the target is decided again under its lock: a call this one
+  // waited for may have made or removed it (a timed-out publish undoes the
+  // target it made), and a stale answer here was an INTERNAL statx error.
+  {
+    Target now;
+    NODEVOL_RETURN_IF_ERROR(Resolve(args.target, args.block, &now));
+    if (now.path != target.path)
+      return Status::FailedPrecondition("target " + args.target + " resolved to " + target.path + " and now to " +
+                                        now.path + ": it changed while this call waited; call again");
+    target = now;
+  }
   // kubelet makes a FlexVolume's pod volume directory before it calls
   // mount; one that is missing belongs to a pod that is gone. A CSI
   // target is the driver's to make (below), in a directory kubelet made.
   if (!target.exists && target.leaf.empty() && !target.block)
     return Status::FailedPrecondition("target " + target.path + " does not exist; kubelet creates it before "
                                       "publishing, so its pod is gone or the path is wrong");
-
-  LockTable::Guard tg(&locks_, TargetKey(target.path));
-  NODEVOL_RETURN_IF_ERROR(tg.status());
-  LockTable::Guard vg(&locks_, VolumeKey(name));
-  NODEVOL_RETURN_IF_ERROR(vg.status());
   *volume = name;
   *target_out = target.path;
 
@@ -308,6 +325,19 @@ Status Node::Unpublish(const std::string& path, bool* was_published) {
   PublicationRecord pub;
   *was_published = LookupPublication(target.path, &pub);
   if (!*was_published) {
+    // An inline volume whose delete failed after its publication record
+    // went stays "deleting": kubelet's retry is the only caller left, so
+    // it finishes the delete (or says why it still cannot).
+    const std::string inline_name = InlineVolumeName(target);
+    VolumeRecord doomed;
+    if (!target.pod_uid.empty() && LookupVolume(inline_name, &doomed) && doomed.ephemeral &&
+        doomed.state == VolumeState::kDeleting && PublishedAt(inline_name).empty()) {
+      LockTable::Guard vg(&locks_, VolumeKey(inline_name));
+      NODEVOL_RETURN_IF_ERROR(vg.status());
+      bool existed = false;
+      NODEVOL_RETURN_IF_ERROR(
+          DeleteLocked(inline_name, &existed).WithContext("finishing the delete of inline volume " + inline_name));
+    }
     if (!target.exists) return Status::Ok();
     struct statx stx;
     if (StatCached(target.path, false, &stx).ok() && (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT)) {

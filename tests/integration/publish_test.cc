@@ -361,6 +361,35 @@ TEST_F(PublishTest, DeleteOfAPublishedVolumeFailsAndKeepsEverything) {
 // issue 58 item 2: a publication whose bind was gone answered every
 // kubelet retry "unpublish it and publish again", which kubelet never
 // does; only a restart of nodevold made the bind again.
+// issue 58 item 8: an inline volume whose delete failed at unpublish
+// stayed "deleting" until nodevold restarted: kubelet's retry found no
+// publication and answered OK at once.
+TEST_F(PublishTest, AnUnpublishRetryFinishesAFailedInlineDelete) {
+  std::string t = MakeTarget("pod-1", "scratch");
+  v1::PublishRequest req;
+  req.mutable_inline_()->set_pool("default");
+  req.mutable_inline_()->set_size_bytes(1 << 20);
+  req.set_target(t);
+  v1::PublishResponse resp;
+  ASSERT_TRUE(PublishReq(req, &resp).ok());
+  std::string data = ListVolumes().at(0).attributes().at("path");
+  // Something mounted inside the volume's directory: its delete, which
+  // never crosses into another mount, fails.
+  fs::create_directory(data + "/sub");
+  ASSERT_EQ(::mount("nodevol-test", (data + "/sub").c_str(), "tmpfs", 0, "size=1m"), 0) << strerror(errno);
+  bool was = false;
+  EXPECT_FALSE(UnpublishReq(t, &was).ok()) << "the delete cannot succeed with a mount inside";
+  ASSERT_EQ(ListVolumes().size(), 1u);
+  EXPECT_EQ(ListVolumes().at(0).state(), v1::VOLUME_STATE_DELETING);
+  grpc::Status st = UnpublishReq(t, &was);
+  EXPECT_FALSE(st.ok()) << "a retry said OK while the volume still waits to be deleted";
+  ASSERT_EQ(::umount2((data + "/sub").c_str(), MNT_DETACH), 0);
+  st = UnpublishReq(t, &was);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_TRUE(ListVolumes().empty()) << "kubelet's retry did not finish the delete";
+  EXPECT_TRUE(fs::is_empty(pool_dir_));
+}
+
 TEST_F(PublishTest, APublishRemakesABindThatIsGone) {
   ASSERT_TRUE(CreateVolume("v1", 1 << 20).ok());
   std::string t = MakeTarget("pod-1", "data");

@@ -2,10 +2,13 @@
 
 #include <grpcpp/grpcpp.h>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 
 #include "pluginregistration/v1/api.grpc.pb.h"
 
@@ -37,6 +40,23 @@ class Registrar::Service final : public reg::Registration::Service {
   Registrar* owner_;
 };
 
+namespace {
+
+// Whether a connect to the unix socket at `path` is accepted.
+bool SomeoneListens(const std::string& path) {
+  struct sockaddr_un addr = {};
+  if (path.size() >= sizeof addr.sun_path) return false;
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  bool listens = ::connect(fd, reinterpret_cast<struct sockaddr*>(&addr), sizeof addr) == 0;
+  ::close(fd);
+  return listens;
+}
+
+}  // namespace
+
 struct Registrar::Served {
   std::unique_ptr<grpc::Server> server;
   dev_t dev = 0;
@@ -52,6 +72,13 @@ Status Registrar::Serve() {
   struct stat st;
   if (::lstat(path.c_str(), &st) == 0) {
     if (!S_ISSOCK(st.st_mode)) return Status::FailedPrecondition(path + " exists and is not a socket; remove it");
+    // A socket someone still accepts on is another process's (a second
+    // nodevold, another plugin of this name): not ours to take. Only a
+    // stale one (nobody listening) is removed.
+    if (SomeoneListens(path))
+      return Status::FailedPrecondition("another process serves " + path +
+                                        " (a second nodevold, or another plugin under driver name " +
+                                        options_.driver + "); nodevold leaves it alone and tries again");
     ::unlink(path.c_str());
   }
   grpc::ServerBuilder b;

@@ -6,9 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <grpcpp/grpcpp.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -146,6 +149,29 @@ TEST_F(RegistrarTest, ARemovedOrReplacedSocketIsMadeAgain) {
   ASSERT_EQ(::unlink(opts_.socket.c_str()), 0);
   ASSERT_TRUE(WaitSockets(r, 2)) << "a removed socket was not re-created";
   EXPECT_EQ(GetInfo().endpoint(), opts_.endpoint);
+}
+
+// issue 58 item 10: the registrar removed another process's live socket
+// at its path, and kept taking the path back.
+TEST_F(RegistrarTest, AnotherProcesssLiveSocketIsLeftAlone) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  struct sockaddr_un addr = {};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, opts_.socket.c_str(), sizeof addr.sun_path - 1);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<struct sockaddr*>(&addr), sizeof addr), 0) << strerror(errno);
+  ASSERT_EQ(::listen(fd, 4), 0);
+  ino_t theirs = Inode();
+  ASSERT_NE(theirs, 0u);
+  Registrar r(opts_);
+  Status st = r.Start();
+  EXPECT_EQ(st.code(), Status::Code::kFailedPrecondition) << st.ToString();
+  EXPECT_EQ(Inode(), theirs) << "the live socket was taken";
+  ::close(fd);
+  // Nobody listens now: a stale socket, which a start removes and replaces.
+  ASSERT_TRUE(r.Start().ok());
+  EXPECT_EQ(GetInfo().endpoint(), opts_.endpoint) << "the registrar does not serve the path it took back";
+  r.Stop();
 }
 
 TEST_F(RegistrarTest, ARegularFileInTheWayIsAnErrorAndLeftAlone) {

@@ -60,6 +60,14 @@ class DaemonFixture : public ::testing::Test {
   grpc::Status DeleteVolume(const std::string& name);
   // The volume as GetVolume reports it (empty on error; *status says why).
   v1::Volume GetVolume(const std::string& name, grpc::Status* status = nullptr);
+  // A Publish of a 1 MiB inline volume of pool "default" at `target`.
+  static v1::PublishRequest InlineRequest(const std::string& target) {
+    v1::PublishRequest req;
+    req.mutable_inline_()->set_pool("default");
+    req.mutable_inline_()->set_size_bytes(1 << 20);
+    req.set_target(target);
+    return req;
+  }
   // Every volume (a failed call fails the test).
   std::vector<v1::Volume> ListVolumes();
 

@@ -302,10 +302,7 @@ TEST_F(PublishTest, FsGroupIsAppliedToTheVolumeRootAndExistingFiles) {
 
 TEST_F(PublishTest, InlineEphemeralVolumeLivesAsLongAsItsPublication) {
   std::string t = MakeTarget("pod-1", "scratch");
-  v1::PublishRequest req;
-  req.mutable_inline_()->set_pool("default");
-  req.mutable_inline_()->set_size_bytes(1 << 20);
-  req.set_target(t);
+  v1::PublishRequest req = InlineRequest(t);
   v1::PublishResponse resp;
   grpc::Status st = PublishReq(req, &resp);
   ASSERT_TRUE(st.ok()) << st.error_message();
@@ -366,10 +363,7 @@ TEST_F(PublishTest, DeleteOfAPublishedVolumeFailsAndKeepsEverything) {
 // publication and answered OK at once.
 TEST_F(PublishTest, AnUnpublishRetryFinishesAFailedInlineDelete) {
   std::string t = MakeTarget("pod-1", "scratch");
-  v1::PublishRequest req;
-  req.mutable_inline_()->set_pool("default");
-  req.mutable_inline_()->set_size_bytes(1 << 20);
-  req.set_target(t);
+  v1::PublishRequest req = InlineRequest(t);
   v1::PublishResponse resp;
   ASSERT_TRUE(PublishReq(req, &resp).ok());
   std::string data = ListVolumes().at(0).attributes().at("path");
@@ -485,10 +479,7 @@ TEST_F(PublishTest, MissingTargetDirectoryIsRefused) {
   EXPECT_EQ(GetVolume("v1").published_at_size(), 0);
 
   // Nor an inline volume for it.
-  v1::PublishRequest req;
-  req.mutable_inline_()->set_pool("default");
-  req.mutable_inline_()->set_size_bytes(1 << 20);
-  req.set_target(t);
+  v1::PublishRequest req = InlineRequest(t);
   v1::PublishResponse resp;
   grpc::ClientContext ctx;
   SetDeadline(&ctx);
@@ -631,10 +622,7 @@ TEST_F(PublishTest, BusyTargetFailsToUnpublishAndCanBeRetried) {
 TEST_F(PublishTest, RefusedInlinePublicationLeavesNoVolume) {
   std::string t = MakeTarget("pod-1", "scratch");
   ASSERT_EQ(::mount("nodevol-test", t.c_str(), "tmpfs", 0, "size=1m"), 0) << strerror(errno);
-  v1::PublishRequest req;
-  req.mutable_inline_()->set_pool("default");
-  req.mutable_inline_()->set_size_bytes(1 << 20);
-  req.set_target(t);
+  v1::PublishRequest req = InlineRequest(t);
   grpc::Status st = PublishReq(req);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << st.error_message();
   EXPECT_EQ(FsType(t), "tmpfs");

@@ -265,10 +265,7 @@ TEST_F(ReconcileTest, PublishedInlineVolumeSurvivesARestart) {
   std::string t = MakeTarget("pod-1", "scratch");
   grpc::ClientContext ctx;
   SetDeadline(&ctx);
-  v1::PublishRequest req;
-  req.mutable_inline_()->set_pool("default");
-  req.mutable_inline_()->set_size_bytes(1 << 20);
-  req.set_target(t);
+  v1::PublishRequest req = InlineRequest(t);
   v1::PublishResponse resp;
   ASSERT_TRUE(stub()->Publish(&ctx, req, &resp).ok());
   std::ofstream(t + "/scratch") << "pod data";
@@ -333,10 +330,7 @@ TEST_F(ReconcileTest, AKeptInlineVolumeOutlivesAFailedPublish) {
   ASSERT_EQ(::mount("nodevol-test", t.c_str(), "tmpfs", 0, "size=1m"), 0) << strerror(errno);
   grpc::ClientContext ctx;
   SetDeadline(&ctx);
-  v1::PublishRequest req;
-  req.mutable_inline_()->set_pool("default");
-  req.mutable_inline_()->set_size_bytes(1 << 20);
-  req.set_target(t);
+  v1::PublishRequest req = InlineRequest(t);
   v1::PublishResponse resp;
   EXPECT_EQ(stub()->Publish(&ctx, req, &resp).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   ASSERT_EQ(::umount2(t.c_str(), 0), 0);

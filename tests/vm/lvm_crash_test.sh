@@ -47,7 +47,8 @@
 # runs, before the one that must succeed).
 #
 #   lvm_crash_test.sh         disks: "lvm1" (2G)   env: NODEVOLD, NODEVOLCTL
-# Optional env: CRASH_SEED=N repeats a run's random choices (each run prints
+# Optional env: CRASH_ROUNDS=short|all (default all) picks the schedule
+# below; CRASH_SEED=N repeats a run's random choices (each run prints
 # its seed); CRASH_SABOTAGE=orphan-lv|orphan-snapshot|marker|stray-mount|staging-mount
 # breaks one invariant behind nodevold's back after the first restart, to
 # show the checks fire (the test must then fail, naming it).
@@ -323,6 +324,25 @@ schedule=(
   "clone thin time 300 2500 daemon"
   "unsnapshot thin sent 0 40 daemon"
 )
+# CRASH_ROUNDS=short (the gate, scripts/test): one round of each kind of
+# call, both kill modes, in an order whose deletes, unpublishes, restores
+# and unsnapshots find what they need; the whole schedule runs in the long
+# tier (vm_lvm_crash_all, docs/testing.md "Tiers").
+if [[ ${CRASH_ROUNDS:-all} == short ]]; then
+  schedule=(
+    "create thick lvcreate 0 600 all"
+    "delete thick lvremove 0 300 daemon"
+    "create thin mkfs.ext4 0 120 daemon"
+    "expand thin lvextend 0 500 daemon"
+    "publish thick staged 0 30 all"
+    "unpublish thick sent 0 40 all"
+    "snapshot thin lvcreate 0 600 all"
+    "restore thin lvcreate 0 600 daemon"
+    "unsnapshot thin lvremove 0 300 all"
+  )
+elif [[ ${CRASH_ROUNDS:-all} != all ]]; then
+  vm_fail "CRASH_ROUNDS=${CRASH_ROUNDS}: short or all"
+fi
 declare -A last_pub=()  # the volume the pool's last publish round published
 declare -A queue=([thick]="" [thin]="")  # unpublished volumes, oldest first
 snaps=""  # snapshots of g-thin, oldest first

@@ -16,9 +16,6 @@ struct Ca::Keys {
 
 namespace {
 
-// Clocks of nodes differ: a certificate is valid from a little earlier.
-constexpr long kBackdateSeconds = 300;
-
 Status AddExtension(X509* cert, X509V3_CTX* ctx, int nid, const char* value) {
   X509_EXTENSION* ext = X509V3_EXT_conf_nid(nullptr, ctx, nid, value);
   bool ok = ext && X509_add_ext(cert, ext, -1) == 1;
@@ -38,7 +35,7 @@ Status Build(const Ca::Leaf& leaf, EVP_PKEY* subject_key, X509* issuer, EVP_PKEY
   std::unique_ptr<BIGNUM, Freer<BIGNUM, BN_free>> bn(BN_bin2bn(serial, sizeof serial, nullptr));
   if (!bn || !BN_to_ASN1_INTEGER(bn.get(), X509_get_serialNumber(cert.get())))
     return Status::Internal("cannot set the serial number");
-  if (!X509_gmtime_adj(X509_getm_notBefore(cert.get()), -kBackdateSeconds) ||
+  if (!X509_gmtime_adj(X509_getm_notBefore(cert.get()), -static_cast<long>(leaf.backdate.count())) ||
       !X509_gmtime_adj(X509_getm_notAfter(cert.get()), static_cast<long>(leaf.lifetime.count())))
     return Status::Internal("cannot set the validity");
   X509_NAME* subject = X509_get_subject_name(cert.get());

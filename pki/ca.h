@@ -3,7 +3,7 @@
 // the provisioner's CheckNodeCsr approved, and the provisioner's own
 // client certificate. A new CA is an EC P-256 key and a self-signed certificate.
 // Leaves get a random 128-bit serial, a notBefore 5 minutes back (clocks
-// of nodes differ), CA:FALSE and only the usages asked for. Move-only;
+// of nodes differ; Leaf::backdate), CA:FALSE and only the usages asked for. Move-only;
 // const methods are thread-safe.
 #pragma once
 
@@ -23,6 +23,9 @@ class Ca {
     std::vector<std::string> dns_names, ips;  // checked already: written as they are
     bool server_auth = false, client_auth = false;
     std::chrono::seconds lifetime{0};
+    // notBefore this far back from now (clocks of nodes differ); negative:
+    // not yet valid, as a node whose clock is behind sees it.
+    std::chrono::seconds backdate{300};
   };
 
   Ca();

@@ -88,7 +88,8 @@ Status ReadCertificate(const std::string& cert_pem, const std::string& key_pem, 
   return Status::Ok();
 }
 
-Status VerifyChain(const std::string& cert_pem, const std::string& bundle_pem) {
+Status VerifyChain(const std::string& cert_pem, const std::string& bundle_pem,
+                   std::chrono::system_clock::time_point at) {
   BioPtr bio = ReadBio(cert_pem);
   CertPtr cert(bio ? PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr) : nullptr);
   if (!cert) return Status::InvalidArgument("no PEM certificate");
@@ -105,6 +106,11 @@ Status VerifyChain(const std::string& cert_pem, const std::string& bundle_pem) {
   std::unique_ptr<X509_STORE_CTX, Freer<X509_STORE_CTX, X509_STORE_CTX_free>> ctx(X509_STORE_CTX_new());
   if (!ctx || X509_STORE_CTX_init(ctx.get(), store.get(), cert.get(), nullptr) != 1)
     return Status::Internal("cannot set up a certificate check");
+  // PARTIAL_CHAIN: a bundle certificate that is not self-signed ends the
+  // chain too (issue 60 item 2: an intermediate as the operator's CA was
+  // never accepted, and every node re-enrolled on every pass).
+  X509_STORE_CTX_set_flags(ctx.get(), X509_V_FLAG_PARTIAL_CHAIN);
+  X509_STORE_CTX_set_time(ctx.get(), 0, std::chrono::system_clock::to_time_t(at));
   if (X509_verify_cert(ctx.get()) != 1)
     return Status::FailedPrecondition(std::string("the certificate does not chain to the CA bundle: ") +
                                       X509_verify_cert_error_string(X509_STORE_CTX_get_error(ctx.get())));

@@ -28,11 +28,15 @@ struct CertFacts {
 // is not empty and is not the private key of that certificate.
 Status ReadCertificate(const std::string& cert_pem, const std::string& key_pem, CertFacts* out);
 
-// OK when the first certificate of `cert_pem` chains to one of the CA
-// certificates in `bundle_pem` (at the current time, any purpose);
-// FAILED_PRECONDITION with OpenSSL's reason otherwise. A node re-enrolls
-// when the CA it holds a certificate from is no longer the published one.
-Status VerifyChain(const std::string& cert_pem, const std::string& bundle_pem);
+// OK when the first certificate of `cert_pem` chains to the certificates
+// in `bundle_pem` at time `at` (any purpose); FAILED_PRECONDITION with
+// OpenSSL's reason otherwise. Every certificate of the bundle is a trust
+// anchor as it is, a self-signed root or not: an operator's CA may be an
+// intermediate of their own root, and the bundle then holds just it. A
+// node re-enrolls when the CA it holds a certificate from is no longer
+// the published one.
+Status VerifyChain(const std::string& cert_pem, const std::string& bundle_pem,
+                   std::chrono::system_clock::time_point at = std::chrono::system_clock::now());
 
 // A new EC P-256 key (PKCS#8 PEM) and a request signed by it for subject
 // CN=`common_name` with these DNS names and IP addresses.

@@ -175,17 +175,34 @@ Status Enroller::Pass(std::chrono::system_clock::time_point* next) {
   std::string cert_pem;
   if (!have) why = "none held";
   else if (now >= renew_at) why = "two thirds of its lifetime have passed";
-  else if (ReadWholeFile(config_.files.tls().cert, &cert_pem).ok() && !pki::VerifyChain(cert_pem, bundle).ok())
-    why = "the published CA is no longer the one that signed it";
-  else if (AsText(held.ips) != AsText(ips)) why = "the Node's addresses are now " + AsText(ips);
+  else if (ReadWholeFile(config_.files.tls().cert, &cert_pem).ok())
+    why = WhyNotServing(cert_pem, held, bundle, ips, now);
+  if (why.empty() && AsText(held.ips) != AsText(ips)) why = "the Node's addresses are now " + AsText(ips);
   if (!why.empty()) {
     spdlog::info("enrollment: a serving certificate is needed ({})", why);
     std::string key, cert;
-    auto sleep = [this](std::chrono::milliseconds d) { return SleepFor(d); };
-    NODEVOL_RETURN_IF_ERROR(RequestCertificate(api_, {config_.node, ips, config_.lifetime}, sleep, &key, &cert));
-    NODEVOL_RETURN_IF_ERROR(config_.files.WritePair(key, cert));
-    NODEVOL_RETURN_IF_ERROR(pki::ReadCertificate(cert, key, &held));
-    issued = std::chrono::system_clock::now();
+    const Pending& p = pending_;
+    if (p.cert.empty() || now >= p.received + (p.facts.validity.not_after - p.received) * 2 / 3 ||
+        !WhyNotServing(p.cert, p.facts, bundle, ips, now).empty()) {
+      auto sleep = [this](std::chrono::milliseconds d) { return SleepFor(d); };
+      NODEVOL_RETURN_IF_ERROR(RequestCertificate(api_, {config_.node, ips, config_.lifetime}, sleep, &key, &cert));
+      pki::CertFacts facts;
+      NODEVOL_RETURN_IF_ERROR(pki::ReadCertificate(cert, key, &facts));
+      pending_ = {key, cert, facts, std::chrono::system_clock::now()};
+    } else {
+      spdlog::info("enrollment: writing the certificate the signer gave earlier again, not asking for another");
+      key = pending_.key;
+      cert = pending_.cert;
+    }
+    // A pair that cannot be written (ENOSPC, EROFS) is kept here and
+    // written again on the next pass: a new request on every backoff
+    // step was signed and thrown away each time (issue 60 item 5).
+    if (Status st = config_.files.WritePair(key, cert); !st.ok())
+      return Status(st.code(), "write the signed certificate (kept, and written again on the next pass): " +
+                                   st.message());
+    held = pending_.facts;
+    issued = pending_.received;
+    pending_ = {};
     {
       std::lock_guard<std::mutex> l(mu_);
       held_ = held;
@@ -204,6 +221,26 @@ Status Enroller::Pass(std::chrono::system_clock::time_point* next) {
   NODEVOL_RETURN_IF_ERROR(AnnounceOn(node, ips));
   *next = std::min(renew_at, now + config_.recheck);
   return Status::Ok();
+}
+
+std::string Enroller::WhyNotServing(const std::string& cert_pem, const pki::CertFacts& facts,
+                                    const std::string& bundle, const std::vector<std::string>& ips,
+                                    std::chrono::system_clock::time_point now) {
+  // Checked at its notBefore when that is still to come: a node whose clock
+  // is behind the signer's by more than the backdate would otherwise take
+  // a certificate that is not yet valid for one from another CA and ask
+  // again on every pass (issue 60 item 3). It serves with it: the peers'
+  // clocks are the signer's.
+  Status chain = pki::VerifyChain(cert_pem, bundle, std::max(now, facts.validity.not_before));
+  if (!chain.ok()) return "the published CA is no longer the one that signed it: " + chain.message();
+  if (now < facts.validity.not_before && !clock_behind_said_) {
+    clock_behind_said_ = true;
+    spdlog::warn("enrollment: the serving certificate is valid only from {} s from now: this node's clock is "
+                 "behind the signer's (check its time synchronisation); keeping it",
+                 std::chrono::duration_cast<std::chrono::seconds>(facts.validity.not_before - now).count());
+  }
+  if (AsText(facts.ips) != AsText(ips)) return "the Node's addresses are now " + AsText(ips);
+  return "";
 }
 
 Status Enroller::AnnounceOn(const nlohmann::json& node, const std::vector<std::string>& ips) {

@@ -16,8 +16,13 @@
 //     and the annotation nodevol.io/endpoint = address:port, written only
 //     when they differ.
 // A failed pass is retried after a backoff (1 s doubling to 1 min; a
-// request the signer refused, after the recheck interval); a complete one sleeps until the renewal is due or 10 minutes, whichever
-// is first (the CA bundle is re-read then, for CA rotation).
+// request the signer refused, after the recheck interval); a complete one
+// sleeps until the renewal is due or 10 minutes, whichever is first (the
+// CA bundle is re-read then, for CA rotation). A signed pair that cannot
+// be written is kept and written on the next pass, not asked for again;
+// a certificate not yet valid by this node's clock is kept (a warning
+// says the clock is behind). The bundle's certificates are trust anchors
+// as they are: an operator's intermediate CA works (pki::VerifyChain).
 #pragma once
 
 #include <chrono>
@@ -75,6 +80,11 @@ class Enroller {
   // One pass; *next says when the next one is due.
   Status Pass(std::chrono::system_clock::time_point* next);
   Status CheckIdentity();
+  // Why the certificate `cert_pem` (with `facts`) cannot serve now: it
+  // does not chain to `bundle` (at its notBefore, if that is later than
+  // now), or names other addresses than `ips`; "" when it can.
+  std::string WhyNotServing(const std::string& cert_pem, const pki::CertFacts& facts, const std::string& bundle,
+                            const std::vector<std::string>& ips, std::chrono::system_clock::time_point now);
   Status AnnounceOn(const nlohmann::json& node, const std::vector<std::string>& ips);
   bool SleepFor(std::chrono::milliseconds d);
 
@@ -94,6 +104,14 @@ class Enroller {
   pki::CertFacts held_;
   std::chrono::system_clock::time_point issued_;  // when held_ was received
   bool have_cert_ = false;
+  // A pair the signer gave that could not be written yet (the loop's
+  // thread only).
+  struct Pending {
+    std::string key, cert;
+    pki::CertFacts facts;
+    std::chrono::system_clock::time_point received;
+  } pending_;
+  bool clock_behind_said_ = false;
   std::thread thread_;
 };
 

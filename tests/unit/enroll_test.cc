@@ -35,6 +35,11 @@ class TestSigner {
     EXPECT_TRUE(pki::Ca::Make("test CA", 24h, &ca_).ok());
     thread_ = std::thread([this] { Run(); });
   }
+  // Signs with `ca` (an operator's, loaded from their Secret).
+  TestSigner(FakeApi* api, std::chrono::seconds lifetime, pki::Ca ca)
+      : api_(api), lifetime_(lifetime), ca_(std::move(ca)) {
+    thread_ = std::thread([this] { Run(); });
+  }
   ~TestSigner() {
     stop_ = true;
     thread_.join();
@@ -55,6 +60,9 @@ class TestSigner {
     ips_ = std::move(ips);
   }
   int signed_count() const { return signed_; }
+  // notBefore this far back (negative: in the future, as a node whose
+  // clock is behind the signer's sees it).
+  void Backdate(std::chrono::seconds b) { backdate_ = b.count(); }
 
  private:
   void Run() {
@@ -71,7 +79,9 @@ class TestSigner {
         } else {
           std::string cert;
           std::lock_guard<std::mutex> l(mu_);
-          ASSERT_TRUE(ca_.SignRequest(request, {"n1", {"n1"}, ips_, true, false, lifetime_}, &cert).ok());
+          pki::Ca::Leaf leaf{"n1", {"n1"}, ips_, true, false, lifetime_};
+          leaf.backdate = std::chrono::seconds(backdate_.load());
+          ASSERT_TRUE(ca_.SignRequest(request, leaf, &cert).ok());
           csr["status"] = {{"certificate", kube::EncodeBase64(cert)}};
           ++signed_;
         }
@@ -87,6 +97,7 @@ class TestSigner {
   std::vector<std::string> ips_ = {"10.0.0.1"};
   std::atomic<bool> stop_{false}, deny_{false};
   std::atomic<int> signed_{0};
+  std::atomic<long> backdate_{300};
   std::thread thread_;
 };
 
@@ -289,6 +300,99 @@ TEST_F(EnrollerTest, FilesOfAnotherNodeAreNotServed) {
   Status st = Config().files.Load("n1", &f, &written);
   EXPECT_EQ(st.code(), Status::Code::kFailedPrecondition);
   EXPECT_NE(st.message().find("does not name node n1"), std::string::npos) << st.message();
+}
+
+// Runs `command` through the shell, for openssl(1) in the tests below.
+void Shell(const std::string& command) { ASSERT_EQ(std::system(command.c_str()), 0) << command; }
+
+// issue 60 item 2: an operator CA that is an intermediate of their own
+// root (a cert-manager isCA Certificate from a CA issuer): the bundle
+// holds the intermediate alone, and pki::VerifyChain never accepted the
+// node's certificate, so every pass asked for a new one.
+TEST_F(EnrollerTest, AnIntermediateCaIsTrustedAsItIs) {
+  std::string d = dir_ + "-ca";
+  std::filesystem::create_directories(d);
+  const std::string ec = " -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes";
+  Shell("cd " + d + " && openssl req -x509" + ec + " -keyout root.key -out root.crt -subj /CN=root -days 2"
+      " -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign 2>/dev/null");
+  Shell("cd " + d + " && openssl req" + ec + " -keyout int.key -out int.csr -subj /CN=intermediate 2>/dev/null");
+  Shell("cd " + d + " && printf 'basicConstraints=critical,CA:TRUE\\nkeyUsage=critical,keyCertSign,cRLSign,"
+      "digitalSignature\\nsubjectKeyIdentifier=hash\\nauthorityKeyIdentifier=keyid\\n' >ext &&"
+      " openssl x509 -req -in int.csr -CA root.crt -CAkey root.key -CAcreateserial -days 1 -extfile ext"
+      " -out int.crt 2>/dev/null");
+  std::string int_cert, int_key;
+  ASSERT_TRUE(ReadWholeFile(d + "/int.crt", &int_cert).ok());
+  ASSERT_TRUE(ReadWholeFile(d + "/int.key", &int_key).ok());
+  pki::Ca intermediate;
+  ASSERT_TRUE(pki::Ca::Load(int_cert, int_key, &intermediate).ok());
+  TestSigner signer(&api_, 1h, std::move(intermediate));
+  PublishCa(signer.ca());
+  std::atomic<int> ready{0};
+  EnrollConfig c = Config();
+  c.recheck = 1s;
+  Enroller e(&api_, c, [&] { ++ready; });
+  e.Start();
+  ASSERT_TRUE(WaitFor([&] { return ready == 1; }));
+  std::this_thread::sleep_for(2500ms);  // two rechecks
+  e.Stop();
+  EXPECT_EQ(CsrsMade(), 1) << "the node re-enrolled: its certificate was not seen to chain to the intermediate";
+  std::string cert;
+  ASSERT_TRUE(ReadWholeFile(dir_ + "/tls.crt", &cert).ok());
+  EXPECT_TRUE(pki::VerifyChain(cert, int_cert).ok());
+  std::string root;
+  ASSERT_TRUE(ReadWholeFile(d + "/root.crt", &root).ok());
+  EXPECT_TRUE(pki::VerifyChain(cert, root + int_cert).ok()) << "root and intermediate in one bundle";
+  EXPECT_FALSE(pki::VerifyChain(cert, root).ok()) << "the root alone lacks the intermediate";
+  std::filesystem::remove_all(d);
+}
+
+// issue 60 item 3: a node whose clock is behind the signer's by more than
+// the 5-minute backdate got a certificate not yet valid by its clock, and
+// asked for another on every pass, saying the CA was replaced.
+TEST_F(EnrollerTest, ACertificateNotYetValidHereIsKept) {
+  TestSigner signer(&api_, 2h);
+  signer.Backdate(-1h);
+  PublishCa(signer.ca());
+  std::atomic<int> ready{0};
+  EnrollConfig c = Config();
+  c.recheck = 1s;
+  Enroller e(&api_, c, [&] { ++ready; });
+  e.Start();
+  ASSERT_TRUE(WaitFor([&] { return ready == 1; }));
+  std::this_thread::sleep_for(2500ms);  // two rechecks
+  e.Stop();
+  EXPECT_EQ(CsrsMade(), 1);
+  // Another CA is still another CA, at the certificate's notBefore too.
+  std::string cert;
+  ASSERT_TRUE(ReadWholeFile(dir_ + "/tls.crt", &cert).ok());
+  pki::Ca other;
+  ASSERT_TRUE(pki::Ca::Make("other", 24h, &other).ok());
+  EXPECT_FALSE(pki::VerifyChain(cert, other.cert_pem(), std::chrono::system_clock::now() + 90min).ok());
+  EXPECT_TRUE(pki::VerifyChain(cert, signer.ca().cert_pem(), std::chrono::system_clock::now() + 90min).ok());
+}
+
+// issue 60 item 5: when the signed pair could not be written (ENOSPC,
+// EROFS; here tls.crt is a directory, which a rename cannot replace even
+// as root), every backoff step made a new request that was signed and
+// thrown away.
+TEST_F(EnrollerTest, APairThatCannotBeWrittenIsWrittenLaterNotAskedForAgain) {
+  TestSigner signer(&api_, 1h);
+  PublishCa(signer.ca());
+  std::filesystem::create_directories(dir_ + "/tls.crt/in-the-way");
+  std::atomic<int> ready{0};
+  Enroller e(&api_, Config(), [&] { ++ready; });
+  e.Start();
+  ASSERT_TRUE(WaitFor([&] { return signer.signed_count() >= 1; }));
+  std::this_thread::sleep_for(3500ms);  // passes at +1 s and +3 s (backoff)
+  EXPECT_EQ(ready, 0);
+  EXPECT_EQ(CsrsMade(), 1) << "a new request on every backoff step";
+  std::filesystem::remove_all(dir_ + "/tls.crt");
+  ASSERT_TRUE(WaitFor([&] { return ready == 1; }, 15s));
+  e.Stop();
+  EXPECT_EQ(CsrsMade(), 1);
+  pki::CertFacts f;
+  std::chrono::system_clock::time_point written;
+  EXPECT_TRUE(Config().files.Load("n1", &f, &written).ok()) << "the kept pair is what was written";
 }
 
 }  // namespace

@@ -92,6 +92,35 @@ TEST(NfsMountOptions, OptionsNotAppliedByASharedSuperblock) {
   EXPECT_TRUE(OptionsNotApplied("soft,actimeo=1,nosharecache", super).empty());
 }
 
+// issue 69 item 4: a record on the export (written by another node, the
+// server, or root on any client) decided this node's mount options.
+TEST(NfsMountOptions, ARecordNeverDecidesWhatThePoolDecides) {
+  NfsMountOptions pool;
+  ASSERT_TRUE(pool.Add("hard,sec=krb5p,vers=4.2,timeo=600,clientaddr=10.0.0.5").ok());
+  auto from = [&](const std::string& record) {
+    NfsMountOptions out;
+    Status st = OptionsFromRecord(pool, record, &out);
+    return st.ok() ? out.ToString() : "ERROR " + std::string(st.code() == Status::Code::kFailedPrecondition
+                                                                 ? "precondition: " : "invalid: ") + st.message();
+  };
+  // What a creator with the same pool wrote, tuned per volume: the tuning
+  // comes along, this node's clientaddr stays.
+  EXPECT_EQ(from("hard,sec=krb5p,vers=4.2,timeo=50,rsize=65536,clientaddr=10.9.9.9"),
+            "clientaddr=10.0.0.5,hard,rsize=65536,sec=krb5p,timeo=50,vers=4.2");
+  EXPECT_EQ(from("sec=krb5p,vers=4.2,hard"), "clientaddr=10.0.0.5,hard,sec=krb5p,timeo=600,vers=4.2");
+  for (const char* forged : {"soft,sec=krb5p,vers=4.2", "hard,sec=sys,vers=4.2", "hard,sec=krb5p,vers=3",
+                             "hard,sec=krb5p", "hard,sec=krb5p,vers=4.2,mounthost=10.6.6.6",
+                             "hard,sec=krb5p,vers=4.2,port=2050", "hard,sec=krb5p,vers=4.2,nolock",
+                             "hard,sec=krb5p,vers=4.2,suid", "hard,sec=krb5p,vers=4.2,dev"}) {
+    std::string got = from(forged);
+    EXPECT_EQ(got.rfind("ERROR precondition: ", 0), 0u) << forged << ": " << got;
+    EXPECT_NE(got.find("the pool's to decide"), std::string::npos) << got;
+  }
+  EXPECT_NE(from("soft,sec=krb5p,vers=4.2").find("\"soft\" where this pool's say \"hard\""), std::string::npos)
+      << from("soft,sec=krb5p,vers=4.2");
+  EXPECT_EQ(from("hard,sec=krb5p,vers=4.2,bg").rfind("ERROR invalid: ", 0), 0u);
+}
+
 TEST(NfsPoolOptions, Defaults) {
   NfsPoolOptions o;
   ASSERT_TRUE(Pool({{"server", "10.0.0.5"}, {"share", "/export"}}, &o).ok());

@@ -135,8 +135,14 @@ grep -q "belongs to another pool" <<<"$out" || vm_fail "unexpected refusal: $out
 echo "not json" >"$REC/pvc-junk.json"
 out=$(mount_refused b "$(target b pod-j)" team '"volume":"pvc-junk","pool":"shared"')
 grep -q "cannot be used" <<<"$out" || vm_fail "unexpected refusal: $out"
+# A record of a directory of this very export whose mount options turn
+# the pool's hard into soft (issue 69 item 4): the pool's options decide.
+sed 's/"pvc-1"/"pvc-soft"/; s/"mount_options": *"[^"]*"/"mount_options": "soft,vers=4.2"/' "$REC/pvc-1.json" >"$REC/pvc-soft.json"
+grep -q '"mount_options": "soft,vers=4.2"' "$REC/pvc-soft.json" || vm_fail "no forged options in $(cat "$REC/pvc-soft.json")"
+out=$(mount_refused b "$(target b pod-s)" team '"volume":"pvc-soft","pool":"shared"')
+grep -q "hard is the pool's to decide" <<<"$out" || vm_fail "unexpected refusal: $out"
 [[ -z $(nfs_mounts_below "${PODS[b]}") && -z $(volumes_on b) ]] || vm_fail "a refused record left a mount or a copy"
-rm -f "$REC/pvc-evil.json" "$REC/pvc-other.json" "$REC/pvc-junk.json"
+rm -f "$REC/pvc-evil.json" "$REC/pvc-other.json" "$REC/pvc-junk.json" "$REC/pvc-soft.json"
 
 vm_step "4. node a stopped: node b expands and deletes the volume when the pool is named"
 unmount_ok a "$ta"

@@ -195,6 +195,34 @@ std::string NfsMountOptions::Get(const std::string& group) const {
   return it == by_group_.end() ? "" : it->second;
 }
 
+void NfsMountOptions::Set(const std::string& group, const std::string& option) {
+  if (option.empty())
+    by_group_.erase(group);
+  else
+    by_group_[group] = option;
+}
+
+Status OptionsFromRecord(const NfsMountOptions& pool, const std::string& record, NfsMountOptions* out) {
+  static const std::set<std::string> kPoolDecides = {
+      "sec",  "vers", "minorversion", "hard",      "proto",      "port",      "lock", "local_lock",
+      "mounthost", "mountport", "mountproto", "mountvers", "suid", "dev", "exec"};
+  NfsMountOptions rec;
+  NODEVOL_RETURN_IF_ERROR(rec.Add(record));
+  for (const std::string& g : kPoolDecides) {
+    std::string mine = pool.Get(g), theirs = rec.Get(g);
+    if (mine != theirs)
+      return Status::FailedPrecondition(
+          "its mount options say " + (theirs.empty() ? "nothing of " + g : "\"" + theirs + "\"") + " where this pool's say " +
+          (mine.empty() ? "nothing" : "\"" + mine + "\"") + ": " + g +
+          " is the pool's to decide on every node (--pool mount-options), never a record's");
+  }
+  NfsMountOptions merged = pool;
+  for (const auto& [g, o] : rec.groups())
+    if (g != "clientaddr") merged.Set(g, o);
+  *out = std::move(merged);
+  return Status::Ok();
+}
+
 std::vector<std::string> OptionsNotApplied(const std::string& requested, const std::string& super) {
   auto split = [](const std::string& text) {
     std::vector<std::string> out;

@@ -37,10 +37,25 @@ class NfsMountOptions {
   bool empty() const { return by_group_.empty(); }
   // The option of a group ("vers", "hard", ...) or "".
   std::string Get(const std::string& group) const;
+  // Sets a group's option as given, or removes the group when `option` is "".
+  void Set(const std::string& group, const std::string& option);
+  const std::map<std::string, std::string>& groups() const { return by_group_; }
 
  private:
   std::map<std::string, std::string> by_group_;  // group -> option as given ("timeo=600", "soft")
 };
+
+// The options to mount with for a volume whose record someone else wrote
+// (a record on a shared export: another node, the NFS server or root on
+// any of its clients may have written it). The groups that decide whom
+// the mount trusts and how it fails (sec, vers, minorversion, hard, proto,
+// port, lock, local_lock, mounthost, mountport, mountproto, mountvers,
+// suid, dev, exec) must be the pool's own, set or unset alike:
+// FAILED_PRECONDITION names the first that is not. clientaddr is this
+// node's (the pool's), never the record's. The rest, tuning a creator
+// may have chosen per volume (timeo, rsize, ac, ...), comes from the
+// record over the pool's. INVALID_ARGUMENT when `record` does not parse.
+Status OptionsFromRecord(const NfsMountOptions& pool, const std::string& record, NfsMountOptions* out);
 
 // Of the options in `requested` (canonical, as ToString) that the kernel
 // does not compare when it looks for a superblock to share (timeo,

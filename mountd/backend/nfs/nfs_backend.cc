@@ -517,8 +517,14 @@ Status NfsBackend::FindShared(const std::string& volume, VolumeRecord* out) {
   if (v.whole_export || v.server != options_.server || v.share != options_.share)
     return bad("is not of a directory of this export");
   if (!CheckOnDelete("on_delete", v.on_delete).ok()) return bad("has an invalid on_delete");
+  // The pool's options decide whom the mount trusts and how it fails, not
+  // the record's (issue 69 item 4: sec=krb5p became sys, hard soft, and
+  // mounthost= sent the MOUNT call elsewhere; a creator's clientaddr=
+  // spread to every node).
   NfsMountOptions mo;
-  if (!mo.Add(v.options).ok()) return bad("has mount options nodevold refuses");
+  if (Status st = OptionsFromRecord(options_.mount_options, v.options, &mo); !st.ok())
+    return bad(st.code() == Status::Code::kInvalidArgument ? "has mount options nodevold refuses: " + st.message()
+                                                           : st.message());
   rec.attributes["mount_options"] = mo.ToString();
   rec.attributes["path"] = VolumeDir(volume);
   rec.state = VolumeState::kReady;

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "controller/names.h"
@@ -48,11 +49,16 @@ class ContentPass {
   Outcome Delete();
   Outcome Create();
   Outcome CheckStatic();
+  // A create that may have run (kAnnBeingCreated) whose source PV is gone:
+  // the snapshot, looked for where the create went, is this content's, or
+  // there is none and the annotations go.
+  Outcome SettleUncertainCreate(const std::string& uid, const std::string& source, const Status& why);
   // Status fields of a snapshot the node has: handle, readyToUse, times.
   Status WriteStatus(const SnapshotHandle& h, const v1::Snapshot& s);
   // status.error (unless the same message is there) and a Warning event.
   Outcome Failed(const std::string& reason, const std::string& message);
   Status SetAnnotation(const char* key, const char* value);  // value null: remove
+  Status SetAnnotations(const json& annotations);            // null values remove
   std::shared_ptr<nodes::NodeClient> Client(const std::string& node, Status* st);
   // The node and volume name of the PV whose CSI volumeHandle is `handle`.
   Status SourceOf(const std::string& handle, std::string* node);
@@ -79,8 +85,11 @@ std::shared_ptr<nodes::NodeClient> ContentPass::Client(const std::string& node, 
 }
 
 Status ContentPass::SetAnnotation(const char* key, const char* value) {
-  json v = value ? json(value) : json(nullptr);
-  json patch = {{"metadata", {{"annotations", {{key, v}}}}}};
+  return SetAnnotations({{key, value ? json(value) : json(nullptr)}});
+}
+
+Status ContentPass::SetAnnotations(const json& annotations) {
+  json patch = {{"metadata", {{"annotations", annotations}}}};
   json out;
   auto r = ctx_.client->MergePatch(Path(), patch, &out);
   if (!r.ok()) return Status::Unavailable("annotating VolumeSnapshotContent " + name_ + ": " + r.ToString());
@@ -188,10 +197,11 @@ Outcome ContentPass::Create() {
                                                   "\"; nodevol snapshots take none");
   std::string node;
   Status st = SourceOf(source, &node);
+  if (!st.ok() && HasAnnotation(kAnnBeingCreated)) return SettleUncertainCreate(uid, source, st);
   if (!st.ok()) return Failed("SnapshotCreationFailed", st.message());
   auto client = Client(node, &st);
   if (!client) return Failed("SnapshotCreationFailed", st.message());
-  st = SetAnnotation(kAnnBeingCreated, "yes");
+  st = SetAnnotations({{kAnnBeingCreated, "yes"}, {kAnnSnapshotNode, node}});
   if (!st.ok()) return Failed("SnapshotCreationFailed", st.message());
 
   SnapshotHandle h{node, SnapshotNameFor(uid)};
@@ -206,7 +216,7 @@ Outcome ContentPass::Create() {
                                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   if (!st.ok()) {
     if (!MayStillRun(st.code())) {
-      Status ann = SetAnnotation(kAnnBeingCreated, nullptr);
+      Status ann = SetAnnotations({{kAnnBeingCreated, nullptr}, {kAnnSnapshotNode, nullptr}});
       if (!ann.ok()) spdlog::warn("VolumeSnapshotContent {}: {}", name_, ann.message());
     }
     return Failed("SnapshotCreationFailed", "taking snapshot of volume " + source + " on node " + node + ": " +
@@ -214,10 +224,63 @@ Outcome ContentPass::Create() {
   }
   st = WriteStatus(h, resp.snapshot());
   if (!st.ok()) return Failed("SnapshotCreationFailed", st.message());
-  st = SetAnnotation(kAnnBeingCreated, nullptr);
+  st = SetAnnotations({{kAnnBeingCreated, nullptr}, {kAnnSnapshotNode, nullptr}});
   if (!st.ok()) return Outcome::kRetry;
   spdlog::info("VolumeSnapshotContent {}: snapshot {} of volume {} taken", name_, FormatSnapshotHandle(h), source);
   return resp.snapshot().state() == v1::VOLUME_STATE_READY ? Outcome::kDone : Outcome::kRetry;
+}
+
+Outcome ContentPass::SettleUncertainCreate(const std::string& uid, const std::string& source, const Status& why) {
+  // Where the create went; a content annotated by an older provisioner
+  // names no node: every node that reports pools is asked.
+  std::vector<std::string> nodes;
+  if (std::string n = Str(Obj(meta(), "annotations"), kAnnSnapshotNode); !n.empty()) {
+    nodes.push_back(n);
+  } else {
+    for (const PoolSeen& p : ctx_.node_view->Pools())
+      if (std::find(nodes.begin(), nodes.end(), p.node) == nodes.end()) nodes.push_back(p.node);
+  }
+  const std::string name = SnapshotNameFor(uid);
+  std::string unreachable;
+  for (const std::string& node : nodes) {
+    Status st;
+    v1::GetSnapshotResponse got;
+    if (auto client = Client(node, &st)) {
+      v1::GetSnapshotRequest req;
+      req.set_name(name);
+      st = client->GetSnapshot(req, &got);
+    }
+    if (st.code() == Status::Code::kNotFound) continue;
+    if (!st.ok()) {
+      unreachable += (unreachable.empty() ? "" : "; ") + st.message();
+      continue;
+    }
+    // The create did run: the snapshot is this content's, source gone or not.
+    if (got.snapshot().source_volume() != source)
+      return Failed("SnapshotCreationFailed", "snapshot " + name + " on node " + node + " is of volume " +
+                                                  got.snapshot().source_volume() + ", not " + source);
+    SnapshotHandle h{node, name};
+    if (Status w = WriteStatus(h, got.snapshot()); !w.ok()) return Failed("SnapshotCreationFailed", w.message());
+    spdlog::info("VolumeSnapshotContent {}: the create that may have run did: snapshot {} of volume {}", name_,
+                 FormatSnapshotHandle(h), source);
+    if (got.snapshot().state() != v1::VOLUME_STATE_READY) return Outcome::kRetry;
+    if (!SetAnnotations({{kAnnBeingCreated, nullptr}, {kAnnSnapshotNode, nullptr}}).ok()) return Outcome::kRetry;
+    // Dropping the annotation queues no pass: a content to go goes now.
+    return ShouldDelete() ? Delete() : Outcome::kDone;
+  }
+  // Still uncertain while a node that may hold it does not answer.
+  if (!unreachable.empty() || nodes.empty())
+    return Failed("SnapshotCreationFailed",
+                  why.message() + "; an earlier create may have made snapshot " + name + " and " +
+                      (nodes.empty() ? "no node is known to ask" : "a node that may hold it did not answer: " +
+                                                                       unreachable));
+  // No node has it, and none can make it any more (the call's deadline is
+  // long past, and the node bounds its waits by it): nothing to delete, so
+  // the content may go (issue 69 item 5: it kept its finalizer for ever).
+  if (Status st = SetAnnotations({{kAnnBeingCreated, nullptr}, {kAnnSnapshotNode, nullptr}}); !st.ok())
+    return Failed("SnapshotCreationFailed", st.message());
+  if (ShouldDelete()) return Delete();
+  return Failed("SnapshotCreationFailed", why.message() + "; no node holds snapshot " + name);
 }
 
 Outcome ContentPass::CheckStatic() {

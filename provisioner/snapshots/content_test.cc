@@ -97,6 +97,79 @@ TEST(SnapshotContent, AnUncertainCreateKeepsTheBeingCreatedAnnotation) {
   EXPECT_EQ(c["metadata"]["annotations"].value(kAnnBeingCreated, ""), "yes");
 }
 
+// issue 69 item 5: a create that timed out keeps the being-created
+// annotation; when the source PV was gone by the next pass, the pass
+// failed before the annotation was settled, for ever: the finalizer
+// stayed, the node's snapshot leaked, a namespace deletion hung.
+TEST(SnapshotContent, AnUncertainCreateIsSettledAfterItsSourcePvIsGone) {
+  for (bool made : {true, false}) {
+    SCOPED_TRACE(made ? "the timed-out create made the snapshot" : "it made nothing");
+    SnapWorld w;
+    w.api.Put(kContents + "c6", DynamicContent("c6", "pvc-1"));
+    w.a.FailNextSnapshot(grpc::StatusCode::DEADLINE_EXCEEDED, "took too long");
+    ASSERT_EQ(w.Sync("c6"), Outcome::kRetry);
+    json c = w.api.Object(kContents + "c6");
+    ASSERT_EQ(c["metadata"]["annotations"].value(kAnnBeingCreated, ""), "yes");
+    EXPECT_EQ(c["metadata"]["annotations"].value(kAnnSnapshotNode, ""), "a");
+    if (made) {
+      v1::Snapshot s;
+      s.set_name("snapshot-u-c6");
+      s.set_source_volume("pvc-1");
+      s.set_size_bytes(GiB);
+      s.set_state(v1::VOLUME_STATE_READY);
+      s.set_created_unix(1700000000);
+      w.a.AddSnapshot(s);
+    }
+    w.Load({}, {});  // the source PV is gone
+    // The snapshot-controller then lets the content go.
+    c = w.api.Object(kContents + "c6");
+    c["metadata"]["deletionTimestamp"] = "2026-12-01T00:00:00Z";
+    c["metadata"]["annotations"][kAnnBeingDeleted] = "yes";
+    w.api.Put(kContents + "c6", c);
+    Outcome last = Outcome::kRetry;
+    for (int pass = 0; pass < 20 && last != Outcome::kDone; ++pass) last = w.Sync("c6");
+    EXPECT_EQ(last, Outcome::kDone);
+    c = w.api.Object(kContents + "c6");
+    EXPECT_FALSE(c["metadata"].value("annotations", json::object()).contains(kAnnBeingCreated));
+    EXPECT_EQ(c["metadata"].value("finalizers", json::array()), json::array()) << "the finalizer stayed";
+    EXPECT_FALSE(w.a.HasSnapshot("snapshot-u-c6")) << "the node's snapshot leaked";
+  }
+}
+
+// A content an older provisioner annotated names no node: every node
+// that reports pools is asked.
+TEST(SnapshotContent, AnUncertainCreateOfAnOlderProvisionerIsLookedForOnEveryNode) {
+  SnapWorld w;
+  json content = DynamicContent("c8", "pvc-1");
+  content["metadata"]["annotations"][kAnnBeingCreated] = "yes";
+  w.api.Put(kContents + "c8", content);
+  v1::Snapshot s;
+  s.set_name("snapshot-u-c8");
+  s.set_source_volume("pvc-1");
+  s.set_state(v1::VOLUME_STATE_READY);
+  w.a.AddSnapshot(s);
+  w.Load({}, {});
+  EXPECT_EQ(w.Sync("c8"), Outcome::kDone);
+  json c = w.api.Object(kContents + "c8");
+  EXPECT_EQ(c["status"].value("snapshotHandle", ""), "a/snapshot-u-c8");
+  EXPECT_FALSE(c["metadata"].value("annotations", json::object()).contains(kAnnBeingCreated));
+  EXPECT_EQ(w.a.snapshot_creates(), 0);
+}
+
+TEST(SnapshotContent, AnUncertainCreateStaysUncertainWhileItsNodeIsDown) {
+  SnapWorld w;
+  w.api.Put(kContents + "c7", DynamicContent("c7", "pvc-1"));
+  w.a.FailNextSnapshot(grpc::StatusCode::UNAVAILABLE, "connection reset");
+  ASSERT_EQ(w.Sync("c7"), Outcome::kRetry);
+  w.Load({}, {});
+  w.a.SetDown(true);
+  EXPECT_EQ(w.Sync("c7"), Outcome::kRetry);
+  json c = w.api.Object(kContents + "c7");
+  EXPECT_EQ(c["metadata"]["annotations"].value(kAnnBeingCreated, ""), "yes") << "dropped while the node may hold it";
+  EXPECT_NE(c["status"]["error"].value("message", "").find("did not answer"), std::string::npos)
+      << c["status"].dump();
+}
+
 TEST(SnapshotContent, BadInputIsRefusedWithNothingMade) {
   SnapWorld w;
   w.api.Put("/apis/snapshot.storage.k8s.io/v1/volumesnapshotclasses/odd",

@@ -13,6 +13,10 @@ inline constexpr const char* kAnnBeingCreated = "snapshot.storage.kubernetes.io/
 // Set by the snapshot-controller when the content is to go: delete the
 // backend snapshot (policy Delete), then drop the finalizer.
 inline constexpr const char* kAnnBeingDeleted = "snapshot.storage.kubernetes.io/volumesnapshot-being-deleted";
+// nodevol's own, set with kAnnBeingCreated: the node the CreateSnapshot
+// went to, so that an uncertain create is settled there even when its
+// source PV is gone by the next pass.
+inline constexpr const char* kAnnSnapshotNode = "nodevol.io/snapshot-node";
 inline constexpr const char* kContentFinalizer = "snapshot.storage.kubernetes.io/volumesnapshotcontent-bound-protection";
 // Class parameters with this prefix are the snapshotter's own (secrets),
 // never the driver's.

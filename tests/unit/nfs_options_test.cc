@@ -60,7 +60,7 @@ TEST(NfsMountOptions, UnknownAndRefusedOptions) {
   std::string r = Canon("vers=4.2,colour=blue");
   EXPECT_NE(r.find("\"colour=blue\""), std::string::npos) << r;
   EXPECT_NE(r.find("known:"), std::string::npos) << r;
-  for (const char* refused : {"ro", "bg", "addr=10.0.0.1", "intr", "remount", "bind"}) {
+  for (const char* refused : {"ro", "bg", "addr=10.0.0.1", "intr", "remount", "bind", "suid", "dev"}) {
     r = Canon(refused);
     EXPECT_NE(r.find("not allowed"), std::string::npos) << refused << " -> " << r;
   }
@@ -111,7 +111,7 @@ TEST(NfsMountOptions, ARecordNeverDecidesWhatThePoolDecides) {
   for (const char* forged : {"soft,sec=krb5p,vers=4.2", "hard,sec=sys,vers=4.2", "hard,sec=krb5p,vers=3",
                              "hard,sec=krb5p", "hard,sec=krb5p,vers=4.2,mounthost=10.6.6.6",
                              "hard,sec=krb5p,vers=4.2,port=2050", "hard,sec=krb5p,vers=4.2,nolock",
-                             "hard,sec=krb5p,vers=4.2,suid", "hard,sec=krb5p,vers=4.2,dev"}) {
+                             "hard,sec=krb5p,vers=4.2,noexec"}) {
     std::string got = from(forged);
     EXPECT_EQ(got.rfind("ERROR precondition: ", 0), 0u) << forged << ": " << got;
     EXPECT_NE(got.find("the pool's to decide"), std::string::npos) << got;
@@ -119,6 +119,12 @@ TEST(NfsMountOptions, ARecordNeverDecidesWhatThePoolDecides) {
   EXPECT_NE(from("soft,sec=krb5p,vers=4.2").find("\"soft\" where this pool's say \"hard\""), std::string::npos)
       << from("soft,sec=krb5p,vers=4.2");
   EXPECT_EQ(from("hard,sec=krb5p,vers=4.2,bg").rfind("ERROR invalid: ", 0), 0u);
+  // Never suid or dev, from a record or anywhere (MountNfs adds nosuid,nodev).
+  for (const char* forged : {"hard,sec=krb5p,vers=4.2,suid", "hard,sec=krb5p,vers=4.2,dev"}) {
+    std::string got = from(forged);
+    EXPECT_EQ(got.rfind("ERROR invalid: ", 0), 0u) << got;
+    EXPECT_NE(got.find("nosuid,nodev"), std::string::npos) << got;
+  }
 }
 
 TEST(NfsPoolOptions, Defaults) {

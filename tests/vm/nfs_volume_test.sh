@@ -59,7 +59,7 @@ done
 vm_step "mount options reach the kernel"
 opts=$(awk '{print $7}' <<<"$staging")
 vm_log "$opts"
-for o in vers=4.2 timeo=77 retrans=3 acregmin=1 acdirmax=1 hard; do
+for o in vers=4.2 timeo=77 retrans=3 acregmin=1 acdirmax=1 hard nosuid nodev; do
   grep -q "\(^\|,\)$o\(,\|$\)" <<<"$opts" || vm_fail "staging mount lacks $o: $opts"
 done
 

@@ -71,9 +71,7 @@ const std::vector<Known>& Table() {
       {"strictatime", "atime", Kind::kFlag},
       {"diratime", "diratime", Kind::kFlag},
       {"nodiratime", "diratime", Kind::kFlag},
-      {"suid", "suid", Kind::kFlag},
       {"nosuid", "suid", Kind::kFlag},
-      {"dev", "dev", Kind::kFlag},
       {"nodev", "dev", Kind::kFlag},
       {"exec", "exec", Kind::kFlag},
       {"noexec", "exec", Kind::kFlag},
@@ -88,6 +86,10 @@ const std::vector<Known>& Table() {
 const std::map<std::string, std::string>& Refused() {
   static const std::map<std::string, std::string> kRefused = {
       {"ro", "staging mounts are read-write; publish a volume read-only per pod instead"},
+      {"suid", "every staging mount is nosuid,nodev: what a volume holds is never a setuid program or a device "
+               "node on the node"},
+      {"dev", "every staging mount is nosuid,nodev: what a volume holds is never a setuid program or a device "
+              "node on the node"},
       {"bg", "mount.nfs would return before the mount exists; nodevold bounds every mount by the pool's timeout"},
       {"fg", "nodevold always mounts in the foreground; leave it out"},
       {"addr", "nodevold passes the server itself (pool option server, volume parameter server)"},
@@ -204,8 +206,8 @@ void NfsMountOptions::Set(const std::string& group, const std::string& option) {
 
 Status OptionsFromRecord(const NfsMountOptions& pool, const std::string& record, NfsMountOptions* out) {
   static const std::set<std::string> kPoolDecides = {
-      "sec",  "vers", "minorversion", "hard",      "proto",      "port",      "lock", "local_lock",
-      "mounthost", "mountport", "mountproto", "mountvers", "suid", "dev", "exec"};
+      "sec",       "vers",      "minorversion", "hard",      "proto", "port",
+      "lock",      "local_lock", "mounthost",   "mountport", "mountproto", "mountvers", "exec"};
   NfsMountOptions rec;
   NODEVOL_RETURN_IF_ERROR(rec.Add(record));
   for (const std::string& g : kPoolDecides) {

@@ -10,7 +10,7 @@
 // options in another order or spelling share one staging mount.
 //
 // Refused, with the reason: ro (volumes are published read-only per pod
-// instead), bg (mount.nfs would return before the mount exists), addr=
+// instead), suid and dev (every staging mount is nosuid,nodev: MountNfs), bg (mount.nfs would return before the mount exists), addr=
 // (nodevold names the server itself), and anything not known, naming the
 // option. nosharecache is accepted: each staging mount then gets its own
 // superblock, which makes counting its users by device exact rather than
@@ -50,7 +50,7 @@ class NfsMountOptions {
 // any of its clients may have written it). The groups that decide whom
 // the mount trusts and how it fails (sec, vers, minorversion, hard, proto,
 // port, lock, local_lock, mounthost, mountport, mountproto, mountvers,
-// suid, dev, exec) must be the pool's own, set or unset alike:
+// exec) must be the pool's own, set or unset alike:
 // FAILED_PRECONDITION names the first that is not. clientaddr is this
 // node's (the pool's), never the record's. The rest, tuning a creator
 // may have chosen per volume (timeo, rsize, ac, ...), comes from the

@@ -159,8 +159,11 @@ Status MountNfs(const std::string& server, const std::string& share, const std::
     return Status::FailedPrecondition("mount.nfs is not installed (Debian/Ubuntu: nfs-common; RHEL: nfs-utils)");
   std::shared_ptr<NfsServer> srv = NfsServer::For(server);
   NODEVOL_RETURN_IF_ERROR(srv->CheckMountable());
-  std::vector<std::string> argv = {tool, NfsSpec(server, share), dir};
-  if (!options.empty()) argv.insert(argv.end(), {"-o", options});
+  // nosuid,nodev always (suid and dev are refused options): root on the
+  // node never runs a setuid program or opens a device node that the
+  // server, or a pod writing to the export, put there (issue 69).
+  std::vector<std::string> argv = {tool, NfsSpec(server, share), dir, "-o",
+                                   options.empty() ? "nosuid,nodev" : options + ",nosuid,nodev"};
   RunOptions ro;
   ro.timeout = timeout;
   RunResult r;

@@ -83,6 +83,9 @@ int main(int argc, char** argv) {
        "ConfigMap of the provisioner's namespace where the CA certificate is published (ca.crt) for nodevold")
       ("node-cert-max-lifetime-seconds", po::value(&node_cert_max_seconds)->default_value(node_cert_max_seconds),
        "the longest certificate the signer issues (nodes ask for 7 days); the provisioner's own lives at most a day")
+      ("node-certs-per-hour", po::value(&cc.node_certs_per_hour)->default_value(cc.node_certs_per_hour),
+       "serving certificates the signer issues to one node in an hour at most; more requests are denied "
+       "(TooManyRequests) until the hour has passed (0: no limit)")
       ("tls-dir", po::value(&tls_dir)->default_value(tls_dir),
        "where the issued client certificate is written (a tmpfs)")
       ("tls-refresh-seconds", po::value(&tls_refresh_seconds)->default_value(tls_refresh_seconds),

@@ -162,6 +162,8 @@ Controller::Controller(kube::Client* client, ControllerConfig config)
     sc.ca = config_.node_ca;
     sc.max_lifetime = config_.node_cert_lifetime;
     sc.events = &events_;
+    csr_limit_ = std::make_unique<CsrRateLimit>(config_.node_certs_per_hour);
+    sc.rate_limit = csr_limit_.get();
     signer_ = std::make_unique<Signer>(client, sc);
   }
   if (config_.snapshots) {

@@ -31,6 +31,7 @@
 #include "controller/given_up.h"
 #include "capacity/storage_capacity.h"
 #include "controller/registry_view.h"
+#include "enroll/csr_rate_limit.h"
 #include "enroll/signer.h"
 #include "extender/extender.h"
 #include "kube/informer.h"
@@ -82,6 +83,7 @@ struct ControllerConfig {
   // nodes' serving certificates while it leads; they live at most this long.
   const pki::Ca* node_ca = nullptr;
   std::chrono::seconds node_cert_lifetime{std::chrono::hours(24 * 30)};
+  unsigned node_certs_per_hour = 10;  // per node; 0: no limit (enroll/csr_rate_limit.h)
 };
 
 class Controller {
@@ -163,6 +165,7 @@ class Controller {
   WorkQueue claim_queue_, volume_queue_;
   std::unique_ptr<Workers> claim_workers_, volume_workers_;
   std::unique_ptr<SnapshotController> snapshots_;
+  std::unique_ptr<CsrRateLimit> csr_limit_;
   std::unique_ptr<Signer> signer_;  // null unless config.node_ca
   std::thread sweeper_, mirror_;
   StopFlag stop_;

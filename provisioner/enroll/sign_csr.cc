@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "controller/events.h"
+#include "enroll/csr_rate_limit.h"
 #include "kube/api.h"
 #include "kube/base64.h"
 #include "pki/ca.h"
@@ -44,8 +45,20 @@ Status SignCsr(kube::Api* api, const SignerConfig& config, const nlohmann::json&
   if (r.signer != kNodeServingSigner || r.denied || r.failed || r.has_certificate || r.name.empty())
     return Status::Ok();
   const std::string path = kCsrPath + r.name;
-  CsrVerdict v = CheckNodeCsr(r, config.node_addresses);
-  if (!v.undecided.ok()) return v.undecided.WithContext("check " + r.name);
+  CsrVerdict v;
+  // The limit first: it costs no read of the Node (issue 60: one node's
+  // flood of requests held the signer's single worker).
+  const std::string node_prefix = "system:node:";
+  std::string asker = r.username.rfind(node_prefix, 0) == 0 ? r.username.substr(node_prefix.size()) : "";
+  if (!r.approved && config.rate_limit && !asker.empty() && !config.rate_limit->Allows(asker)) {
+    v.reason = "TooManyRequests";
+    v.message = "node " + asker + " had " + std::to_string(config.rate_limit->per_hour()) +
+                " serving certificates signed in the last hour, where a healthy node asks once per renewal; it "
+                "asks again after its recheck interval (nodevold's log says why it keeps asking)";
+  } else {
+    v = CheckNodeCsr(r, config.node_addresses);
+    if (!v.undecided.ok()) return v.undecided.WithContext("check " + r.name);
+  }
 
   if (!r.approved) {
     if (!v.approve) {
@@ -93,6 +106,7 @@ Status SignCsr(kube::Api* api, const SignerConfig& config, const nlohmann::json&
   signed_csr["status"]["certificate"] = kube::EncodeBase64(cert);
   auto result = api->Update(path + "/status", signed_csr);
   NODEVOL_RETURN_IF_ERROR(FromResult(result, "write the certificate of " + r.name));
+  if (config.rate_limit) config.rate_limit->Note(v.node);
   spdlog::info("certificate request {}: signed a serving certificate for node {} ({} s)", r.name, v.node,
                lifetime.count());
   *outcome = SignOutcome::kSigned;

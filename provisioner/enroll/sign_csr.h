@@ -9,6 +9,8 @@
 //  - Approved and no certificate: signed, if CheckNodeCsr approves it now
 //    (an approval by someone else is not this signer's policy; a request it
 //    will not sign gets condition Failed, through /status).
+// A node past `rate_limit` (csr_rate_limit.h) is denied before anything
+// else is checked (reason TooManyRequests).
 // The certificate lives the request's expirationSeconds (at least the
 // API's own minimum, 10 minutes), at most max_lifetime.
 // A 409 (the CSR changed meanwhile) is returned for the caller to retry.
@@ -30,6 +32,7 @@ class Ca;
 
 namespace nodevol::provisioner {
 
+class CsrRateLimit;
 class EventRecorder;
 
 struct SignerConfig {
@@ -37,6 +40,7 @@ struct SignerConfig {
   std::chrono::seconds max_lifetime{std::chrono::hours(24 * 30)};
   NodeAddresses node_addresses;
   EventRecorder* events = nullptr;  // may be null
+  CsrRateLimit* rate_limit = nullptr;  // may be null: no limit
 };
 
 // What SignCsr did, for logs and tests.

@@ -7,6 +7,7 @@
 
 #include "controller/events.h"
 #include "controller/fakes_test.h"
+#include "enroll/csr_rate_limit.h"
 #include "kube/base64.h"
 #include "pki/ca.h"
 #include "pki/cert.h"
@@ -153,6 +154,44 @@ TEST(SignCsr, AConflictIsReturnedForARetry) {
   EXPECT_TRUE(f.Certificate().empty());
   // The retry, from the object as it is now, signs.
   EXPECT_EQ(f.Sign(f.api.Object(kCsrObjectPath)), SignOutcome::kSigned);
+}
+
+// issue 60: one node's requests were unbounded against the signer's
+// single worker. Past the limit a request is denied before the Node is
+// read, with a reason and an event; other nodes are not affected; the
+// hour passing lets the node in again.
+TEST(SignCsr, ANodePastItsHourlyLimitIsDeniedOthersAreNot) {
+  SignFixture f;
+  auto now = std::chrono::steady_clock::now();
+  CsrRateLimit limit(3, [&] { return now; });
+  f.config.rate_limit = &limit;
+  int node_reads = 0;
+  auto addresses = f.config.node_addresses;
+  f.config.node_addresses = [&](const std::string& n, std::vector<std::string>* ips) {
+    ++node_reads;
+    if (n == "n2") {
+      *ips = {"10.0.0.2"};
+      return Status::Ok();
+    }
+    return addresses(n, ips);
+  };
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(f.Sign(f.Put("n1")), SignOutcome::kSigned) << i;
+    now += 1min;
+  }
+  EXPECT_EQ(node_reads, 6);  // checked before the approval, and before signing
+  EXPECT_EQ(f.Sign(f.Put("n1")), SignOutcome::kDenied);
+  EXPECT_EQ(node_reads, 6) << "a request past the limit costs no read of the Node";
+  EXPECT_EQ(f.Conditions(), std::vector<std::string>{"Denied/TooManyRequests"});
+  auto reasons = f.api.EventReasons();
+  EXPECT_NE(std::find(reasons.begin(), reasons.end(), "CertificateDenied"), reasons.end());
+  EXPECT_EQ(f.Sign(f.Put("n2", "system:node:n2")), SignOutcome::kSigned) << "another node";
+  now += 57min;  // the first of n1's three is an hour old, the others not yet
+  EXPECT_EQ(f.Sign(f.Put("n1")), SignOutcome::kSigned);
+  EXPECT_EQ(f.Sign(f.Put("n1")), SignOutcome::kDenied);
+  CsrRateLimit none(0);
+  f.config.rate_limit = &none;
+  EXPECT_EQ(f.Sign(f.Put("n1")), SignOutcome::kSigned) << "0: no limit";
 }
 
 }  // namespace

@@ -24,16 +24,28 @@ Status Node::FindShared(const std::string& name, const std::string& pool, Volume
   if (!pool.empty()) NODEVOL_RETURN_IF_ERROR(ValidatePoolName(pool).WithContext("option pool"));
   Status first_error;
   bool looked = false;
+  std::string found_in;
   for (const auto& [pool_name, b] : pools_) {
     if (!pool.empty() && pool_name != pool) continue;
-    Status st = b->FindShared(name, out);
-    if (st.ok()) return st;
+    VolumeRecord rec;
+    Status st = b->FindShared(name, &rec);
+    if (st.ok()) {
+      // Without the pool named, two exports holding a record of one name
+      // leave it to chance which answers (issue 69 item 9).
+      if (!found_in.empty())
+        return Status::FailedPrecondition("volume " + name + " has a record on the exports of pools " + found_in +
+                                          " and " + pool_name + ": name the pool (the PV's flexVolume option pool)");
+      found_in = pool_name;
+      *out = std::move(rec);
+      continue;
+    }
     if (st.code() == Status::Code::kNotFound) {
       looked |= b->kind() == "nfs";
       continue;
     }
     if (first_error.ok()) first_error = st.WithContext("pool " + pool_name);
   }
+  if (!found_in.empty()) return Status::Ok();
   if (!first_error.ok()) return first_error;
   if (!pool.empty() && !FindPool(pool))
     return Status::NotFound("volume " + name + " does not exist on this node, whose pools do not include " + pool);

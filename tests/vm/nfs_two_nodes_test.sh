@@ -92,6 +92,16 @@ dir=$NFS_EXPORT/team-data-pvc-1
 [[ $(stat -c %a "$NFS_EXPORT/.nodevol") == 700 ]] || vm_fail ".nodevol is $(stat -c %a "$NFS_EXPORT/.nodevol"), not 700"
 grep -q '"pvc-namespace": *"team"\|"nodevol.io/pvc-namespace": *"team"' "$REC/pvc-1.json" || vm_fail "record: $(cat "$REC/pvc-1.json")"
 [[ -z $(volumes_on b) ]] || vm_fail "node b knows volumes before any publish: $(volumes_on b)"
+# The same name for another claim on node b (issue 69 item 9: node b
+# adopted the directory and overwrote the record, and a delete through
+# either node removed the other's data): refused, nothing changed.
+rec_before=$(cat "$REC/pvc-1.json")
+out=$(on b volume create pvc-1 --pool shared --size 10Mi --param nodevol.io/pvc-namespace=intruder \
+  --param nodevol.io/pvc-name=data --param nodevol.io/pv-name=pvc-1 2>&1) && vm_fail "node b made a second pvc-1: $out"
+grep -q "already exists on 127.0.0.1:/, made for claim team/data" <<<"$out" || vm_fail "unexpected refusal: $out"
+[[ $(cat "$REC/pvc-1.json") == "$rec_before" && ! -e $NFS_EXPORT/intruder-data-pvc-1 ]] ||
+  vm_fail "the refused create changed the export: $(ls "$NFS_EXPORT"); $(cat "$REC/pvc-1.json")"
+[[ -z $(volumes_on b) ]] || vm_fail "the refused create left a volume on node b: $(volumes_on b)"
 ta=$(target a pod-a) tb=$(target b pod-b) tb2=$(target b pod-b2)
 mount_ok a "$ta"
 mount_ok b "$tb"

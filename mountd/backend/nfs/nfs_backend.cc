@@ -352,6 +352,7 @@ Status NfsBackend::Create(VolumeRecord* record) {
   Volume v;
   NODEVOL_RETURN_IF_ERROR(Resolve(record->spec, &v));
   const std::string& name = record->spec.name;
+  if (!v.whole_export && !record->ephemeral) NODEVOL_RETURN_IF_ERROR(CheckNotAnothersVolume(*record, v));
   std::string sdir;
   NODEVOL_RETURN_IF_ERROR(Acquire(v, &sdir));
   std::shared_ptr<NfsServer> server = NfsServer::For(v.server);
@@ -383,6 +384,37 @@ Status NfsBackend::Create(VolumeRecord* record) {
                v.whole_export ? std::string("the whole export") : "directory " + v.subdir,
                NfsSpec(v.server, v.share));
   return Status::Ok();
+}
+
+Status NfsBackend::CheckNotAnothersVolume(const VolumeRecord& record, const Volume& v) {
+  const std::string& name = record.spec.name;
+  VolumeRecord theirs;
+  Status st = FindShared(name, &theirs);
+  if (st.code() == Status::Code::kNotFound) return Status::Ok();
+  const std::string where = NfsSpec(options_.server, options_.share);
+  if (!st.ok())
+    return Status::FailedPrecondition("a record of volume " + name + " that cannot be used is on " + where + " (" +
+                                      st.message() + "); nothing changed: remove it there, or choose another name");
+  // The same volume (a retry here, or the provisioner's retry of one PV
+  // on another node): its claim and directory are the same.
+  auto claim_of = [](const VolumeRecord& r) {
+    std::string out;
+    for (const auto& [k, val] : r.spec.parameters)
+      if (IsClaimParam(k)) out += k + "=" + val + "\n";
+    return out;
+  };
+  auto subdir = theirs.attributes.find("subdir");
+  if (claim_of(theirs) == claim_of(record) && subdir != theirs.attributes.end() && subdir->second == v.subdir)
+    return Status::Ok();
+  // Two nodes each owning one volume: a delete through either removed the
+  // other's data (issue 69 item 9).
+  auto ns = theirs.spec.parameters.find("nodevol.io/pvc-namespace");
+  auto claim = theirs.spec.parameters.find("nodevol.io/pvc-name");
+  return Status::AlreadyExists(
+      "volume " + name + " already exists on " + where + ", made for " +
+      (ns != theirs.spec.parameters.end() && claim != theirs.spec.parameters.end() ? "claim " + ns->second + "/" + claim->second
+                                                                                    : std::string("another claim")) +
+      " (perhaps by another node serving pool " + pool_ + "); nothing changed");
 }
 
 Status NfsBackend::Delete(const VolumeRecord& record) {

@@ -164,6 +164,11 @@ class NfsBackend : public Backend {
   // it: a record on the export naming another export would have other
   // nodes mount, as root, what any writer of the export chose.
   static bool Shared(const VolumeRecord& record);
+  // Before a shared volume's first directory or record: OK unless the
+  // export holds a record of the name made for another claim
+  // (ALREADY_EXISTS) or one that cannot be used (FAILED_PRECONDITION).
+  // The same claim's record (a retry, here or on another node) is OK.
+  Status CheckNotAnothersVolume(const VolumeRecord& record, const Volume& v);
   // Runs fn on the server's worker with the pool's export mounted at dir.
   Status OnPoolExport(const std::string& what, std::function<Status(const std::string& dir)> fn);
   // Writes or removes a volume's shared record through the pool's

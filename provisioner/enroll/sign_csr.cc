@@ -50,14 +50,17 @@ Status SignCsr(kube::Api* api, const SignerConfig& config, const nlohmann::json&
   // flood of requests held the signer's single worker).
   const std::string node_prefix = "system:node:";
   std::string asker = r.username.rfind(node_prefix, 0) == 0 ? r.username.substr(node_prefix.size()) : "";
-  if (!r.approved && config.rate_limit && !asker.empty() && !config.rate_limit->Allows(asker)) {
+  if (config.rate_limit && !asker.empty() && !config.rate_limit->Allows(asker, r.uid)) {
     v.reason = "TooManyRequests";
-    v.message = "node " + asker + " had " + std::to_string(config.rate_limit->per_hour()) +
-                " serving certificates signed in the last hour, where a healthy node asks once per renewal; it "
-                "asks again after its recheck interval (nodevold's log says why it keeps asking)";
+    v.message = "node " + asker + " made " + std::to_string(config.rate_limit->per_hour()) +
+                " certificate requests in the last hour, where a healthy node asks once per renewal; it asks "
+                "again after its recheck interval (nodevold's log says why it keeps asking)";
   } else {
     v = CheckNodeCsr(r, config.node_addresses);
     if (!v.undecided.ok()) return v.undecided.WithContext("check " + r.name);
+    // Counted once decided, whatever the verdict: a flood of requests the
+    // check denies is a flood too.
+    if (config.rate_limit && !asker.empty()) config.rate_limit->Note(asker, r.uid);
   }
 
   if (!r.approved) {
@@ -106,7 +109,6 @@ Status SignCsr(kube::Api* api, const SignerConfig& config, const nlohmann::json&
   signed_csr["status"]["certificate"] = kube::EncodeBase64(cert);
   auto result = api->Update(path + "/status", signed_csr);
   NODEVOL_RETURN_IF_ERROR(FromResult(result, "write the certificate of " + r.name));
-  if (config.rate_limit) config.rate_limit->Note(v.node);
   spdlog::info("certificate request {}: signed a serving certificate for node {} ({} s)", r.name, v.node,
                lifetime.count());
   *outcome = SignOutcome::kSigned;

@@ -9,8 +9,9 @@
 //  - Approved and no certificate: signed, if CheckNodeCsr approves it now
 //    (an approval by someone else is not this signer's policy; a request it
 //    will not sign gets condition Failed, through /status).
-// A node past `rate_limit` (csr_rate_limit.h) is denied before anything
-// else is checked (reason TooManyRequests).
+// A node past `rate_limit` (csr_rate_limit.h) is denied, or its request
+// someone else approved Failed, before anything else is checked (reason
+// TooManyRequests).
 // The certificate lives the request's expirationSeconds (at least the
 // API's own minimum, 10 minutes), at most max_lifetime.
 // A 409 (the CSR changed meanwhile) is returned for the caller to retry.

@@ -26,6 +26,7 @@ struct SignFixture {
   pki::Ca ca;
   EventRecorder events{&api, "test"};
   SignerConfig config;
+  int puts = 0;
   SignFixture() {
     EXPECT_TRUE(pki::Ca::Make("test CA", 24h, &ca).ok());
     config.ca = &ca;
@@ -43,7 +44,7 @@ struct SignFixture {
     EXPECT_TRUE(pki::MakeKeyAndRequest(cn, {cn}, {}, &key, &req).ok());
     json csr = {{"apiVersion", "certificates.k8s.io/v1"},
                 {"kind", "CertificateSigningRequest"},
-                {"metadata", {{"name", "csr-n1"}, {"uid", "u1"}, {"resourceVersion", "1"}}},
+                {"metadata", {{"name", "csr-n1"}, {"uid", "u" + std::to_string(++puts)}, {"resourceVersion", "1"}}},
                 {"spec",
                  {{"signerName", kNodeServingSigner},
                   {"username", user},
@@ -180,12 +181,29 @@ TEST(SignCsr, ANodePastItsHourlyLimitIsDeniedOthersAreNot) {
     now += 1min;
   }
   EXPECT_EQ(node_reads, 6);  // checked before the approval, and before signing
-  EXPECT_EQ(f.Sign(f.Put("n1")), SignOutcome::kDenied);
+  json fourth = f.Put("n1");
+  EXPECT_EQ(f.Sign(fourth), SignOutcome::kDenied);
   EXPECT_EQ(node_reads, 6) << "a request past the limit costs no read of the Node";
   EXPECT_EQ(f.Conditions(), std::vector<std::string>{"Denied/TooManyRequests"});
   auto reasons = f.api.EventReasons();
   EXPECT_NE(std::find(reasons.begin(), reasons.end(), "CertificateDenied"), reasons.end());
   EXPECT_EQ(f.Sign(f.Put("n2", "system:node:n2")), SignOutcome::kSigned) << "another node";
+  // Denied requests count too: a flood of bad ones is a flood.
+  CsrRateLimit strict(2, [&] { return now; });
+  f.config.rate_limit = &strict;
+  EXPECT_EQ(f.Sign(f.Put("n1", "system:node:n2")), SignOutcome::kDenied);  // another node's name
+  EXPECT_EQ(f.Sign(f.Put("n1", "system:node:n2")), SignOutcome::kDenied);
+  int reads = node_reads;
+  EXPECT_EQ(f.Sign(f.Put("n2", "system:node:n2")), SignOutcome::kDenied);
+  EXPECT_EQ(node_reads, reads) << "a third request in the hour is not even checked";
+  EXPECT_EQ(f.Conditions(), std::vector<std::string>{"Denied/TooManyRequests"});
+  // One someone else approved is Failed past the limit, not signed.
+  json approved = f.Put("n2", "system:node:n2");
+  approved["status"]["conditions"] = {{{"type", "Approved"}, {"status", "True"}, {"reason", "ByHand"}}};
+  f.api.Put(kCsrObjectPath, approved);
+  EXPECT_EQ(f.Sign(approved), SignOutcome::kFailed);
+  EXPECT_TRUE(f.Certificate().empty());
+  f.config.rate_limit = &limit;
   now += 57min;  // the first of n1's three is an hour old, the others not yet
   EXPECT_EQ(f.Sign(f.Put("n1")), SignOutcome::kSigned);
   EXPECT_EQ(f.Sign(f.Put("n1")), SignOutcome::kDenied);

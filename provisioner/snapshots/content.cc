@@ -242,6 +242,7 @@ Outcome ContentPass::SettleUncertainCreate(const std::string& uid, const std::st
   }
   const std::string name = SnapshotNameFor(uid);
   std::string unreachable;
+  std::vector<std::pair<std::string, v1::Snapshot>> holders;
   for (const std::string& node : nodes) {
     Status st;
     v1::GetSnapshotResponse got;
@@ -249,21 +250,32 @@ Outcome ContentPass::SettleUncertainCreate(const std::string& uid, const std::st
       v1::GetSnapshotRequest req;
       req.set_name(name);
       st = client->GetSnapshot(req, &got);
+    } else if (json n; ctx_.client->Get("/api/v1/nodes/" + node, &n).code() == kube::Result::Code::kNotFound) {
+      continue;  // a Node deleted for good holds nothing any more
     }
     if (st.code() == Status::Code::kNotFound) continue;
     if (!st.ok()) {
       unreachable += (unreachable.empty() ? "" : "; ") + st.message();
       continue;
     }
+    holders.emplace_back(node, got.snapshot());
+  }
+  // More than one holder: one of them is lying (a compromised node would
+  // take the restores), so none is believed.
+  if (holders.size() > 1)
+    return Failed("SnapshotCreationFailed", "snapshot " + name + " is reported by nodes " + holders[0].first +
+                                                " and " + holders[1].first + "; it was made on one of them only");
+  if (holders.size() == 1) {
+    const auto& [node, snap] = holders.front();
     // The create did run: the snapshot is this content's, source gone or not.
-    if (got.snapshot().source_volume() != source)
+    if (snap.source_volume() != source)
       return Failed("SnapshotCreationFailed", "snapshot " + name + " on node " + node + " is of volume " +
-                                                  got.snapshot().source_volume() + ", not " + source);
+                                                  snap.source_volume() + ", not " + source);
     SnapshotHandle h{node, name};
-    if (Status w = WriteStatus(h, got.snapshot()); !w.ok()) return Failed("SnapshotCreationFailed", w.message());
+    if (Status w = WriteStatus(h, snap); !w.ok()) return Failed("SnapshotCreationFailed", w.message());
     spdlog::info("VolumeSnapshotContent {}: the create that may have run did: snapshot {} of volume {}", name_,
                  FormatSnapshotHandle(h), source);
-    if (got.snapshot().state() != v1::VOLUME_STATE_READY) return Outcome::kRetry;
+    if (snap.state() != v1::VOLUME_STATE_READY) return Outcome::kRetry;
     if (!SetAnnotations({{kAnnBeingCreated, nullptr}, {kAnnSnapshotNode, nullptr}}).ok()) return Outcome::kRetry;
     // Dropping the annotation queues no pass: a content to go goes now.
     return ShouldDelete() ? Delete() : Outcome::kDone;
@@ -309,7 +321,8 @@ Outcome ContentPass::Run() {
   bool ready = Bool(st, "readyToUse");
   if (ready && !Str(st, "snapshotHandle").empty()) {
     if (!HasAnnotation(kAnnBeingCreated)) return Outcome::kDone;
-    return SetAnnotation(kAnnBeingCreated, nullptr).ok() ? Outcome::kDone : Outcome::kRetry;
+    return SetAnnotations({{kAnnBeingCreated, nullptr}, {kAnnSnapshotNode, nullptr}}).ok() ? Outcome::kDone
+                                                                                             : Outcome::kRetry;
   }
   if (Obj(spec(), "source").contains("snapshotHandle")) return CheckStatic();
   if (Obj(spec(), "source").contains("volumeHandle")) return Create();

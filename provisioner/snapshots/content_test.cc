@@ -156,6 +156,47 @@ TEST(SnapshotContent, AnUncertainCreateOfAnOlderProvisionerIsLookedForOnEveryNod
   EXPECT_EQ(w.a.snapshot_creates(), 0);
 }
 
+// Asked everywhere, two nodes report the snapshot: one of them lies (a
+// compromised node would take the restores), so neither is believed.
+TEST(SnapshotContent, TwoNodesClaimingOneSnapshotAreNeitherBelieved) {
+  SnapWorld w;
+  FakeNode b{"b"};
+  w.view.Add(&b, "thin", 10 * GiB);
+  json content = DynamicContent("c9", "pvc-1");
+  content["metadata"]["annotations"][kAnnBeingCreated] = "yes";
+  w.api.Put(kContents + "c9", content);
+  v1::Snapshot s;
+  s.set_name("snapshot-u-c9");
+  s.set_source_volume("pvc-1");
+  s.set_state(v1::VOLUME_STATE_READY);
+  w.a.AddSnapshot(s);
+  b.AddSnapshot(s);
+  w.Load({}, {});
+  EXPECT_EQ(w.Sync("c9"), Outcome::kRetry);
+  json c = w.api.Object(kContents + "c9");
+  EXPECT_EQ(c["status"].value("snapshotHandle", ""), "");
+  EXPECT_EQ(c["metadata"]["annotations"].value(kAnnBeingCreated, ""), "yes");
+  EXPECT_NE(c["status"]["error"].value("message", "").find("reported by nodes"), std::string::npos);
+}
+
+// The node the create went to was removed from the cluster for good: it
+// holds nothing any more, and the content must not wait for it for ever.
+TEST(SnapshotContent, ANodeDeletedForGoodHoldsNothing) {
+  for (bool node_exists : {false, true}) {
+    SCOPED_TRACE(node_exists ? "the Node object exists" : "the Node object is gone");
+    SnapWorld w;
+    json content = DynamicContent("c10", "pvc-1");
+    content["metadata"]["annotations"][kAnnBeingCreated] = "yes";
+    content["metadata"]["annotations"][kAnnSnapshotNode] = "z";
+    w.api.Put(kContents + "c10", content);
+    if (node_exists) w.api.Put("/api/v1/nodes/z", {{"metadata", {{"name", "z"}}}});
+    w.Load({}, {});
+    EXPECT_EQ(w.Sync("c10"), Outcome::kRetry);
+    json c = w.api.Object(kContents + "c10");
+    EXPECT_EQ(c["metadata"].value("annotations", json::object()).contains(kAnnBeingCreated), node_exists);
+  }
+}
+
 TEST(SnapshotContent, AnUncertainCreateStaysUncertainWhileItsNodeIsDown) {
   SnapWorld w;
   w.api.Put(kContents + "c7", DynamicContent("c7", "pvc-1"));

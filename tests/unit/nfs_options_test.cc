@@ -119,6 +119,13 @@ TEST(NfsMountOptions, ARecordNeverDecidesWhatThePoolDecides) {
   EXPECT_NE(from("soft,sec=krb5p,vers=4.2").find("\"soft\" where this pool's say \"hard\""), std::string::npos)
       << from("soft,sec=krb5p,vers=4.2");
   EXPECT_EQ(from("hard,sec=krb5p,vers=4.2,bg").rfind("ERROR invalid: ", 0), 0u);
+  // On a soft pool, timeo and retrans decide when I/O fails: the pool's.
+  NfsMountOptions soft_pool;
+  ASSERT_TRUE(soft_pool.Add("soft,timeo=600,retrans=5").ok());
+  NfsMountOptions out;
+  EXPECT_EQ(OptionsFromRecord(soft_pool, "soft,timeo=1,retrans=5", &out).code(), Status::Code::kFailedPrecondition);
+  EXPECT_EQ(OptionsFromRecord(soft_pool, "soft,timeo=600,retrans=0", &out).code(), Status::Code::kFailedPrecondition);
+  EXPECT_TRUE(OptionsFromRecord(soft_pool, "soft,timeo=600,retrans=5,rsize=65536", &out).ok());
   // Never suid or dev, from a record or anywhere (MountNfs adds nosuid,nodev).
   for (const char* forged : {"hard,sec=krb5p,vers=4.2,suid", "hard,sec=krb5p,vers=4.2,dev"}) {
     std::string got = from(forged);

@@ -210,7 +210,10 @@ Status OptionsFromRecord(const NfsMountOptions& pool, const std::string& record,
       "lock",      "local_lock", "mounthost",   "mountport", "mountproto", "mountvers", "exec"};
   NfsMountOptions rec;
   NODEVOL_RETURN_IF_ERROR(rec.Add(record));
-  for (const std::string& g : kPoolDecides) {
+  std::set<std::string> decides = kPoolDecides;
+  // On a soft pool timeo and retrans decide when I/O fails with EIO.
+  if (pool.Get("hard") != "hard") decides.insert({"timeo", "retrans"});
+  for (const std::string& g : decides) {
     std::string mine = pool.Get(g), theirs = rec.Get(g);
     if (mine != theirs)
       return Status::FailedPrecondition(

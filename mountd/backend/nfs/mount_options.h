@@ -50,7 +50,8 @@ class NfsMountOptions {
 // any of its clients may have written it). The groups that decide whom
 // the mount trusts and how it fails (sec, vers, minorversion, hard, proto,
 // port, lock, local_lock, mounthost, mountport, mountproto, mountvers,
-// exec) must be the pool's own, set or unset alike:
+// exec; on a pool that is not hard, timeo and retrans too, which decide
+// when I/O fails) must be the pool's own, set or unset alike:
 // FAILED_PRECONDITION names the first that is not. clientaddr is this
 // node's (the pool's), never the record's. The rest, tuning a creator
 // may have chosen per volume (timeo, rsize, ac, ...), comes from the

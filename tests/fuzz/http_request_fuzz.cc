@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -49,15 +50,29 @@ HttpServer* Server() {
   return server;
 }
 
+// A few hundred connections a second, each closed by the server first,
+// leave its side of each in TIME_WAIT: with other tests on the machine
+// doing the same, connect(2) can find no free local port for a moment
+// (EADDRNOTAVAIL; a CI run once failed so). Such a failure is retried for
+// up to 2 s; any other, or one that lasts, breaks the property: the
+// server must keep accepting.
 int Connect(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) nodevol::fuzz::Broken("socket failed");
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(static_cast<uint16_t>(port));
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) nodevol::fuzz::Broken("connect failed");
-  return fd;
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  for (;;) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) nodevol::fuzz::Broken("socket failed");
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) return fd;
+    int e = errno;
+    ::close(fd);
+    bool transient = e == EADDRNOTAVAIL || e == EAGAIN || e == EINTR;
+    if (!transient || std::chrono::steady_clock::now() > until)
+      nodevol::fuzz::Broken(std::string("connect failed: ") + std::strerror(e));
+    ::usleep(10000);
+  }
 }
 
 // How long the server may take, in wall time: 5 s, or

@@ -392,6 +392,9 @@ Status NfsBackend::CheckNotAnothersVolume(const VolumeRecord& record, const Volu
   Status st = FindShared(name, &theirs);
   if (st.code() == Status::Code::kNotFound) return Status::Ok();
   const std::string where = NfsSpec(options_.server, options_.share);
+  // A server that does not answer is that, not a bad record: the create
+  // fails as any call on it does, and a retry goes on.
+  if (st.code() != Status::Code::kFailedPrecondition && !st.ok()) return st;
   if (!st.ok())
     return Status::FailedPrecondition("a record of volume " + name + " that cannot be used is on " + where + " (" +
                                       st.message() + "); nothing changed: remove it there, or choose another name");

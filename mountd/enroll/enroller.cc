@@ -33,6 +33,13 @@ std::string AsText(const std::vector<std::string>& v) {
   return out;
 }
 
+// When a certificate received at `received` is renewed: at two thirds of
+// its lifetime counted from then (the signer backdates notBefore).
+std::chrono::system_clock::time_point RenewAt(std::chrono::system_clock::time_point received,
+                                              const pki::CertFacts& facts) {
+  return received + (facts.validity.not_after - received) * 2 / 3;
+}
+
 }  // namespace
 
 Enroller::Enroller(kube::Api* api, EnrollConfig config, std::function<void()> on_ready)
@@ -170,7 +177,7 @@ Status Enroller::Pass(std::chrono::system_clock::time_point* next) {
     have = have_cert_;
   }
   auto now = std::chrono::system_clock::now();
-  auto renew_at = issued + (held.validity.not_after - issued) * 2 / 3;
+  auto renew_at = RenewAt(issued, held);
   std::string why;
   std::string cert_pem;
   if (!have) why = "none held";
@@ -182,7 +189,7 @@ Status Enroller::Pass(std::chrono::system_clock::time_point* next) {
     spdlog::info("enrollment: a serving certificate is needed ({})", why);
     std::string key, cert;
     const Pending& p = pending_;
-    if (p.cert.empty() || now >= p.received + (p.facts.validity.not_after - p.received) * 2 / 3 ||
+    if (p.cert.empty() || now >= RenewAt(p.received, p.facts) ||
         !WhyNotServing(p.cert, p.facts, bundle, ips, now).empty()) {
       auto sleep = [this](std::chrono::milliseconds d) { return SleepFor(d); };
       NODEVOL_RETURN_IF_ERROR(RequestCertificate(api_, {config_.node, ips, config_.lifetime}, sleep, &key, &cert));
@@ -212,7 +219,7 @@ Status Enroller::Pass(std::chrono::system_clock::time_point* next) {
     auto t = std::chrono::system_clock::to_time_t(held.validity.not_after);
     spdlog::info("enrollment: serving certificate for {} written to {}, valid until {:%F %T} UTC", config_.node,
                  config_.files.tls().cert, fmt::gmtime(t));
-    renew_at = issued + (held.validity.not_after - issued) * 2 / 3;
+    renew_at = RenewAt(issued, held);
   }
   if (!ready_at_start_ && !ready_called_) {
     ready_called_ = true;

@@ -59,6 +59,8 @@ class ContentPass {
   Outcome Failed(const std::string& reason, const std::string& message);
   Status SetAnnotation(const char* key, const char* value);  // value null: remove
   Status SetAnnotations(const json& annotations);            // null values remove
+  // The create is settled: being-created and where it went both go.
+  Status ClearBeingCreated() { return SetAnnotations({{kAnnBeingCreated, nullptr}, {kAnnSnapshotNode, nullptr}}); }
   std::shared_ptr<nodes::NodeClient> Client(const std::string& node, Status* st);
   // The node and volume name of the PV whose CSI volumeHandle is `handle`.
   Status SourceOf(const std::string& handle, std::string* node);
@@ -216,7 +218,7 @@ Outcome ContentPass::Create() {
                                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   if (!st.ok()) {
     if (!MayStillRun(st.code())) {
-      Status ann = SetAnnotations({{kAnnBeingCreated, nullptr}, {kAnnSnapshotNode, nullptr}});
+      Status ann = ClearBeingCreated();
       if (!ann.ok()) spdlog::warn("VolumeSnapshotContent {}: {}", name_, ann.message());
     }
     return Failed("SnapshotCreationFailed", "taking snapshot of volume " + source + " on node " + node + ": " +
@@ -224,7 +226,7 @@ Outcome ContentPass::Create() {
   }
   st = WriteStatus(h, resp.snapshot());
   if (!st.ok()) return Failed("SnapshotCreationFailed", st.message());
-  st = SetAnnotations({{kAnnBeingCreated, nullptr}, {kAnnSnapshotNode, nullptr}});
+  st = ClearBeingCreated();
   if (!st.ok()) return Outcome::kRetry;
   spdlog::info("VolumeSnapshotContent {}: snapshot {} of volume {} taken", name_, FormatSnapshotHandle(h), source);
   return resp.snapshot().state() == v1::VOLUME_STATE_READY ? Outcome::kDone : Outcome::kRetry;
@@ -276,7 +278,7 @@ Outcome ContentPass::SettleUncertainCreate(const std::string& uid, const std::st
     spdlog::info("VolumeSnapshotContent {}: the create that may have run did: snapshot {} of volume {}", name_,
                  FormatSnapshotHandle(h), source);
     if (snap.state() != v1::VOLUME_STATE_READY) return Outcome::kRetry;
-    if (!SetAnnotations({{kAnnBeingCreated, nullptr}, {kAnnSnapshotNode, nullptr}}).ok()) return Outcome::kRetry;
+    if (!ClearBeingCreated().ok()) return Outcome::kRetry;
     // Dropping the annotation queues no pass: a content to go goes now.
     return ShouldDelete() ? Delete() : Outcome::kDone;
   }
@@ -289,7 +291,7 @@ Outcome ContentPass::SettleUncertainCreate(const std::string& uid, const std::st
   // No node has it, and none can make it any more (the call's deadline is
   // long past, and the node bounds its waits by it): nothing to delete, so
   // the content may go (issue 69 item 5: it kept its finalizer for ever).
-  if (Status st = SetAnnotations({{kAnnBeingCreated, nullptr}, {kAnnSnapshotNode, nullptr}}); !st.ok())
+  if (Status st = ClearBeingCreated(); !st.ok())
     return Failed("SnapshotCreationFailed", st.message());
   if (ShouldDelete()) return Delete();
   return Failed("SnapshotCreationFailed", why.message() + "; no node holds snapshot " + name);
@@ -321,8 +323,7 @@ Outcome ContentPass::Run() {
   bool ready = Bool(st, "readyToUse");
   if (ready && !Str(st, "snapshotHandle").empty()) {
     if (!HasAnnotation(kAnnBeingCreated)) return Outcome::kDone;
-    return SetAnnotations({{kAnnBeingCreated, nullptr}, {kAnnSnapshotNode, nullptr}}).ok() ? Outcome::kDone
-                                                                                             : Outcome::kRetry;
+    return ClearBeingCreated().ok() ? Outcome::kDone : Outcome::kRetry;
   }
   if (Obj(spec(), "source").contains("snapshotHandle")) return CheckStatic();
   if (Obj(spec(), "source").contains("volumeHandle")) return Create();

@@ -114,7 +114,7 @@ spec:
   source: {persistentVolumeClaimName: $2}
 YAML
 }
-ready() { k wait --for=jsonpath='{.status.readyToUse}'=true "volumesnapshot/$1" --timeout="${2:-120}s" >/dev/null ||
+ready() { k wait --for=jsonpath='{.status.readyToUse}'=true "volumesnapshot/$1" --timeout="$(scaled "${2:-120}")s" >/dev/null ||
   prov_fail "VolumeSnapshot $1 not ready: $(k get volumesnapshot "$1" -o jsonpath='{.status}')"; }
 from_snap() { echo "{apiGroup: snapshot.storage.k8s.io, kind: VolumeSnapshot, name: $1}"; }
 # reads POD CLAIM: a pod printing /data/f and the volume's size in KiB, then sleeping.

@@ -1,11 +1,17 @@
 # Helpers shared by lib.sh (node on the host) and vm-lib.sh (node in a VM),
 # sourced by both after they define k and fail.
 
+# scaled SECONDS: SECONDS times NODEVOL_TIMEOUT_PERCENT / 100 (tests/speed,
+# set by scripts/test). A test's waits go through it: on a busier or slower
+# machine a node is slower still (issue 61: no wait that trips where
+# ctest's own timeout, scaled alike, would not).
+scaled() { echo $(($1 * ${NODEVOL_TIMEOUT_PERCENT:-100} / 100)); }
+
 # wait_event OBJECT_NAME REASON [TEXT]: until an event REASON about the
-# object (with TEXT in its message) exists; prints the messages (90 s).
+# object (with TEXT in its message) exists; prints the messages (90 s, scaled).
 wait_event() {
   local m
-  for _ in $(seq 180); do
+  for _ in $(seq "$(scaled 180)"); do
     m=$(k get events --all-namespaces --field-selector "involvedObject.name=$1,reason=$2" \
       -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' 2>/dev/null)
     if [[ -n $m ]] && [[ -z ${3:-} || $m == *"$3"* ]]; then

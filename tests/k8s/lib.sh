@@ -78,12 +78,12 @@ spec:
   volumeName: pv-$1
   resources: {requests: {storage: 10Mi}}
 YAML
-  k wait --for=jsonpath='{.status.phase}'=Bound "pvc/c-$1" --timeout=60s >/dev/null || fail "PVC c-$1 not Bound"
+  k wait --for=jsonpath='{.status.phase}'=Bound "pvc/c-$1" --timeout="$(scaled 60)s" >/dev/null || fail "PVC c-$1 not Bound"
 }
 
-# wait_log POD TEXT: until the pod's log has a line TEXT (60 s)
+# wait_log POD TEXT: until the pod's log has a line TEXT (60 s, scaled)
 wait_log() {
-  for _ in $(seq 120); do
+  for _ in $(seq "$(scaled 120)"); do
     k logs "$1" 2>/dev/null | grep -qx -- "$2" && return 0
     sleep 0.5
   done
@@ -193,7 +193,7 @@ YAML
 }
 
 # bound NAME [SECONDS]: waits until claim NAME is Bound (default 60 s).
-bound() { k wait --for=jsonpath='{.status.phase}'=Bound "pvc/$1" --timeout="${2:-60}s" >/dev/null; }
+bound() { k wait --for=jsonpath='{.status.phase}'=Bound "pvc/$1" --timeout="$(scaled "${2:-60}")s" >/dev/null; }
 
 # ctr_ ARGS: ctr on the node's containerd, in kubelet's namespace.
 ctr_() { ctr --address "$K8S_WORK/containerd/containerd.sock" --namespace k8s.io "$@"; }

@@ -36,11 +36,6 @@ is_lv_mount() {
   [[ $(realpath "$1") == $(realpath "/dev/nv/$4") && $2 == ext4 && ,$3, == *,rw,* ]]
 }
 '
-# scaled SECONDS: SECONDS times NODEVOL_TIMEOUT_PERCENT / 100 (tests/speed,
-# set by scripts/test): every wait below is for an emulated node, which on a
-# busier or slower machine is slower still (issue 61: no wait that trips
-# where ctest's own timeout, scaled alike, would not).
-scaled() { echo $(($1 * ${NODEVOL_TIMEOUT_PERCENT:-100} / 100)); }
 # node_sh SCRIPT: runs SCRIPT (bash) in the guest, prints its output, returns
 # its status. Fails the test when the guest does not answer in 120 s.
 # Request names are unique (time and pid: node_sh often runs in a subshell,

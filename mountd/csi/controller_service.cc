@@ -146,9 +146,7 @@ grpc::Status ControllerService::CreateVolume(grpc::ServerContext* ctx, const ::c
     // retry, or one after an expansion).
     VolumeView v;
     if (ValidateVolumeName(spec.name).ok() && node_->GetVolume(spec.name, &v).ok() &&
-        v.record.state == VolumeState::kReady && v.record.spec.pool == spec.pool &&
-        v.record.spec.fs_type == spec.fs_type && v.record.spec.parameters == spec.parameters &&
-        v.record.spec.from_snapshot == spec.from_snapshot && v.record.spec.from_volume == spec.from_volume) {
+        v.record.state == VolumeState::kReady && SpecDifference(v.record.spec, spec, /*compare_size=*/false).empty()) {
       if (!InRange(v.record.spec.size_bytes, req->capacity_range()))
         return Status::AlreadyExists("volume " + spec.name + " exists with " +
                                      std::to_string(v.record.spec.size_bytes) + " bytes, outside the range asked");

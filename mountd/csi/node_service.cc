@@ -102,8 +102,15 @@ grpc::Status NodeService::NodeUnpublishVolume(grpc::ServerContext* ctx, const ::
   return calls_->Run(ctx, "csi.NodeUnpublishVolume", req->volume_id(), req->target_path(), [&] {
     if (req->volume_id().empty()) return Status::InvalidArgument("volume_id is required");
     if (req->target_path().empty()) return Status::InvalidArgument("target_path is required");
+    // Only the volume named goes: whatever else is at the target is not
+    // this call's to remove.
+    UnpublishOf of;
+    if (IsInlineVolumeId(req->volume_id()))
+      of.inline_volume = true;
+    else
+      of.volume = req->volume_id();
     bool was = false;
-    NODEVOL_RETURN_IF_ERROR(node_->Unpublish(req->target_path(), &was));
+    NODEVOL_RETURN_IF_ERROR(node_->Unpublish(req->target_path(), &was, of));
     if (was) capacity_->Poke();
     return Status::Ok();
   });
@@ -117,7 +124,7 @@ grpc::Status NodeService::NodeGetVolumeStats(grpc::ServerContext* ctx, const ::c
     // An inline volume's id is kubelet's, not the domain's name: it is
     // found by its path alone.
     VolumeView v;
-    bool inline_id = req->volume_id().rfind("csi-", 0) == 0;
+    bool inline_id = IsInlineVolumeId(req->volume_id());
     if (!inline_id) NODEVOL_RETURN_IF_ERROR(FindVolume(node_, req->volume_id(), &v));
     std::string path = Resolved(req->volume_path());
     bool here = !path.empty() && (inline_id || std::find(v.published_at.begin(), v.published_at.end(), path) !=

@@ -102,6 +102,15 @@ struct PublishArgs {
   std::chrono::system_clock::time_point deadline = std::chrono::system_clock::time_point::max();
 };
 
+// Whose publication an Unpublish removes: any (FlexVolume's unmount and
+// the Node API name only the target), one volume's, or the pod's inline
+// volume's (CSI names that by kubelet's own id, not the domain's). One of
+// another volume is left alone: FAILED_PRECONDITION.
+struct UnpublishOf {
+  std::string volume;
+  bool inline_volume = false;
+};
+
 struct VolumeStats {
   std::string volume;
   uint64_t total_bytes = 0, used_bytes = 0, available_bytes = 0;
@@ -162,7 +171,7 @@ class Node {
   // *volume gets the volume's name (generated for inline volumes), *target
   // the resolved target.
   Status Publish(const PublishArgs& args, std::string* volume, std::string* target);
-  Status Unpublish(const std::string& target, bool* was_published);
+  Status Unpublish(const std::string& target, bool* was_published, const UnpublishOf& of = {});
   Status GetVolumeStats(const std::string& target, VolumeStats* out);
 
   // Takes the state lock once: a deadlocked Node stops the watchdog pings.

@@ -42,6 +42,43 @@ namespace {
 // One inline volume per pod volume directory, named after it.
 std::string InlineVolumeName(const Target& target) { return "ephemeral-" + target.pod_uid + "-" + target.name; }
 
+// The flags every publication from pool b gets whatever the caller asked:
+// nosuid, and nodev but for a device (useless on a nodev mount), unless
+// the pool allows them.
+unsigned long PolicyFlags(const Backend* b, bool block) {
+  if (b && b->allow_suid_dev()) return 0;
+  return MS_NOSUID | (block ? 0 : MS_NODEV);
+}
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const std::string& o : v) s += (s.empty() ? "" : ",") + o;
+  return s.empty() ? "(none)" : s;
+}
+
+// A repeat publish must ask for what the recorded publication is: the CSI
+// spec's ALREADY_EXISTS otherwise ("published ... but is incompatible with
+// the specified volume_capability or readonly flag"), rather than an OK
+// that silently ignores a noexec or a group the pod now wants.
+Status SameAsRecorded(const PublicationRecord& pub, const PublishArgs& args, bool read_only, unsigned long asked,
+                      const Backend* b) {
+  const std::string what = "volume " + pub.volume + " is already published at " + pub.target;
+  const std::string fix = "; unpublish it first to publish it otherwise";
+  if (pub.read_only != read_only)
+    return Status::AlreadyExists(what + " " + (pub.read_only ? "read-only" : "read-write") + ", not " +
+                                 (read_only ? "read-only" : "read-write") + fix);
+  unsigned long recorded = 0;
+  ParseBindOptions(pub.mount_options, &recorded);  // validated when recorded
+  if ((recorded & ~MS_RDONLY) != ((asked | PolicyFlags(b, args.block)) & ~MS_RDONLY))
+    return Status::AlreadyExists(what + " with mount options " + Join(pub.mount_options) + ", not " +
+                                 Join(args.mount_options) + fix);
+  if (pub.fs_group != args.fs_group) {
+    auto group = [](const std::optional<uint32_t>& g) { return g ? "group " + std::to_string(*g) : "no group"; };
+    return Status::AlreadyExists(what + " with " + group(pub.fs_group) + ", not " + group(args.fs_group) + fix);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status Node::Resolve(const std::string& path, bool block, Target* out, bool allow_missing_parent) const {
@@ -120,9 +157,9 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
     if (pub.volume != name)
       return Status::FailedPrecondition("target " + target.path + " already has volume " + pub.volume +
                                         " published; unpublish it first");
-    if (pub.read_only != read_only)
-      return Status::FailedPrecondition("volume " + name + " is already published at " + target.path + " " +
-                                        (pub.read_only ? "read-only" : "read-write") + "; unpublish it first");
+    VolumeRecord published;
+    const Backend* pool = LookupVolume(name, &published) ? FindPool(published.spec.pool) : nullptr;
+    NODEVOL_RETURN_IF_ERROR(SameAsRecorded(pub, args, read_only, flags, pool));
     MountState ms;
     bool ro = false;
     NODEVOL_RETURN_IF_ERROR(InspectMount(pub.source, target.path, &ms, &ro));
@@ -211,13 +248,11 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
   // recorded with the publication, so reconcile restores them too.
   std::vector<std::string> mount_options = args.mount_options;
   // A device node is useless on a nodev mount: raw block binds are nosuid only.
-  if (!b->allow_suid_dev()) {
-    for (const char* o : {"nosuid", "nodev"}) {
-      if (args.block && std::string(o) == "nodev") continue;
-      if (std::find(mount_options.begin(), mount_options.end(), o) == mount_options.end()) mount_options.push_back(o);
-    }
-    flags |= MS_NOSUID | (args.block ? 0 : MS_NODEV);
-  }
+  const unsigned long policy = PolicyFlags(b, args.block);
+  for (auto [o, f] : {std::pair{"nosuid", MS_NOSUID}, std::pair{"nodev", MS_NODEV}})
+    if ((policy & f) && std::find(mount_options.begin(), mount_options.end(), o) == mount_options.end())
+      mount_options.push_back(o);
+  flags |= policy;
 
 
   std::string source;
@@ -317,7 +352,7 @@ Status RemoveCsiTarget(const Target& target) {
 
 }  // namespace
 
-Status Node::Unpublish(const std::string& path, bool* was_published) {
+Status Node::Unpublish(const std::string& path, bool* was_published, const UnpublishOf& of) {
   Target target;
   NODEVOL_RETURN_IF_ERROR(Resolve(path, false, &target, /*allow_missing_parent=*/true));
   LockTable::Guard tg(&locks_, TargetKey(target.path));
@@ -330,7 +365,7 @@ Status Node::Unpublish(const std::string& path, bool* was_published) {
     // it finishes the delete (or says why it still cannot).
     const std::string inline_name = InlineVolumeName(target);
     VolumeRecord doomed;
-    if (!target.pod_uid.empty() && LookupVolume(inline_name, &doomed) && doomed.ephemeral &&
+    if (of.volume.empty() && !target.pod_uid.empty() && LookupVolume(inline_name, &doomed) && doomed.ephemeral &&
         doomed.state == VolumeState::kDeleting && PublishedAt(inline_name).empty()) {
       LockTable::Guard vg(&locks_, VolumeKey(inline_name));
       NODEVOL_RETURN_IF_ERROR(vg.status());
@@ -350,6 +385,10 @@ Status Node::Unpublish(const std::string& path, bool* was_published) {
     }
     return RemoveCsiTarget(target);
   }
+  if ((!of.volume.empty() && pub.volume != of.volume) || (of.inline_volume && pub.volume != InlineVolumeName(target)))
+    return Status::FailedPrecondition("target " + target.path + " has volume " + pub.volume + " published, not " +
+                                      (of.inline_volume ? "the pod's inline volume" : "volume " + of.volume) +
+                                      "; nothing was unpublished");
   LockTable::Guard vg(&locks_, VolumeKey(pub.volume));
   NODEVOL_RETURN_IF_ERROR(vg.status());
   NODEVOL_RETURN_IF_ERROR(UnpublishLocked(pub));

@@ -73,6 +73,12 @@ struct PublicationRecord {
   bool adopted = false;       // the mount was there before Publish (never ours to undo)
 };
 
+// How an existing volume's spec differs from one asked for, in words for
+// an ALREADY_EXISTS ("" = the same). Every "is this the volume asked for
+// again" check is this one: CSI's CreateVolume, which takes any size in
+// its range, leaves the size out.
+std::string SpecDifference(const VolumeSpec& have, const VolumeSpec& want, bool compare_size = true);
+
 const char* ToString(VolumeState s);
 const char* ToString(PublicationState s);
 

@@ -17,10 +17,11 @@ std::string SourceText(const VolumeSpec& s) {
   return "empty";
 }
 
-// Describes how an existing volume differs from a requested spec ("" = same).
-std::string Difference(const VolumeSpec& have, const VolumeSpec& want) {
+}  // namespace
+
+std::string SpecDifference(const VolumeSpec& have, const VolumeSpec& want, bool compare_size) {
   if (have.pool != want.pool) return "pool " + have.pool + " (asked: " + want.pool + ")";
-  if (have.size_bytes != want.size_bytes)
+  if (compare_size && have.size_bytes != want.size_bytes)
     return "size " + ExactBytes(have.size_bytes) + " (asked: " + ExactBytes(want.size_bytes) + ")";
   if (have.fs_type != want.fs_type) return "fs_type \"" + have.fs_type + "\" (asked: \"" + want.fs_type + "\")";
   if (have.parameters != want.parameters) return "other parameters";
@@ -29,8 +30,6 @@ std::string Difference(const VolumeSpec& have, const VolumeSpec& want) {
     return "another content source (" + SourceText(have) + "; asked: " + SourceText(want) + ")";
   return "";
 }
-
-}  // namespace
 
 Node::Node(std::string pods_root, Store* store, std::map<std::string, std::unique_ptr<Backend>> pools)
     : pods_root_(std::move(pods_root)), store_(store), pools_(std::move(pools)) {}
@@ -177,7 +176,7 @@ Status Node::CreateLocked(const VolumeSpec& spec, bool ephemeral, VolumeView* ou
   SnapshotRecord snap;
   VolumeRecord src;
   if (resumed) {
-    std::string diff = Difference(rec.spec, spec);
+    std::string diff = SpecDifference(rec.spec, spec);
     if (!diff.empty())
       return Status::AlreadyExists("volume " + spec.name + " already exists with " + diff);
     if (rec.ephemeral != ephemeral)

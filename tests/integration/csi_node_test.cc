@@ -19,6 +19,9 @@ namespace {
 namespace fs = std::filesystem;
 using ::csi::v1::NodePublishVolumeRequest;
 
+// kubelet's id of an inline volume: "csi-" and a hex SHA-256.
+const std::string kInlineId = "csi-9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+
 class CsiNodeTest : public DaemonFixture {
  protected:
   void SetUp() override {
@@ -190,7 +193,7 @@ TEST_F(CsiNodeTest, NoPodIdentityNoClaimsVolume) {
 
 TEST_F(CsiNodeTest, InlineVolumeLivesAndDiesWithItsPublication) {
   std::string target = PodDir("pod-9", "scratch") + "/mount";
-  NodePublishVolumeRequest r = Request("csi-0123abcd", target, "team");
+  NodePublishVolumeRequest r = Request(kInlineId, target, "team");
   auto& ctx = *r.mutable_volume_context();
   ctx["csi.storage.k8s.io/ephemeral"] = "true";
   ctx["size"] = "32Mi";
@@ -200,7 +203,7 @@ TEST_F(CsiNodeTest, InlineVolumeLivesAndDiesWithItsPublication) {
   ASSERT_EQ(vols.size(), 1u);
   EXPECT_TRUE(vols[0].ephemeral());
   EXPECT_EQ(vols[0].size_bytes(), 32u << 20);
-  ASSERT_TRUE(Unpublish("csi-0123abcd", target).ok());
+  ASSERT_TRUE(Unpublish(kInlineId, target).ok());
   EXPECT_TRUE(ListVolumes().empty()) << "an inline volume goes with its pod";
 
   // What a pod author may not ask for: refused, nothing made.
@@ -253,9 +256,78 @@ TEST_F(CsiNodeTest, StatsAreThoseOfThePublishedVolume) {
   // issue 58 item 9: an inline volume's kind of id at a claim's path
   // reported that claim's volume.
   grpc::ClientContext c3;
-  r.set_volume_id("csi-0123456789abcdef");
+  r.set_volume_id(kInlineId);
   EXPECT_EQ(node_->NodeGetVolumeStats(&c3, r, &resp).error_code(), grpc::StatusCode::NOT_FOUND);
   ASSERT_TRUE(Unpublish("pv-e", target).ok());
+}
+
+// issue 58 item 6: a repeat publish that asks for something else than the
+// publication is (read-only over read-write, noexec, another group) was
+// FAILED_PRECONDITION or OK with the difference ignored; the CSI spec says
+// ALREADY_EXISTS, and the publication stays as it was.
+TEST_F(CsiNodeTest, ARepeatPublishAskingOtherwiseIsAlreadyExists) {
+  MakeVolume("pv-r", "team");
+  std::string target = PodDir("pod-1", "pv-r") + "/mount";
+  NodePublishVolumeRequest r = Request("pv-r", target, "team");
+  r.mutable_volume_capability()->mutable_mount()->set_volume_mount_group("4321");
+  ASSERT_TRUE(Publish(r).ok());
+  ASSERT_TRUE(Publish(r).ok()) << "the same again is a retry";
+  const std::string before = MountOptions(target);
+
+  NodePublishVolumeRequest ro = r;
+  ro.set_readonly(true);
+  NodePublishVolumeRequest noexec = r;
+  noexec.mutable_volume_capability()->mutable_mount()->add_mount_flags("noexec");
+  NodePublishVolumeRequest group = r;
+  group.mutable_volume_capability()->mutable_mount()->set_volume_mount_group("999");
+  NodePublishVolumeRequest no_group = r;
+  no_group.mutable_volume_capability()->mutable_mount()->clear_volume_mount_group();
+  for (const auto* other : {&ro, &noexec, &group, &no_group}) {
+    grpc::Status st = Publish(*other);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::ALREADY_EXISTS) << st.error_message();
+    EXPECT_NE(st.error_message().find("unpublish it first"), std::string::npos) << st.error_message();
+  }
+  EXPECT_EQ(MountOptions(target), before) << "a refused publish changed the mount";
+  EXPECT_EQ(MountsBelow(pods_root_), 1);
+  struct stat sb;
+  ASSERT_EQ(::stat(target.c_str(), &sb), 0);
+  EXPECT_EQ(sb.st_gid, 4321u);
+
+  // nosuid,nodev the pool adds are not the caller's to repeat: asking
+  // for them, or not, is the same publication.
+  NodePublishVolumeRequest explicit_policy = r;
+  explicit_policy.mutable_volume_capability()->mutable_mount()->add_mount_flags("nosuid");
+  EXPECT_TRUE(Publish(explicit_policy).ok());
+  ASSERT_TRUE(Unpublish("pv-r", target).ok());
+}
+
+// issue 58 item 6: NodeUnpublishVolume ignored volume_id and removed
+// whatever was published at the target.
+TEST_F(CsiNodeTest, UnpublishRemovesOnlyTheVolumeItNames) {
+  MakeVolume("pv-u", "team");
+  MakeVolume("pv-w", "team");
+  std::string target = PodDir("pod-1", "pv-u") + "/mount";
+  ASSERT_TRUE(Publish(Request("pv-u", target, "team")).ok());
+  for (const std::string& other : {std::string("pv-w"), std::string("pv-never"), kInlineId}) {
+    grpc::Status st = Unpublish(other, target);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << other << ": " << st.error_message();
+    EXPECT_TRUE(IsMountPoint(target)) << "unpublish of " << other << " removed pv-u";
+  }
+  EXPECT_EQ(GetVolume("pv-u").published_at_size(), 1);
+  ASSERT_TRUE(Unpublish("pv-u", target).ok());
+  EXPECT_FALSE(IsMountPoint(target));
+  EXPECT_TRUE(Unpublish("pv-w", target).ok()) << "nothing there: idempotent, whatever the id";
+
+  // An inline volume's publication goes with kubelet's id, not a claim's.
+  std::string scratch = PodDir("pod-2", "scratch") + "/mount";
+  NodePublishVolumeRequest r = Request(kInlineId, scratch, "team");
+  (*r.mutable_volume_context())["csi.storage.k8s.io/ephemeral"] = "true";
+  (*r.mutable_volume_context())["size"] = "16Mi";
+  ASSERT_TRUE(Publish(r).ok());
+  EXPECT_EQ(Unpublish("pv-u", scratch).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_TRUE(IsMountPoint(scratch));
+  ASSERT_TRUE(Unpublish(kInlineId, scratch).ok());
+  EXPECT_FALSE(IsMountPoint(scratch));
 }
 
 // issue 58 item 9: NodeExpandVolume took a negative size (answering

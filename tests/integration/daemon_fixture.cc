@@ -329,4 +329,11 @@ int DaemonFixture::MountsBelow(const std::string& dir) {
   return static_cast<int>(table.Below(dir).size()) + at;
 }
 
+std::string DaemonFixture::MountOptions(const std::string& path) {
+  nodevol::MountTable table;
+  if (!table.Load().ok()) return "";
+  const MountEntry* e = table.FindTarget(path);
+  return e ? e->options : "";
+}
+
 }  // namespace nodevol::testing

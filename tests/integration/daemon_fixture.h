@@ -76,6 +76,8 @@ class DaemonFixture : public ::testing::Test {
   // one each).
   static bool IsMountPoint(const std::string& path);
   static int MountsBelow(const std::string& dir);
+  // Mount options of the top-most mount at path ("" when not a mount point).
+  static std::string MountOptions(const std::string& path);
 
   std::string root_;       // sandbox, e.g. /tmp/nodevol-it-XXXXXX
   std::string pods_root_;  // root_/pods

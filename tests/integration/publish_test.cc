@@ -31,14 +31,6 @@ void WriteFile(const std::string& path, const std::string& text) {
   ASSERT_TRUE(out.good()) << path;
 }
 
-// Mount options of the top-most mount at path ("" when not a mount point).
-std::string MountOptions(const std::string& path) {
-  MountTable table;
-  if (!table.Load().ok()) return "";
-  const MountEntry* e = table.FindTarget(path);
-  return e ? e->options : "";
-}
-
 bool HasOption(const std::string& options, const std::string& want) {
   std::stringstream ss(options);
   for (std::string o; std::getline(ss, o, ',');)
@@ -205,7 +197,7 @@ TEST_F(PublishTest, ReadOnlyMismatchOnTheSameTargetFails) {
   std::string t = MakeTarget("pod-1", "data");
   ASSERT_TRUE(Publish("v1", t, /*read_only=*/true).ok());
   grpc::Status st = Publish("v1", t, /*read_only=*/false);
-  EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << st.error_message();
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::ALREADY_EXISTS) << st.error_message();
   EXPECT_TRUE(HasOption(MountOptions(t), "ro")) << MountOptions(t);
   EXPECT_EQ(MountsBelow(pods_root_), 1);
 }

@@ -150,7 +150,7 @@ Status ParsePoolSpec(const std::string& spec, PoolConfig* out) {
 Status ParseConfig(int argc, const char* const* argv, Config* c, ParseOutcome* outcome, std::string* text) {
   *outcome = ParseOutcome::kRun;
   std::vector<std::string> pools;
-  std::string csi;
+  std::string csi, csi_controller;
   std::string client_names = "nodevol-provisioner";
   po::options_description general("nodevold options (flags, or key = value in the config file)");
   general.add_options()
@@ -232,7 +232,10 @@ Status ParseConfig(int argc, const char* const* argv, Config* c, ParseOutcome* o
        "kubelet's --root-dir (default: the parent of --pods-root when only that is given)")
       ("csi", po::value(&csi)->default_value("on"),
        "on: serve kubelet as the CSI driver nodevol.io (csi.sock under <kubelet-root>/plugins/nodevol.io, "
-       "registered through <kubelet-root>/plugins_registry); off: FlexVolume and the Node API only");
+       "registered through <kubelet-root>/plugins_registry); off: FlexVolume and the Node API only")
+      ("csi-controller", po::value(&csi_controller)->default_value("off"),
+       "on: also serve csi.v1.Controller for this node's pools on controller.sock beside csi.sock, for "
+       "csi-sanity and CSI sidecars run per node (whoever holds it makes and deletes volumes); off: not at all");
 
   po::variables_map vm;
   try {
@@ -273,6 +276,11 @@ Status ParseConfig(int argc, const char* const* argv, Config* c, ParseOutcome* o
     c->pods_root = c->kubelet_root + "/pods";
   if (csi != "on" && csi != "off") return Status::InvalidArgument("--csi must be on or off, not \"" + csi + "\"");
   c->csi = csi == "on";
+  if (csi_controller != "on" && csi_controller != "off")
+    return Status::InvalidArgument("--csi-controller must be on or off, not \"" + csi_controller + "\"");
+  c->csi_controller = csi_controller == "on";
+  if (c->csi_controller && !c->csi)
+    return Status::InvalidArgument("--csi-controller=on needs --csi=on: the controller socket is the CSI driver's");
   NODEVOL_RETURN_IF_ERROR(ParseNameList("--tls-client-names", client_names, &c->tls_client_names));
   if (!c->kubelet_plugin_dir.empty())
     NODEVOL_RETURN_IF_ERROR(CheckAbsolute("kubelet-plugin-dir", c->kubelet_plugin_dir));

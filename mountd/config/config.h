@@ -85,6 +85,11 @@ struct Config {
   // root>/plugins/nodevol.io/ and kubelet's registration socket under
   // <kubelet root>/plugins_registry/.
   bool csi = true;
+  // csi.v1.Controller for this node's own pools, on a socket of its own
+  // (<kubelet root>/plugins/nodevol.io/controller.sock): whoever is given
+  // it can make and delete volumes, which kubelet's node socket must not
+  // offer. Off by default: nodevol-provisioner does not use it.
+  bool csi_controller = false;
 };
 
 // Where kubelet's kubeconfig usually is (kubeadm's, then kubelet's own default).

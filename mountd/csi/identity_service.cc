@@ -21,9 +21,10 @@ grpc::Status IdentityService::GetPluginCapabilities(grpc::ServerContext*,
   // serve its pool: a CO must honour the topology NodeGetInfo reports.
   out->add_capabilities()->mutable_service()->set_type(
       ::csi::v1::PluginCapability::Service::VOLUME_ACCESSIBILITY_CONSTRAINTS);
-  // For this node's pools only (csi/controller_service.h): for csi-sanity
-  // and sidecars run per node; nodevol-provisioner does not need it.
-  out->add_capabilities()->mutable_service()->set_type(::csi::v1::PluginCapability::Service::CONTROLLER_SERVICE);
+  // For this node's pools only (csi/controller_service.h), on its own
+  // socket: for csi-sanity and sidecars run per node.
+  if (controller_)
+    out->add_capabilities()->mutable_service()->set_type(::csi::v1::PluginCapability::Service::CONTROLLER_SERVICE);
   // Volumes grow while mounted.
   out->add_capabilities()->mutable_volume_expansion()->set_type(::csi::v1::PluginCapability::VolumeExpansion::ONLINE);
   return grpc::Status::OK;

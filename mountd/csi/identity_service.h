@@ -12,8 +12,11 @@ namespace nodevol::csi {
 class IdentityService final : public ::csi::v1::Identity::Service {
  public:
   // ready: whether nodevold serves volumes now (Probe's answer); its
-  // reason for not serving, if any, goes to *why.
-  explicit IdentityService(std::function<bool(std::string* why)> ready) : ready_(std::move(ready)) {}
+  // reason for not serving, if any, goes to *why. controller: whether the
+  // socket this answers on serves csi.v1.Controller (controller.sock; the
+  // node socket kubelet dials never does).
+  IdentityService(std::function<bool(std::string* why)> ready, bool controller)
+      : ready_(std::move(ready)), controller_(controller) {}
 
   grpc::Status GetPluginInfo(grpc::ServerContext*, const ::csi::v1::GetPluginInfoRequest*,
                              ::csi::v1::GetPluginInfoResponse*) override;
@@ -23,6 +26,7 @@ class IdentityService final : public ::csi::v1::Identity::Service {
 
  private:
   std::function<bool(std::string*)> ready_;
+  bool controller_;
 };
 
 }  // namespace nodevol::csi

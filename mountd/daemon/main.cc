@@ -71,6 +71,21 @@ Status PrepareSocket(const std::string& path) {
   return Status::Ok();
 }
 
+// A gRPC server on a fresh root-only unix socket at path, serving services.
+Status ServeUnix(const std::string& path, std::initializer_list<grpc::Service*> services,
+                 std::unique_ptr<grpc::Server>* out) {
+  NODEVOL_RETURN_IF_ERROR(PrepareSocket(path));
+  grpc::ServerBuilder b;
+  b.AddListeningPort("unix:" + path, grpc::InsecureServerCredentials());
+  KeepPollers(&b);
+  for (grpc::Service* s : services) b.RegisterService(s);
+  *out = b.BuildAndStart();
+  if (!*out) return Status::Unavailable("cannot listen on unix socket " + path);
+  // Made under umask 077 already; the mode says so whatever the umask.
+  if (::chmod(path.c_str(), 0600) != 0) return Status::FromErrno("chmod " + path, errno);
+  return Status::Ok();
+}
+
 int Run(const Config& c) {
   spdlog::info("nodevold {} starting: node={} socket={} state={} pods-root={}", nodevol::Version(), c.node_name,
                c.socket, c.state_dir, c.pods_root);
@@ -183,14 +198,8 @@ int Run(const Config& c) {
   }
 
   NodeService service(&node, &capacity, &registry, c.node_name, c.heartbeat_seconds);
-  if (st = PrepareSocket(c.socket); !st.ok()) return Fail(st);
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("unix:" + c.socket, grpc::InsecureServerCredentials());
-  builder.RegisterService(&service);
-  KeepPollers(&builder);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (!server) return Fail(Status::Unavailable("cannot listen on unix socket " + c.socket));
-  if (::chmod(c.socket.c_str(), 0600) != 0) return Fail(Status::FromErrno("chmod " + c.socket, errno));
+  std::unique_ptr<grpc::Server> server;
+  if (st = ServeUnix(c.socket, {&service}, &server); !st.ok()) return Fail(st);
 
   // The FlexVolume driver's door (server/flex_door.h): the same calls
   // without gRPC, next to the Node API socket.
@@ -283,27 +292,31 @@ int Run(const Config& c) {
   // socket answers before the registration socket appears (kubelet dials
   // it for NodeGetInfo as soon as it sees the registration).
   CallRunner csi_calls(&registry, "csi");
-  csi::IdentityService csi_identity([&](std::string* why) {
+  auto ready = [&](std::string* why) {
     *why = unhealthy();
     return why->empty();
-  });
+  };
+  csi::IdentityService csi_identity(ready, /*controller=*/false);
   csi::NodeService csi_node(&node, &capacity, &csi_calls, c.node_name);
-  csi::ControllerService csi_controller(&node, &capacity, &csi_calls, c.node_name);
   std::unique_ptr<grpc::Server> csi_server;
-  const std::string csi_socket = c.kubelet_root + "/plugins/" + csi::kDriverName + "/csi.sock";
+  const std::string csi_dir = c.kubelet_root + "/plugins/" + csi::kDriverName;
+  const std::string csi_socket = csi_dir + "/csi.sock";
   csi::Registrar registrar({c.kubelet_root + "/plugins_registry/" + csi::kDriverName + "-reg.sock", csi_socket,
                             csi::kDriverName});
+  // The Controller makes and deletes volumes: never on the socket kubelet
+  // (and whatever else is given the node plugin's socket) dials.
+  csi::IdentityService controller_identity(ready, /*controller=*/true);
+  csi::ControllerService csi_controller(&node, &capacity, &csi_calls, c.node_name);
+  std::unique_ptr<grpc::Server> controller_server;
+  const std::string controller_socket = csi_dir + "/controller.sock";
+  if (c.csi_controller) {
+    if (st = ServeUnix(controller_socket, {&controller_identity, &csi_controller}, &controller_server); !st.ok())
+      return Fail(st.WithContext("--csi-controller"));
+    spdlog::info("CSI controller for this node's pools on {}", controller_socket);
+  }
   if (c.csi) {
-    if (st = PrepareSocket(csi_socket); !st.ok()) return Fail(st.WithContext("--csi"));
-    grpc::ServerBuilder b;
-    b.AddListeningPort("unix:" + csi_socket, grpc::InsecureServerCredentials());
-    KeepPollers(&b);
-    b.RegisterService(&csi_identity);
-    b.RegisterService(&csi_node);
-    b.RegisterService(&csi_controller);
-    csi_server = b.BuildAndStart();
-    if (!csi_server) return Fail(Status::Unavailable("cannot listen on unix socket " + csi_socket));
-    if (::chmod(csi_socket.c_str(), 0600) != 0) return Fail(Status::FromErrno("chmod " + csi_socket, errno));
+    if (st = ServeUnix(csi_socket, {&csi_identity, &csi_node}, &csi_server); !st.ok())
+      return Fail(st.WithContext("--csi"));
     if (st = EnsureDir(c.kubelet_root + "/plugins_registry", 0750, /*enforce_mode=*/false); !st.ok()) return Fail(st);
     if (st = registrar.Start(); !st.ok()) return Fail(st.WithContext("--csi: kubelet registration"));
     spdlog::info("CSI driver {} on {}, registered with kubelet through {}", csi::kDriverName, csi_socket,
@@ -371,13 +384,16 @@ int Run(const Config& c) {
   if (remote_server) remote_server->Shutdown(std::chrono::system_clock::now());
   server->Shutdown(std::chrono::system_clock::now());
   if (csi_server) csi_server->Shutdown(std::chrono::system_clock::now());
+  if (controller_server) controller_server->Shutdown(std::chrono::system_clock::now());
   if (remote_server) remote_server->Wait();
   if (csi_server) csi_server->Wait();
+  if (controller_server) controller_server->Wait();
   server->Wait();
   http.Stop();
   ::unlink(c.socket.c_str());
   if (remote_server) ::unlink(relay_socket.c_str());
   if (csi_server) ::unlink(csi_socket.c_str());
+  if (controller_server) ::unlink(controller_socket.c_str());
   spdlog::info("stopped");
   return 0;
 }

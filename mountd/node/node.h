@@ -209,7 +209,7 @@ class Node {
   bool LookupVolume(const std::string& name, VolumeRecord* out) const;
   bool LookupPublication(const std::string& target, PublicationRecord* out) const;
   std::vector<std::string> PublishedAt(const std::string& volume) const;
-  bool ShowsKnownVolume(const struct statx& st) const;
+  bool ShowsKnownVolume(const struct statx& st, const std::string& only = "") const;
   void SaveVolumeInMemory(const VolumeRecord& v);
   void AddDrift(std::string line);
   void Reconcile();

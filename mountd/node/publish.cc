@@ -378,9 +378,12 @@ Status Node::Unpublish(const std::string& path, bool* was_published, const Unpub
     if (StatCached(target.path, false, &stx).ok() && (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT)) {
       // A bind of one of our volumes whose record was lost: kubelet's
       // teardown would otherwise retry forever.
-      if (!ShowsKnownVolume(stx))
-        return Status::FailedPrecondition("target " + target.path +
-                                          " is mounted, but not by nodevold; nodevold leaves it alone");
+      // Only the volume the caller names, when it names one.
+      const std::string only = of.inline_volume ? InlineVolumeName(target) : of.volume;
+      if (!ShowsKnownVolume(stx, only))
+        return Status::FailedPrecondition("target " + target.path + " is mounted, but not by nodevold" +
+                                          (only.empty() ? "" : " with volume " + only) +
+                                          "; nodevold leaves it alone");
       NODEVOL_RETURN_IF_ERROR(Unmount(target.path));
     }
     return RemoveCsiTarget(target);
@@ -396,17 +399,20 @@ Status Node::Unpublish(const std::string& path, bool* was_published, const Unpub
 }
 
 // Whether st (a mount root) shows a volume's directory: one a dir volume
-// records, or the source of a recorded publication. Cached attributes only.
-bool Node::ShowsKnownVolume(const struct statx& st) const {
+// records, or the source of a recorded publication; volume `only`'s when
+// given. Cached attributes only.
+bool Node::ShowsKnownVolume(const struct statx& st, const std::string& only) const {
   std::vector<std::string> dirs;
   {
     std::lock_guard<std::mutex> l(mu_);
-    for (const auto& [_, v] : volumes_) {
+    for (const auto& [name, v] : volumes_) {
+      if (!only.empty() && name != only) continue;
       if (auto it = v.attributes.find("path"); it != v.attributes.end()) dirs.push_back(it->second);
       // A raw block volume shows its device node.
       if (auto it = v.attributes.find("device"); v.spec.block && it != v.attributes.end()) dirs.push_back(it->second);
     }
-    for (const auto& [_, p] : publications_) dirs.push_back(p.source);
+    for (const auto& [_, p] : publications_)
+      if (only.empty() || p.volume == only) dirs.push_back(p.source);
   }
   for (const std::string& d : dirs) {
     struct statx ds;

@@ -42,12 +42,14 @@ kroot=$sb/kubelet
 mkdir -p "$kroot/pods" "$sb/state" "$sb/pool"
 : >"$sb/nodevold.conf"
 "$nodevold" --config "$sb/nodevold.conf" --socket "$sb/nodevold.sock" --state-dir "$sb/state" \
-  --kubelet-root "$kroot" --pool "name=sanity,${pool_spec//@/$sb}" --metrics-address off \
+  --kubelet-root "$kroot" --pool "name=sanity,${pool_spec//@/$sb}" --metrics-address off --csi-controller on \
   --log-target stderr --log-level debug 2>"$sb/nodevold.log" &
 pid=$!
 csi=$kroot/plugins/nodevol.io/csi.sock
-for _ in $(seq 100); do [[ -S $csi ]] && break; sleep 0.1; done
-[[ -S $csi ]] || { cat "$sb/nodevold.log"; echo "csi_sanity_test: no CSI socket $csi"; exit 1; }
+# The Controller is on a socket of its own (docs/csi.md).
+controller=$kroot/plugins/nodevol.io/controller.sock
+for _ in $(seq 100); do [[ -S $csi && -S $controller ]] && break; sleep 0.1; done
+[[ -S $csi && -S $controller ]] || { cat "$sb/nodevold.log"; echo "csi_sanity_test: no CSI socket $csi or $controller"; exit 1; }
 
 # csi-sanity's path commands: the directory kubelet makes for a volume (a
 # pod's <pods>/<uid>/volumes/kubernetes.io~csi/<pv>, or for raw block
@@ -81,7 +83,7 @@ chmod +x "$sb/mkpath" "$sb/rmpath" "$sb/checkpath"
 echo "pool: sanity" >"$sb/params.yaml"
 
 rc=0
-"$sanity" -csi.endpoint "$csi" -csi.testvolumeaccesstype "$access" -csi.testvolumesize "$size" \
+"$sanity" -csi.endpoint "$csi" -csi.controllerendpoint "$controller" -csi.testvolumeaccesstype "$access" -csi.testvolumesize "$size" \
   -csi.testvolumeexpandsize "$((size * 2))" -csi.testvolumeparameters "$sb/params.yaml" \
   -csi.createmountpathcmd "$sb/mkpath" -csi.createstagingpathcmd "$sb/mkpath" \
   -csi.removemountpathcmd "$sb/rmpath" -csi.removestagingpathcmd "$sb/rmpath" -csi.checkpathcmd "$sb/checkpath" \

@@ -328,6 +328,19 @@ TEST_F(CsiNodeTest, UnpublishRemovesOnlyTheVolumeItNames) {
   EXPECT_TRUE(IsMountPoint(scratch));
   ASSERT_TRUE(Unpublish(kInlineId, scratch).ok());
   EXPECT_FALSE(IsMountPoint(scratch));
+
+  // A bind of pv-u whose publication record was lost: only pv-u's
+  // unpublish removes it.
+  ASSERT_TRUE(Publish(Request("pv-u", target, "team")).ok());
+  ASSERT_EQ(StopDaemon(), 0);
+  for (const auto& e : fs::directory_iterator(state_dir_ + "/publications")) fs::remove(e.path());
+  StartDaemon();
+  grpc::Status st = Unpublish("pv-w", target);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << st.error_message();
+  EXPECT_TRUE(IsMountPoint(target)) << "pv-w's unpublish removed an unrecorded bind of pv-u";
+  st = Unpublish("pv-u", target);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  EXPECT_FALSE(IsMountPoint(target));
 }
 
 // issue 58 item 9: NodeExpandVolume took a negative size (answering

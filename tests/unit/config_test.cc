@@ -66,6 +66,8 @@ TEST(Config, BadValuesNameTheOption) {
            {{"--pool=name=a,backend=dir,path"}, "key=value"},
            {{kPool, kPool}, "configured twice"},
            {{kPool, "--no-such-flag"}, "no-such-flag"},
+           {{kPool, "--csi-controller=yes"}, "--csi-controller"},
+           {{kPool, "--csi=off", "--csi-controller=on"}, "needs --csi=on"},
        }) {
     Config c;
     Status st = Parse(k.args, &c);

@@ -184,10 +184,12 @@ TEST_F(RegistrarTest, ARegularFileInTheWayIsAnErrorAndLeftAlone) {
 
 TEST(IdentityService, NamesTheDriverAndAnswersProbeFromTheDaemon) {
   bool ready = false;
-  IdentityService s([&](std::string* why) {
-    *why = "starting";
-    return ready;
-  });
+  IdentityService s(
+      [&](std::string* why) {
+        *why = "starting";
+        return ready;
+      },
+      /*controller=*/true);
   grpc::ServerContext ctx;
   ::csi::v1::GetPluginInfoResponse info;
   ASSERT_TRUE(s.GetPluginInfo(&ctx, nullptr, &info).ok());
@@ -200,6 +202,12 @@ TEST(IdentityService, NamesTheDriverAndAnswersProbeFromTheDaemon) {
             ::csi::v1::PluginCapability::Service::VOLUME_ACCESSIBILITY_CONSTRAINTS);
   EXPECT_EQ(caps.capabilities(1).service().type(), ::csi::v1::PluginCapability::Service::CONTROLLER_SERVICE);
   EXPECT_EQ(caps.capabilities(2).volume_expansion().type(), ::csi::v1::PluginCapability::VolumeExpansion::ONLINE);
+  // The node socket's: no controller there (csi_controller_test.cc).
+  IdentityService node([](std::string*) { return true; }, /*controller=*/false);
+  ::csi::v1::GetPluginCapabilitiesResponse node_caps;
+  ASSERT_TRUE(node.GetPluginCapabilities(&ctx, nullptr, &node_caps).ok());
+  ASSERT_EQ(node_caps.capabilities_size(), 2);
+  EXPECT_EQ(node_caps.capabilities(1).volume_expansion().type(), ::csi::v1::PluginCapability::VolumeExpansion::ONLINE);
   ::csi::v1::ProbeResponse probe;
   ASSERT_TRUE(s.Probe(&ctx, nullptr, &probe).ok());
   EXPECT_FALSE(probe.ready().value());

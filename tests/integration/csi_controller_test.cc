@@ -1,0 +1,90 @@
+// nodevold's local csi.v1.Controller (issue 58 item 11): it makes and
+// deletes volumes, so it is never on the node socket kubelet dials (which
+// whatever is given the node plugin's socket can also reach); only with
+// --csi-controller=on, on controller.sock beside it, root only.
+#include <gtest/gtest.h>
+#include <grpcpp/grpcpp.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+
+#include "csi/v1/csi.grpc.pb.h"
+#include "daemon_fixture.h"
+
+namespace nodevol::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using Capability = ::csi::v1::PluginCapability::Service;
+
+class CsiControllerTest : public DaemonFixture {
+ protected:
+  std::string Socket(const std::string& name) { return root_ + "/plugins/nodevol.io/" + name; }
+  std::shared_ptr<grpc::Channel> Dial(const std::string& name) {
+    return grpc::CreateChannel("unix:" + Socket(name), grpc::InsecureChannelCredentials());
+  }
+
+  grpc::Status Create(const std::shared_ptr<grpc::Channel>& ch, const std::string& name) {
+    grpc::ClientContext c;
+    c.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    ::csi::v1::CreateVolumeRequest r;
+    r.set_name(name);
+    (*r.mutable_parameters())["pool"] = "default";
+    r.mutable_capacity_range()->set_required_bytes(16 << 20);
+    auto* cap = r.add_volume_capabilities();
+    cap->mutable_mount();
+    cap->mutable_access_mode()->set_mode(::csi::v1::VolumeCapability::AccessMode::SINGLE_NODE_WRITER);
+    ::csi::v1::CreateVolumeResponse resp;
+    return ::csi::v1::Controller::NewStub(ch)->CreateVolume(&c, r, &resp);
+  }
+
+  bool OffersController(const std::shared_ptr<grpc::Channel>& ch) {
+    grpc::ClientContext c;
+    ::csi::v1::GetPluginCapabilitiesResponse resp;
+    EXPECT_TRUE(::csi::v1::Identity::NewStub(ch)->GetPluginCapabilities(&c, {}, &resp).ok());
+    for (const auto& cap : resp.capabilities())
+      if (cap.has_service() && cap.service().type() == Capability::CONTROLLER_SERVICE) return true;
+    return false;
+  }
+};
+
+TEST_F(CsiControllerTest, TheNodeSocketMakesNoVolumes) {
+  StartDaemon();
+  auto node = Dial("csi.sock");
+  grpc::Status st = Create(node, "pv-1");
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNIMPLEMENTED) << st.error_message();
+  EXPECT_FALSE(OffersController(node)) << "the node socket says it offers a controller";
+  EXPECT_FALSE(fs::exists(Socket("controller.sock")));
+  EXPECT_TRUE(ListVolumes().empty());
+}
+
+TEST_F(CsiControllerTest, ControllerOnlyOnItsOwnRootOnlySocket) {
+  StartDaemon({"--csi-controller=on"});
+  struct stat sb;
+  ASSERT_EQ(::lstat(Socket("controller.sock").c_str(), &sb), 0);
+  EXPECT_TRUE(S_ISSOCK(sb.st_mode));
+  EXPECT_EQ(sb.st_mode & 07777, 0600u);
+  EXPECT_EQ(sb.st_uid, 0u);
+
+  auto controller = Dial("controller.sock");
+  EXPECT_TRUE(OffersController(controller));
+  grpc::Status st = Create(controller, "pv-1");
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  ASSERT_EQ(ListVolumes().size(), 1u);
+
+  // Still none on the node socket, and no Node service on the controller's.
+  auto node = Dial("csi.sock");
+  EXPECT_EQ(Create(node, "pv-2").error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  EXPECT_FALSE(OffersController(node));
+  grpc::ClientContext c;
+  ::csi::v1::NodeGetInfoResponse info;
+  EXPECT_EQ(::csi::v1::Node::NewStub(controller)->NodeGetInfo(&c, {}, &info).error_code(),
+            grpc::StatusCode::UNIMPLEMENTED);
+  EXPECT_EQ(ListVolumes().size(), 1u);
+
+  EXPECT_EQ(StopDaemon(), 0);
+  EXPECT_FALSE(fs::exists(Socket("controller.sock"))) << "a clean stop removes the socket";
+}
+
+}  // namespace
+}  // namespace nodevol::testing

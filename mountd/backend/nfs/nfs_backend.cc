@@ -378,7 +378,7 @@ Status NfsBackend::Create(VolumeRecord* record) {
   // the export. Until *record has attributes, a Delete removes nothing
   // on the server (a record written just before a crash names the
   // directory, which stays too, and a retried create rewrites it).
-  if (Shared(made)) NODEVOL_RETURN_IF_ERROR(PutShared(made, /*creating=*/true));
+  if (Shared(made)) NODEVOL_RETURN_IF_ERROR(PutShared(made));
   record->attributes = made.attributes;
   spdlog::info("pool {}: volume {} is {} on {}", pool_, name,
                v.whole_export ? std::string("the whole export") : "directory " + v.subdir,
@@ -513,14 +513,13 @@ Status NfsBackend::OnPoolExport(const std::string& what, std::function<Status(co
   return st;
 }
 
-Status NfsBackend::PutShared(const VolumeRecord& record, bool creating) {
+Status NfsBackend::PutShared(const VolumeRecord& record) {
   VolumeRecord shared = record;
   shared.state = VolumeState::kReady;
   shared.shared_copy = false;
   const std::string name = record.spec.name, text = VolumeToJson(shared);
-  return OnPoolExport("write of volume " + name + "'s record", [name, text, creating](const std::string& dir) {
-    return PutSharedRecord(dir, name, text, creating);
-  });
+  return OnPoolExport("write of volume " + name + "'s record",
+                      [name, text](const std::string& dir) { return PutSharedRecord(dir, name, text); });
 }
 
 Status NfsBackend::RemoveShared(const std::string& volume) {

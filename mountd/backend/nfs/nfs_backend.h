@@ -173,8 +173,7 @@ class NfsBackend : public Backend {
   Status OnPoolExport(const std::string& what, std::function<Status(const std::string& dir)> fn);
   // Writes or removes a volume's shared record through the pool's
   // staging mount (mounting it for the call when it is not).
-  // creating: the volume's first record (PutSharedRecord's `creating`).
-  Status PutShared(const VolumeRecord& record, bool creating = false);
+  Status PutShared(const VolumeRecord& record);
   Status RemoveShared(const std::string& volume);
   // A volume made before shared records existed gets its record at its
   // first Stage by this process: one read of the export per volume.

@@ -30,14 +30,12 @@ inline constexpr size_t kMaxSharedRecordBytes = 64 * 1024;
 
 // Writes `text` as the record of `volume`, atomically (a temp file synced,
 // then renamed over the old one), making .nodevol/volumes (0700) if
-// missing. Never follows a symlink below `root`. The temp's name is the
-// volume's own: one left by a writer killed mid-write is replaced once a
-// minute old; a younger one is another writer's, and the call is
-// UNAVAILABLE (try again) -- unless `creating`: the first record of a
-// volume being created, which no other node knows of yet, so a temp left
-// there is this node's own, from a create killed mid-write.
-Status PutSharedRecord(const std::string& root, const std::string& volume, const std::string& text,
-                       bool creating = false);
+// missing. Never follows a symlink below `root`. Each write has a temp of
+// its own (a random name), so two nodes writing at once never mix: the
+// record is one writer's whole text, the last to rename. Temps of writers
+// killed mid-write go with the next write once a minute old by the
+// server's clock (the new temp's mtime), never by this node's.
+Status PutSharedRecord(const std::string& root, const std::string& volume, const std::string& text);
 
 // Reads the record of `volume` into *text. NOT_FOUND when there is none;
 // FAILED_PRECONDITION when what is there is no regular file or too large.

@@ -146,7 +146,8 @@ grpc::Status ControllerService::CreateVolume(grpc::ServerContext* ctx, const ::c
     // retry, or one after an expansion).
     VolumeView v;
     if (ValidateVolumeName(spec.name).ok() && node_->GetVolume(spec.name, &v).ok() &&
-        v.record.state == VolumeState::kReady && SpecDifference(v.record.spec, spec, /*compare_size=*/false).empty()) {
+        v.record.state == VolumeState::kReady && !v.record.ephemeral &&
+        SpecDifference(v.record.spec, spec, /*compare_size=*/false).empty()) {
       if (!InRange(v.record.spec.size_bytes, req->capacity_range()))
         return Status::AlreadyExists("volume " + spec.name + " exists with " +
                                      std::to_string(v.record.spec.size_bytes) + " bytes, outside the range asked");

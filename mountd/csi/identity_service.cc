@@ -21,8 +21,9 @@ grpc::Status IdentityService::GetPluginCapabilities(grpc::ServerContext*,
   // serve its pool: a CO must honour the topology NodeGetInfo reports.
   out->add_capabilities()->mutable_service()->set_type(
       ::csi::v1::PluginCapability::Service::VOLUME_ACCESSIBILITY_CONSTRAINTS);
-  // For this node's pools only (csi/controller_service.h), on its own
-  // socket: for csi-sanity and sidecars run per node.
+  // For this node's pools only (csi/controller_service.h), on a socket of
+  // its own, when --csi-controller=on: for csi-sanity and sidecars run
+  // per node.
   if (controller_)
     out->add_capabilities()->mutable_service()->set_type(::csi::v1::PluginCapability::Service::CONTROLLER_SERVICE);
   // Volumes grow while mounted.

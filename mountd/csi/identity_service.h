@@ -12,9 +12,9 @@ namespace nodevol::csi {
 class IdentityService final : public ::csi::v1::Identity::Service {
  public:
   // ready: whether nodevold serves volumes now (Probe's answer); its
-  // reason for not serving, if any, goes to *why. controller: whether the
-  // socket this answers on serves csi.v1.Controller (controller.sock; the
-  // node socket kubelet dials never does).
+  // reason for not serving, if any, goes to *why. controller: whether
+  // nodevold serves csi.v1.Controller (on controller.sock only; the node
+  // socket kubelet dials never does, but says so too, as the plugin's).
   IdentityService(std::function<bool(std::string* why)> ready, bool controller)
       : ready_(std::move(ready)), controller_(controller) {}
 

@@ -105,10 +105,8 @@ grpc::Status NodeService::NodeUnpublishVolume(grpc::ServerContext* ctx, const ::
     // Only the volume named goes: whatever else is at the target is not
     // this call's to remove.
     UnpublishOf of;
-    if (IsInlineVolumeId(req->volume_id()))
-      of.inline_volume = true;
-    else
-      of.volume = req->volume_id();
+    of.volume = req->volume_id();
+    of.inline_volume = IsInlineVolumeId(req->volume_id());
     bool was = false;
     NODEVOL_RETURN_IF_ERROR(node_->Unpublish(req->target_path(), &was, of));
     if (was) capacity_->Poke();
@@ -123,8 +121,9 @@ grpc::Status NodeService::NodeGetVolumeStats(grpc::ServerContext* ctx, const ::c
     if (req->volume_path().empty()) return Status::InvalidArgument("volume_path is required");
     // An inline volume's id is kubelet's, not the domain's name: it is
     // found by its path alone.
+    // (A PV's handle may look like one: a volume of that name is the PV's.)
     VolumeView v;
-    bool inline_id = IsInlineVolumeId(req->volume_id());
+    bool inline_id = IsInlineVolumeId(req->volume_id()) && !FindVolume(node_, req->volume_id(), &v).ok();
     if (!inline_id) NODEVOL_RETURN_IF_ERROR(FindVolume(node_, req->volume_id(), &v));
     std::string path = Resolved(req->volume_path());
     bool here = !path.empty() && (inline_id || std::find(v.published_at.begin(), v.published_at.end(), path) !=

@@ -296,7 +296,9 @@ int Run(const Config& c) {
     *why = unhealthy();
     return why->empty();
   };
-  csi::IdentityService csi_identity(ready, /*controller=*/false);
+  // CONTROLLER_SERVICE is the plugin's capability, said on both sockets
+  // (csi-sanity asks the node socket's Identity), served on one.
+  csi::IdentityService csi_identity(ready, /*controller=*/c.csi_controller);
   csi::NodeService csi_node(&node, &capacity, &csi_calls, c.node_name);
   std::unique_ptr<grpc::Server> csi_server;
   const std::string csi_dir = c.kubelet_root + "/plugins/" + csi::kDriverName;
@@ -313,6 +315,9 @@ int Run(const Config& c) {
     if (st = ServeUnix(controller_socket, {&controller_identity, &csi_controller}, &controller_server); !st.ok())
       return Fail(st.WithContext("--csi-controller"));
     spdlog::info("CSI controller for this node's pools on {}", controller_socket);
+  } else if (struct stat sb; ::lstat(controller_socket.c_str(), &sb) == 0 && S_ISSOCK(sb.st_mode)) {
+    // One a kill -9 left while it was on: nothing answers it any more.
+    ::unlink(controller_socket.c_str());
   }
   if (c.csi) {
     if (st = ServeUnix(csi_socket, {&csi_identity, &csi_node}, &csi_server); !st.ok())

@@ -103,9 +103,11 @@ struct PublishArgs {
 };
 
 // Whose publication an Unpublish removes: any (FlexVolume's unmount and
-// the Node API name only the target), one volume's, or the pod's inline
-// volume's (CSI names that by kubelet's own id, not the domain's). One of
-// another volume is left alone: FAILED_PRECONDITION.
+// the Node API name only the target; both fields empty), or volume
+// `volume`'s, or, when inline_volume, also the pod's inline volume at the
+// target (CSI names that by kubelet's own id, which a PV's handle may
+// look like too). One of another volume is left alone:
+// FAILED_PRECONDITION, or NOT_FOUND when `volume` names none.
 struct UnpublishOf {
   std::string volume;
   bool inline_volume = false;
@@ -209,7 +211,7 @@ class Node {
   bool LookupVolume(const std::string& name, VolumeRecord* out) const;
   bool LookupPublication(const std::string& target, PublicationRecord* out) const;
   std::vector<std::string> PublishedAt(const std::string& volume) const;
-  bool ShowsKnownVolume(const struct statx& st, const std::string& only = "") const;
+  bool ShowsKnownVolume(const struct statx& st, const std::vector<std::string>& only = {}) const;
   void SaveVolumeInMemory(const VolumeRecord& v);
   void AddDrift(std::string line);
   void Reconcile();

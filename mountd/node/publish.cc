@@ -56,26 +56,40 @@ std::string Join(const std::vector<std::string>& v) {
   return s.empty() ? "(none)" : s;
 }
 
-// A repeat publish must ask for what the recorded publication is: the CSI
-// spec's ALREADY_EXISTS otherwise ("published ... but is incompatible with
-// the specified volume_capability or readonly flag"), rather than an OK
-// that silently ignores a noexec or a group the pod now wants.
+// The options a publication from pool b is recorded and mounted with:
+// the caller's, and the pool's nosuid,nodev.
+std::vector<std::string> WithPolicy(std::vector<std::string> options, unsigned long policy) {
+  for (auto [o, f] : {std::pair{"nosuid", MS_NOSUID}, std::pair{"nodev", MS_NODEV}})
+    if ((policy & f) && std::find(options.begin(), options.end(), o) == options.end()) options.push_back(o);
+  return options;
+}
+
+// A repeat publish must ask for what the recorded publication is. Read-only
+// and the group cannot change under a running pod (they come from the pod
+// and the claim): a difference is the CSI spec's ALREADY_EXISTS
+// ("published ... but is incompatible with the specified volume_capability
+// or readonly flag"), not an OK that ignores it. Bind flags can (a PV's
+// mountOptions are editable, and kubelet publishes again what it finds
+// after a restart): *other_flags says the caller asks for others.
+// nosuid,nodev the pool adds are the pool's, not compared; asked for
+// explicitly, the record must have them.
 Status SameAsRecorded(const PublicationRecord& pub, const PublishArgs& args, bool read_only, unsigned long asked,
-                      const Backend* b) {
+                      bool* other_flags) {
   const std::string what = "volume " + pub.volume + " is already published at " + pub.target;
   const std::string fix = "; unpublish it first to publish it otherwise";
   if (pub.read_only != read_only)
     return Status::AlreadyExists(what + " " + (pub.read_only ? "read-only" : "read-write") + ", not " +
                                  (read_only ? "read-only" : "read-write") + fix);
-  unsigned long recorded = 0;
-  ParseBindOptions(pub.mount_options, &recorded);  // validated when recorded
-  if ((recorded & ~MS_RDONLY) != ((asked | PolicyFlags(b, args.block)) & ~MS_RDONLY))
-    return Status::AlreadyExists(what + " with mount options " + Join(pub.mount_options) + ", not " +
-                                 Join(args.mount_options) + fix);
   if (pub.fs_group != args.fs_group) {
     auto group = [](const std::optional<uint32_t>& g) { return g ? "group " + std::to_string(*g) : "no group"; };
     return Status::AlreadyExists(what + " with " + group(pub.fs_group) + ", not " + group(args.fs_group) + fix);
   }
+  unsigned long recorded = 0;
+  ParseBindOptions(pub.mount_options, &recorded);  // validated when recorded
+  constexpr unsigned long kPolicy = MS_NOSUID | MS_NODEV;
+  recorded &= ~MS_RDONLY;
+  asked &= ~MS_RDONLY;
+  *other_flags = (recorded & ~kPolicy) != (asked & ~kPolicy) || (asked & kPolicy & ~recorded) != 0;
   return Status::Ok();
 }
 
@@ -157,12 +171,37 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
     if (pub.volume != name)
       return Status::FailedPrecondition("target " + target.path + " already has volume " + pub.volume +
                                         " published; unpublish it first");
-    VolumeRecord published;
-    const Backend* pool = LookupVolume(name, &published) ? FindPool(published.spec.pool) : nullptr;
-    NODEVOL_RETURN_IF_ERROR(SameAsRecorded(pub, args, read_only, flags, pool));
+    bool other_flags = false;
+    NODEVOL_RETURN_IF_ERROR(SameAsRecorded(pub, args, read_only, flags, &other_flags));
     MountState ms;
     bool ro = false;
     NODEVOL_RETURN_IF_ERROR(InspectMount(pub.source, target.path, &ms, &ro));
+    if (other_flags && pub.state == PublicationState::kPublished && ms != MountState::kMountedOther &&
+        (ms == MountState::kNotMounted || ro == read_only)) {
+      // Other bind flags asked for (a PV's mountOptions edited): the
+      // publication takes them, recorded first, so a crash in between is
+      // finished by reconcile or the next retry. Containers already
+      // running keep the flags they were started with (their copy of the
+      // bind), until they restart.
+      VolumeRecord published;
+      Backend* pool = LookupVolume(name, &published) ? FindPool(published.spec.pool) : nullptr;
+      const unsigned long policy = PolicyFlags(pool, args.block);
+      const std::vector<std::string> was = pub.mount_options;
+      pub.mount_options = WithPolicy(args.mount_options, policy);
+      NODEVOL_RETURN_IF_ERROR(store_->PutPublication(pub));
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        publications_.Put(pub);
+      }
+      if (ms == MountState::kMountedSource)
+        NODEVOL_RETURN_IF_ERROR(Remount(pub.source, target.path, read_only,
+                                        ((flags | policy) & ~MS_RDONLY) |
+                                            InheritedBindFlags(pub.source, pool && pool->StageMayWait()))
+                                    .WithContext("publication of " + name + " at " + target.path));
+      spdlog::warn("publication of {} at {}: mount options {} now, were {}", name, target.path,
+                   Join(pub.mount_options), Join(was));
+      if (ms == MountState::kMountedSource) return Status::Ok();
+    }
     if (pub.state == PublicationState::kPublished && ms == MountState::kMountedSource && ro == read_only)
       return Status::Ok();
     if (pub.state == PublicationState::kPublished && ms == MountState::kNotMounted) {
@@ -249,9 +288,7 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
   std::vector<std::string> mount_options = args.mount_options;
   // A device node is useless on a nodev mount: raw block binds are nosuid only.
   const unsigned long policy = PolicyFlags(b, args.block);
-  for (auto [o, f] : {std::pair{"nosuid", MS_NOSUID}, std::pair{"nodev", MS_NODEV}})
-    if ((policy & f) && std::find(mount_options.begin(), mount_options.end(), o) == mount_options.end())
-      mount_options.push_back(o);
+  mount_options = WithPolicy(std::move(mount_options), policy);
   flags |= policy;
 
 
@@ -365,7 +402,8 @@ Status Node::Unpublish(const std::string& path, bool* was_published, const Unpub
     // it finishes the delete (or says why it still cannot).
     const std::string inline_name = InlineVolumeName(target);
     VolumeRecord doomed;
-    if (of.volume.empty() && !target.pod_uid.empty() && LookupVolume(inline_name, &doomed) && doomed.ephemeral &&
+    if ((of.volume.empty() || of.inline_volume) && !target.pod_uid.empty() && LookupVolume(inline_name, &doomed) &&
+        doomed.ephemeral &&
         doomed.state == VolumeState::kDeleting && PublishedAt(inline_name).empty()) {
       LockTable::Guard vg(&locks_, VolumeKey(inline_name));
       NODEVOL_RETURN_IF_ERROR(vg.status());
@@ -379,19 +417,26 @@ Status Node::Unpublish(const std::string& path, bool* was_published, const Unpub
       // A bind of one of our volumes whose record was lost: kubelet's
       // teardown would otherwise retry forever.
       // Only the volume the caller names, when it names one.
-      const std::string only = of.inline_volume ? InlineVolumeName(target) : of.volume;
+      std::vector<std::string> only;
+      if (!of.volume.empty()) only.push_back(of.volume);
+      if (of.inline_volume) only.push_back(inline_name);
       if (!ShowsKnownVolume(stx, only))
-        return Status::FailedPrecondition("target " + target.path + " is mounted, but not by nodevold" +
-                                          (only.empty() ? "" : " with volume " + only) +
+        return Status::FailedPrecondition("target " + target.path + " is mounted, but " +
+                                          (only.empty() ? "not by nodevold" : "does not show volume " + of.volume) +
                                           "; nodevold leaves it alone");
       NODEVOL_RETURN_IF_ERROR(Unmount(target.path));
     }
     return RemoveCsiTarget(target);
   }
-  if ((!of.volume.empty() && pub.volume != of.volume) || (of.inline_volume && pub.volume != InlineVolumeName(target)))
-    return Status::FailedPrecondition("target " + target.path + " has volume " + pub.volume + " published, not " +
-                                      (of.inline_volume ? "the pod's inline volume" : "volume " + of.volume) +
-                                      "; nothing was unpublished");
+  const bool named = !of.volume.empty() || of.inline_volume;
+  if (named && pub.volume != of.volume && !(of.inline_volume && pub.volume == InlineVolumeName(target))) {
+    VolumeRecord asked;
+    const std::string why = "target " + target.path + " has volume " + pub.volume + " published, not " +
+                            of.volume + "; nothing was unpublished";
+    // The CSI spec's answer for an id that names no volume.
+    if (!of.inline_volume && !LookupVolume(of.volume, &asked)) return Status::NotFound(why);
+    return Status::FailedPrecondition(why);
+  }
   LockTable::Guard vg(&locks_, VolumeKey(pub.volume));
   NODEVOL_RETURN_IF_ERROR(vg.status());
   NODEVOL_RETURN_IF_ERROR(UnpublishLocked(pub));
@@ -399,20 +444,23 @@ Status Node::Unpublish(const std::string& path, bool* was_published, const Unpub
 }
 
 // Whether st (a mount root) shows a volume's directory: one a dir volume
-// records, or the source of a recorded publication; volume `only`'s when
-// given. Cached attributes only.
-bool Node::ShowsKnownVolume(const struct statx& st, const std::string& only) const {
+// records, or the source of a recorded publication; only those of the
+// volumes named in `only` when it names any. Cached attributes only.
+bool Node::ShowsKnownVolume(const struct statx& st, const std::vector<std::string>& only) const {
+  auto wanted = [&](const std::string& name) {
+    return only.empty() || std::find(only.begin(), only.end(), name) != only.end();
+  };
   std::vector<std::string> dirs;
   {
     std::lock_guard<std::mutex> l(mu_);
     for (const auto& [name, v] : volumes_) {
-      if (!only.empty() && name != only) continue;
+      if (!wanted(name)) continue;
       if (auto it = v.attributes.find("path"); it != v.attributes.end()) dirs.push_back(it->second);
       // A raw block volume shows its device node.
       if (auto it = v.attributes.find("device"); v.spec.block && it != v.attributes.end()) dirs.push_back(it->second);
     }
     for (const auto& [_, p] : publications_)
-      if (only.empty() || p.volume == only) dirs.push_back(p.source);
+      if (wanted(p.volume)) dirs.push_back(p.source);
   }
   for (const std::string& d : dirs) {
     struct statx ds;

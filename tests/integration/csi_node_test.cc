@@ -262,10 +262,13 @@ TEST_F(CsiNodeTest, StatsAreThoseOfThePublishedVolume) {
 }
 
 // issue 58 item 6: a repeat publish that asks for something else than the
-// publication is (read-only over read-write, noexec, another group) was
+// publication is (read-only over read-write, another group) was
 // FAILED_PRECONDITION or OK with the difference ignored; the CSI spec says
-// ALREADY_EXISTS, and the publication stays as it was.
-TEST_F(CsiNodeTest, ARepeatPublishAskingOtherwiseIsAlreadyExists) {
+// ALREADY_EXISTS, and the publication stays as it was. Other bind flags
+// (a PV's mountOptions, which can be edited, sent again by kubelet after a
+// restart) are applied to the publication instead: an ALREADY_EXISTS
+// there would leave the pod's volume "uncertain" for good.
+TEST_F(CsiNodeTest, ARepeatPublishAskingOtherwiseIsAlreadyExistsOrNewFlags) {
   MakeVolume("pv-r", "team");
   std::string target = PodDir("pod-1", "pv-r") + "/mount";
   NodePublishVolumeRequest r = Request("pv-r", target, "team");
@@ -276,13 +279,11 @@ TEST_F(CsiNodeTest, ARepeatPublishAskingOtherwiseIsAlreadyExists) {
 
   NodePublishVolumeRequest ro = r;
   ro.set_readonly(true);
-  NodePublishVolumeRequest noexec = r;
-  noexec.mutable_volume_capability()->mutable_mount()->add_mount_flags("noexec");
   NodePublishVolumeRequest group = r;
   group.mutable_volume_capability()->mutable_mount()->set_volume_mount_group("999");
   NodePublishVolumeRequest no_group = r;
   no_group.mutable_volume_capability()->mutable_mount()->clear_volume_mount_group();
-  for (const auto* other : {&ro, &noexec, &group, &no_group}) {
+  for (const auto* other : {&ro, &group, &no_group}) {
     grpc::Status st = Publish(*other);
     EXPECT_EQ(st.error_code(), grpc::StatusCode::ALREADY_EXISTS) << st.error_message();
     EXPECT_NE(st.error_message().find("unpublish it first"), std::string::npos) << st.error_message();
@@ -293,12 +294,57 @@ TEST_F(CsiNodeTest, ARepeatPublishAskingOtherwiseIsAlreadyExists) {
   ASSERT_EQ(::stat(target.c_str(), &sb), 0);
   EXPECT_EQ(sb.st_gid, 4321u);
 
-  // nosuid,nodev the pool adds are not the caller's to repeat: asking
-  // for them, or not, is the same publication.
+  // nosuid,nodev the pool adds are not the caller's to repeat.
   NodePublishVolumeRequest explicit_policy = r;
   explicit_policy.mutable_volume_capability()->mutable_mount()->add_mount_flags("nosuid");
   EXPECT_TRUE(Publish(explicit_policy).ok());
+  EXPECT_EQ(MountOptions(target), before);
+
+  NodePublishVolumeRequest noexec = r;
+  noexec.mutable_volume_capability()->mutable_mount()->add_mount_flags("noexec");
+  grpc::Status st = Publish(noexec);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_NE(MountOptions(target).find("noexec"), std::string::npos) << MountOptions(target);
+  EXPECT_NE(MountOptions(target).find("nosuid"), std::string::npos) << "the pool's flags went";
+  EXPECT_EQ(MountsBelow(pods_root_), 1) << "new flags are a remount, not a second bind";
+  ASSERT_TRUE(Publish(r).ok());
+  EXPECT_EQ(MountOptions(target).find("noexec"), std::string::npos) << MountOptions(target);
+  // The record says so too: a restart keeps what was asked last.
+  ASSERT_TRUE(Publish(noexec).ok());
+  ASSERT_EQ(StopDaemon(), 0);
+  StartDaemon();
+  EXPECT_NE(MountOptions(target).find("noexec"), std::string::npos) << MountOptions(target);
+  ASSERT_TRUE(Publish(noexec).ok());
   ASSERT_TRUE(Unpublish("pv-r", target).ok());
+}
+
+// A publication recorded without the pool's nosuid,nodev (written before
+// they were the rule, or before allow-suid-dev changed) is the same
+// publication to kubelet's retry, not ALREADY_EXISTS for ever.
+TEST_F(CsiNodeTest, ARecordWithoutThePoolsFlagsIsStillTheSamePublication) {
+  MakeVolume("pv-o", "team");
+  std::string target = PodDir("pod-1", "pv-o") + "/mount";
+  NodePublishVolumeRequest r = Request("pv-o", target, "team");
+  ASSERT_TRUE(Publish(r).ok());
+  ASSERT_EQ(StopDaemon(), 0);
+  int edited = 0;
+  for (const auto& e : fs::directory_iterator(state_dir_ + "/publications")) {
+    std::ifstream in(e.path());
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (const std::string o : {"\"nosuid\"", "\"nodev\""})
+      for (size_t at; (at = text.find(o)) != std::string::npos; ++edited) {
+        size_t end = at + o.size();
+        if (text[end] == ',') ++end;
+        else if (text[at - 1] == ',') --at;
+        text.erase(at, end - at);
+      }
+    std::ofstream(e.path(), std::ios::trunc) << text;
+  }
+  ASSERT_EQ(edited, 2) << "the record did not hold nosuid,nodev";
+  StartDaemon();
+  grpc::Status st = Publish(r);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  ASSERT_TRUE(Unpublish("pv-o", target).ok());
 }
 
 // issue 58 item 6: NodeUnpublishVolume ignored volume_id and removed
@@ -310,7 +356,9 @@ TEST_F(CsiNodeTest, UnpublishRemovesOnlyTheVolumeItNames) {
   ASSERT_TRUE(Publish(Request("pv-u", target, "team")).ok());
   for (const std::string& other : {std::string("pv-w"), std::string("pv-never"), kInlineId}) {
     grpc::Status st = Unpublish(other, target);
-    EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << other << ": " << st.error_message();
+    // The CSI spec's answer for an id that names no volume is NOT_FOUND.
+    EXPECT_EQ(st.error_code(), other == "pv-never" ? grpc::StatusCode::NOT_FOUND : grpc::StatusCode::FAILED_PRECONDITION)
+        << other << ": " << st.error_message();
     EXPECT_TRUE(IsMountPoint(target)) << "unpublish of " << other << " removed pv-u";
   }
   EXPECT_EQ(GetVolume("pv-u").published_at_size(), 1);
@@ -328,6 +376,15 @@ TEST_F(CsiNodeTest, UnpublishRemovesOnlyTheVolumeItNames) {
   EXPECT_TRUE(IsMountPoint(scratch));
   ASSERT_TRUE(Unpublish(kInlineId, scratch).ok());
   EXPECT_FALSE(IsMountPoint(scratch));
+
+  // A PV whose handle looks like kubelet's inline id is still the PV's.
+  const std::string lookalike = "csi-" + std::string(64, 'b');
+  MakeVolume(lookalike, "team");
+  std::string t2 = PodDir("pod-3", lookalike) + "/mount";
+  ASSERT_TRUE(Publish(Request(lookalike, t2, "team")).ok());
+  grpc::Status la = Unpublish(lookalike, t2);
+  EXPECT_TRUE(la.ok()) << la.error_message();
+  EXPECT_FALSE(IsMountPoint(t2));
 
   // A bind of pv-u whose publication record was lost: only pv-u's
   // unpublish removes it.

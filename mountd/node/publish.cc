@@ -168,6 +168,12 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
     if (pub.volume != name)
       return Status::FailedPrecondition("target " + target.path + " already has volume " + pub.volume +
                                         " published; unpublish it first");
+    VolumeRecord published;
+    Backend* pool = LookupVolume(name, &published) ? FindPool(published.spec.pool) : nullptr;
+    if (pool && published.spec.block != args.block)
+      return Status::AlreadyExists("volume " + name + " is already published at " + target.path + " as " +
+                                   (published.spec.block ? "a raw block device" : "a filesystem") +
+                                   "; it is not published as a " + (args.block ? "raw block device" : "filesystem"));
     bool other_flags = false;
     NODEVOL_RETURN_IF_ERROR(SameAsRecorded(pub, args, read_only, flags, &other_flags));
     MountState ms;
@@ -180,8 +186,6 @@ Status Node::Publish(const PublishArgs& args, std::string* volume, std::string* 
       // finished by reconcile or the next retry. Containers already
       // running keep the flags they were started with (their copy of the
       // bind), until they restart.
-      VolumeRecord published;
-      Backend* pool = LookupVolume(name, &published) ? FindPool(published.spec.pool) : nullptr;
       const unsigned long policy = PolicyFlags(pool, args.block);
       const std::vector<std::string> was = pub.mount_options;
       pub.mount_options = WithPolicy(args.mount_options, policy);

@@ -45,6 +45,8 @@ vm_step "publish b1 onto a file at kubelet's block path; the pod writes through 
 t1=$(block_target pv-b1 pod-1)
 vm_run vm_ctl publish --volume b1 --target "$t1" --block
 vm_run vm_ctl publish --volume b1 --target "$t1" --block  # kubelet retries
+# The same target asked as a filesystem: the spec's ALREADY_EXISTS (was OK).
+expect_code ALREADY_EXISTS vm_ctl publish --volume b1 --target "$t1"
 [[ -b $t1 ]] || vm_fail "$t1 does not show a block device"
 (($(mounts_below "$publish_root") == 1)) || vm_fail "$(mounts_below "$publish_root") mounts below the publish root, want 1"
 findmnt -n -o OPTIONS "$t1" | grep -qw nodev && vm_fail "the device bind is nodev: $(findmnt -n -o OPTIONS "$t1")"

@@ -17,6 +17,9 @@ inline constexpr const char* kAnnBeingDeleted = "snapshot.storage.kubernetes.io/
 // went to, so that an uncertain create is settled there even when its
 // source PV is gone by the next pass.
 inline constexpr const char* kAnnSnapshotNode = "nodevol.io/snapshot-node";
+// Every annotation a pass itself sets and clears: a change of only these
+// is the pass's own write, never a reason to queue another (OnlyOurWrites).
+inline constexpr const char* kPassAnnotations[] = {kAnnBeingCreated, kAnnSnapshotNode};
 inline constexpr const char* kContentFinalizer = "snapshot.storage.kubernetes.io/volumesnapshotcontent-bound-protection";
 // Class parameters with this prefix are the snapshotter's own (secrets),
 // never the driver's.

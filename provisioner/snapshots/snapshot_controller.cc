@@ -16,7 +16,7 @@ bool OnlyOurWrites(const nlohmann::json& before, const nlohmann::json& after) {
       m.erase("resourceVersion");
       m.erase("managedFields");
       if (m.contains("annotations") && m["annotations"].is_object()) {
-        m["annotations"].erase(kAnnBeingCreated);
+        for (const char* ours : kPassAnnotations) m["annotations"].erase(ours);
         if (m["annotations"].empty()) m.erase("annotations");
       }
     }

@@ -25,7 +25,7 @@
 namespace nodevol::provisioner {
 
 // Whether `after` differs from `before` only by what a pass writes itself
-// (status, the being-created annotation): such an update is not queued, or
+// (status, kPassAnnotations): such an update is not queued, or
 // every failed pass would queue the next at once, past the rate limiter's
 // backoff. A resync (no difference) is queued: a content given up on gets
 // another try then.

@@ -14,12 +14,16 @@ json Content() {
           {"spec", {{"driver", "nodevol.io"}, {"deletionPolicy", "Delete"}}}};
 }
 
-// A failed pass writes status and toggles the being-created annotation:
-// queueing on those would retry at once, forever, past the backoff.
+// A failed pass writes status and toggles its annotations (being-created,
+// snapshot-node): queueing on those would retry at once, forever, past
+// the backoff.
 TEST(SnapshotController, ItsOwnWritesDoNotQueueAPassButRealChangesDo) {
   json a = Content(), b = Content();
   b["metadata"]["resourceVersion"] = "2";
   b["metadata"]["annotations"][kAnnBeingCreated] = "yes";
+  // Set with it and cleared with it (b1e97eb): a failed create toggling
+  // it re-queued itself at once, ~30 CreateSnapshot calls a second.
+  b["metadata"]["annotations"][kAnnSnapshotNode] = "node-1";
   b["status"] = {{"readyToUse", false}, {"error", {{"message", "no"}}}};
   EXPECT_TRUE(OnlyOurWrites(a, b));
   EXPECT_TRUE(OnlyOurWrites(b, a));

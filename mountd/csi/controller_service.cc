@@ -106,7 +106,7 @@ bool ControllerService::Admits(const ::csi::v1::TopologyRequirement& req) const 
 
 grpc::Status ControllerService::CreateVolume(grpc::ServerContext* ctx, const ::csi::v1::CreateVolumeRequest* req,
                                              ::csi::v1::CreateVolumeResponse* resp) {
-  return calls_->Run(ctx, "csi.CreateVolume", req->name(), "", [&] {
+  return calls_->RunJoined(ctx, "csi.CreateVolume", req->name(), "", *req, resp, [&] {
     if (req->name().empty()) return Status::InvalidArgument("name is required");
     if (req->volume_capabilities().empty()) return Status::InvalidArgument("volume_capabilities are required");
     PoolView pool;
@@ -162,8 +162,8 @@ grpc::Status ControllerService::CreateVolume(grpc::ServerContext* ctx, const ::c
 }
 
 grpc::Status ControllerService::DeleteVolume(grpc::ServerContext* ctx, const ::csi::v1::DeleteVolumeRequest* req,
-                                             ::csi::v1::DeleteVolumeResponse*) {
-  return calls_->Run(ctx, "csi.DeleteVolume", req->volume_id(), "", [&] {
+                                             ::csi::v1::DeleteVolumeResponse* resp) {
+  return calls_->RunJoined(ctx, "csi.DeleteVolume", req->volume_id(), "", *req, resp, [&] {
     if (req->volume_id().empty()) return Status::InvalidArgument("volume_id is required");
     // An id that is no volume name was never ours: nothing to delete.
     if (!ValidateVolumeName(req->volume_id()).ok()) return Status::Ok();
@@ -177,7 +177,7 @@ grpc::Status ControllerService::DeleteVolume(grpc::ServerContext* ctx, const ::c
 grpc::Status ControllerService::ControllerExpandVolume(grpc::ServerContext* ctx,
                                                        const ::csi::v1::ControllerExpandVolumeRequest* req,
                                                        ::csi::v1::ControllerExpandVolumeResponse* resp) {
-  return calls_->Run(ctx, "csi.ControllerExpandVolume", req->volume_id(), "", [&] {
+  return calls_->RunJoined(ctx, "csi.ControllerExpandVolume", req->volume_id(), "", *req, resp, [&] {
     if (req->volume_id().empty()) return Status::InvalidArgument("volume_id is required");
     if (!req->has_capacity_range()) return Status::InvalidArgument("capacity_range is required");
     uint64_t size = 0;

@@ -28,7 +28,7 @@ bool ControllerService::AnyPoolSnapshots() const {
 
 grpc::Status ControllerService::CreateSnapshot(grpc::ServerContext* ctx, const ::csi::v1::CreateSnapshotRequest* req,
                                                ::csi::v1::CreateSnapshotResponse* resp) {
-  return calls_->Run(ctx, "csi.CreateSnapshot", req->source_volume_id(), "", [&] {
+  return calls_->RunJoined(ctx, "csi.CreateSnapshot", req->source_volume_id(), "", *req, resp, [&] {
     if (req->name().empty()) return Status::InvalidArgument("name is required");
     if (req->source_volume_id().empty()) return Status::InvalidArgument("source_volume_id is required");
     NODEVOL_RETURN_IF_ERROR(ValidateSnapshotName(req->name()));
@@ -43,8 +43,8 @@ grpc::Status ControllerService::CreateSnapshot(grpc::ServerContext* ctx, const :
 }
 
 grpc::Status ControllerService::DeleteSnapshot(grpc::ServerContext* ctx, const ::csi::v1::DeleteSnapshotRequest* req,
-                                               ::csi::v1::DeleteSnapshotResponse*) {
-  return calls_->Run(ctx, "csi.DeleteSnapshot", "", "", [&] {
+                                               ::csi::v1::DeleteSnapshotResponse* resp) {
+  return calls_->RunJoined(ctx, "csi.DeleteSnapshot", "", "", *req, resp, [&] {
     if (req->snapshot_id().empty()) return Status::InvalidArgument("snapshot_id is required");
     // An id that is no snapshot name was never ours: nothing to delete.
     if (!ValidateSnapshotName(req->snapshot_id()).ok()) return Status::Ok();

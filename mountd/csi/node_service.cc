@@ -56,10 +56,11 @@ NodeService::NodeService(nodevol::Node* node, CapacityMonitor* capacity, CallRun
     : node_(node), capacity_(capacity), calls_(calls), node_name_(std::move(node_name)) {}
 
 grpc::Status NodeService::NodePublishVolume(grpc::ServerContext* ctx, const ::csi::v1::NodePublishVolumeRequest* req,
-                                            ::csi::v1::NodePublishVolumeResponse*) {
+                                            ::csi::v1::NodePublishVolumeResponse* resp) {
   const auto& vc = req->volume_context();
   bool ephemeral = Get(vc, kEphemeral) == "true";
-  return calls_->Run(ctx, "csi.NodePublishVolume", ephemeral ? "(inline)" : req->volume_id(), req->target_path(), [&] {
+  return calls_->RunJoined(ctx, "csi.NodePublishVolume", ephemeral ? "(inline)" : req->volume_id(), req->target_path(),
+                           *req, resp, [&] {
     if (req->volume_id().empty()) return Status::InvalidArgument("volume_id is required");
     if (req->target_path().empty()) return Status::InvalidArgument("target_path is required");
     if (!req->has_volume_capability()) return Status::InvalidArgument("volume_capability is required");
@@ -98,8 +99,8 @@ grpc::Status NodeService::NodePublishVolume(grpc::ServerContext* ctx, const ::cs
 }
 
 grpc::Status NodeService::NodeUnpublishVolume(grpc::ServerContext* ctx, const ::csi::v1::NodeUnpublishVolumeRequest* req,
-                                              ::csi::v1::NodeUnpublishVolumeResponse*) {
-  return calls_->Run(ctx, "csi.NodeUnpublishVolume", req->volume_id(), req->target_path(), [&] {
+                                              ::csi::v1::NodeUnpublishVolumeResponse* resp) {
+  return calls_->RunJoined(ctx, "csi.NodeUnpublishVolume", req->volume_id(), req->target_path(), *req, resp, [&] {
     if (req->volume_id().empty()) return Status::InvalidArgument("volume_id is required");
     if (req->target_path().empty()) return Status::InvalidArgument("target_path is required");
     // Only the volume named goes: whatever else is at the target is not
@@ -162,7 +163,7 @@ grpc::Status NodeService::NodeGetVolumeStats(grpc::ServerContext* ctx, const ::c
 
 grpc::Status NodeService::NodeExpandVolume(grpc::ServerContext* ctx, const ::csi::v1::NodeExpandVolumeRequest* req,
                                            ::csi::v1::NodeExpandVolumeResponse* resp) {
-  return calls_->Run(ctx, "csi.NodeExpandVolume", req->volume_id(), req->volume_path(), [&] {
+  return calls_->RunJoined(ctx, "csi.NodeExpandVolume", req->volume_id(), req->volume_path(), *req, resp, [&] {
     if (req->volume_id().empty()) return Status::InvalidArgument("volume_id is required");
     VolumeView v;
     NODEVOL_RETURN_IF_ERROR(FindVolume(node_, req->volume_id(), &v));

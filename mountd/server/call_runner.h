@@ -2,7 +2,8 @@
 // domain call, whichever front door it came through (the Node API, CSI):
 // count it in flight, so a stop can wait for running operations; time it;
 // log one line (method, volume, target, duration, outcome); feed the
-// metrics; and turn the domain's Status into a grpc::Status.
+// metrics; join a repeat of a call still in flight (server/call_join.h);
+// and turn the domain's Status into a grpc::Status.
 #pragma once
 
 #include <spdlog/spdlog.h>
@@ -10,12 +11,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <string>
 #include <thread>
 
 #include "base/call_scope.h"
 #include "base/status.h"
 #include "metrics/metrics.h"
+#include "server/call_join.h"
 
 namespace nodevol {
 
@@ -36,21 +39,16 @@ class CallRunner {
   template <typename Fn>
   grpc::Status Run(const grpc::ServerContextBase* ctx, const char* method, const std::string& volume,
                    const std::string& target, Fn fn, bool quiet = false) {
-    auto start = std::chrono::steady_clock::now();
-    ++in_flight_;
-    Status st;
-    {
-      CallScope scope(ctx ? ctx->deadline() : CallScope::Deadline(), method);
-      st = fn();
-    }
-    --in_flight_;
-    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (metrics_ && !quiet) metrics_->ObserveRpc(method, st.code_name(), secs);
-    auto level = !st.ok() ? spdlog::level::warn : quiet ? spdlog::level::trace : spdlog::level::info;
-    spdlog::log(level, "{} volume={} target={} duration_ms={:.3f} outcome={}{}{}{}{}", method,
-                volume.empty() ? "-" : volume, target.empty() ? "-" : target, secs * 1000, st.code_name(),
-                st.ok() ? "" : " error=", st.message(), via_.empty() ? "" : " via=", via_);
-    return ToGrpc(st);
+    return Serve(ctx, method, volume, target, nullptr, nullptr, fn, quiet);
+  }
+  // A call a client repeats while it is still running (kubelet's publish
+  // retries, the provisioner's creates): an identical one in flight on
+  // this front door is joined, not run again (server/call_join.h).
+  template <typename Fn>
+  grpc::Status RunJoined(const grpc::ServerContextBase* ctx, const char* method, const std::string& volume,
+                         const std::string& target, const google::protobuf::Message& request,
+                         google::protobuf::Message* response, Fn fn) {
+    return Serve(ctx, method, volume, target, &request, response, fn, false);
   }
 
   // Waits until no call is running, or until the deadline; false on timeout.
@@ -63,9 +61,32 @@ class CallRunner {
   }
 
  private:
+  grpc::Status Serve(const grpc::ServerContextBase* ctx, const char* method, const std::string& volume,
+                     const std::string& target, const google::protobuf::Message* request,
+                     google::protobuf::Message* response, const std::function<Status()>& fn, bool quiet) {
+    auto start = std::chrono::steady_clock::now();
+    ++in_flight_;
+    Status st;
+    bool joined = false;
+    {
+      CallScope scope(ctx ? ctx->deadline() : CallScope::Deadline(), method);
+      st = request ? join_.Run(CallJoin::Key(method, *request), response, fn, &joined) : fn();
+    }
+    --in_flight_;
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (metrics_ && !quiet) metrics_->ObserveRpc(method, st.code_name(), secs);
+    auto level = !st.ok() ? spdlog::level::warn : quiet ? spdlog::level::trace : spdlog::level::info;
+    spdlog::log(level, "{} volume={} target={} duration_ms={:.3f} outcome={}{}{}{}{}{}", method,
+                volume.empty() ? "-" : volume, target.empty() ? "-" : target, secs * 1000, st.code_name(),
+                st.ok() ? "" : " error=", st.message(), joined ? " joined=in-flight" : "", via_.empty() ? "" : " via=",
+                via_);
+    return ToGrpc(st);
+  }
+
   metrics::Registry* metrics_;
   std::string via_;
   std::atomic<int> in_flight_{0};
+  CallJoin join_;
 };
 
 }  // namespace nodevol

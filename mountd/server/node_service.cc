@@ -158,7 +158,7 @@ grpc::Status NodeService::WatchCapacity(grpc::ServerContext* ctx, const v1::Watc
 
 grpc::Status NodeService::CreateVolume(grpc::ServerContext* ctx, const v1::CreateVolumeRequest* req,
                                        v1::CreateVolumeResponse* resp) {
-  return Run(ctx, "CreateVolume", req->name(), "", [&] {
+  return calls_.RunJoined(ctx, "CreateVolume", req->name(), "", *req, resp, [&] {
     VolumeSpec spec{req->name(),   req->pool(),          req->size_bytes(),  req->fs_type(),
                     ToParams(req->parameters()), req->block(), req->from_snapshot(), req->from_volume()};
     VolumeView v;
@@ -171,7 +171,7 @@ grpc::Status NodeService::CreateVolume(grpc::ServerContext* ctx, const v1::Creat
 
 grpc::Status NodeService::DeleteVolume(grpc::ServerContext* ctx, const v1::DeleteVolumeRequest* req,
                                        v1::DeleteVolumeResponse* resp) {
-  return Run(ctx, "DeleteVolume", req->name(), "", [&] {
+  return calls_.RunJoined(ctx, "DeleteVolume", req->name(), "", *req, resp, [&] {
     bool existed = false;
     NODEVOL_RETURN_IF_ERROR(node_->DeleteVolume(req->name(), &existed, req->shared_pool()));
     capacity_->Poke();
@@ -182,7 +182,7 @@ grpc::Status NodeService::DeleteVolume(grpc::ServerContext* ctx, const v1::Delet
 
 grpc::Status NodeService::ExpandVolume(grpc::ServerContext* ctx, const v1::ExpandVolumeRequest* req,
                                        v1::ExpandVolumeResponse* resp) {
-  return Run(ctx, "ExpandVolume", req->name(), "", [&] {
+  return calls_.RunJoined(ctx, "ExpandVolume", req->name(), "", *req, resp, [&] {
     VolumeView v;
     NODEVOL_RETURN_IF_ERROR(node_->ExpandVolume(req->name(), req->size_bytes(), &v, req->shared_pool()));
     capacity_->Poke();
@@ -222,7 +222,7 @@ grpc::Status NodeService::ListVolumes(grpc::ServerContext* ctx, const v1::ListVo
 
 grpc::Status NodeService::CreateSnapshot(grpc::ServerContext* ctx, const v1::CreateSnapshotRequest* req,
                                          v1::CreateSnapshotResponse* resp) {
-  return Run(ctx, "CreateSnapshot", req->source_volume(), "", [&] {
+  return calls_.RunJoined(ctx, "CreateSnapshot", req->source_volume(), "", *req, resp, [&] {
     SnapshotRecord r;
     NODEVOL_RETURN_IF_ERROR(node_->CreateSnapshot(req->name(), req->source_volume(), &r));
     capacity_->Poke();
@@ -233,7 +233,7 @@ grpc::Status NodeService::CreateSnapshot(grpc::ServerContext* ctx, const v1::Cre
 
 grpc::Status NodeService::DeleteSnapshot(grpc::ServerContext* ctx, const v1::DeleteSnapshotRequest* req,
                                          v1::DeleteSnapshotResponse* resp) {
-  return Run(ctx, "DeleteSnapshot", "", "", [&] {
+  return calls_.RunJoined(ctx, "DeleteSnapshot", "", "", *req, resp, [&] {
     bool existed = false;
     NODEVOL_RETURN_IF_ERROR(node_->DeleteSnapshot(req->name(), &existed));
     capacity_->Poke();
@@ -271,7 +271,7 @@ grpc::Status NodeService::Publish(const v1::PublishRequest& request, std::chrono
   const v1::PublishRequest* req = &request;
   std::string label = req->has_inline_() ? "(inline)" : req->volume();
   CallScope scope(deadline, "Publish");
-  return Run(nullptr, "Publish", label, req->target(), [&] {
+  return calls_.RunJoined(nullptr, "Publish", label, req->target(), *req, resp, [&] {
     NODEVOL_RETURN_IF_ERROR(LocalOnly("Publish"));
     PublishArgs a;
     a.volume = req->volume();
@@ -297,7 +297,7 @@ grpc::Status NodeService::Publish(const v1::PublishRequest& request, std::chrono
 }
 
 grpc::Status NodeService::Unpublish(grpc::ServerContext* ctx, const v1::UnpublishRequest* req, v1::UnpublishResponse* resp) {
-  return Run(ctx, "Unpublish", "", req->target(), [&] {
+  return calls_.RunJoined(ctx, "Unpublish", "", req->target(), *req, resp, [&] {
     NODEVOL_RETURN_IF_ERROR(LocalOnly("Unpublish"));
     bool was = false;
     NODEVOL_RETURN_IF_ERROR(node_->Unpublish(req->target(), &was));

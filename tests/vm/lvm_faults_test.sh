@@ -624,18 +624,23 @@ for wave in $(seq 0 6); do
   done
   wait "${pids[@]}"  # (not a bare wait: nodevold is a child too)
 done
-# Until the walk is given up (20 s without progress) a retry waits for the
-# target's lock to its deadline; after, the pool's gate refuses it at once.
+# Until the walk is given up (20 s without progress) a retry, the same
+# request as the stuck one, joins it (server/call_join.h) and ends at its
+# own deadline saying so; after, the pool's gate refuses it at once. A
+# retry that differed would wait at the target's lock to its deadline.
 answers() { cat "$VM_SANDBOX"/retry-*.out | grep -c "$1" || true; }  # PATTERN: how many retries got it
+joined=$(answers "the same Publish has been in flight for [0-9]* s; this call joined it rather than repeating it")
 busy=$(answers "target $stuck is busy: a Publish call has held it")
 gated=$(answers "pool fast: the disk under volume group nv has not answered for [0-9]* s (the fsGroup walk of volume v-frz still waits.*(UNAVAILABLE)")
-vm_log "of 70 retries: $busy refused at their deadline naming the stuck call ($(head -c 200 "$VM_SANDBOX/retry-1.out")), $gated refused at once by the pool's gate ($(head -c 300 "$VM_SANDBOX/retry-70.out"))"
-other=$(grep -L -e "is busy: a Publish call has held it" -e "the fsGroup walk of volume v-frz still waits" \
+vm_log "of 70 retries: $joined joined the stuck call and ended at their deadline ($(head -c 240 "$VM_SANDBOX/retry-1.out")), $busy at the target's lock, $gated refused at once by the pool's gate ($(head -c 300 "$VM_SANDBOX/retry-70.out"))"
+other=$(grep -L -e "this call joined it" -e "is busy: a Publish call has held it" -e "the fsGroup walk of volume v-frz still waits" \
   "$VM_SANDBOX"/retry-*.out | head -1 || true)
-# (How many end each way depends on the machine's speed: the lock's
-# deadline is proven in LockTable's unit test; here every retry answers.)
-((busy + gated == 70 && gated > 0)) ||
-  vm_fail "$busy busy and $gated gated of 70 retries; another answer: ${other:+$(cat "$other")}"
+# (How many end each way depends on the machine's speed: the join's and
+# the lock's deadlines are proven in their unit tests; here every retry
+# answers, the first waves by joining.)
+((joined + busy + gated == 70 && joined > 0 && gated > 0)) ||
+  vm_fail "$joined joined, $busy busy and $gated gated of 70 retries; another answer: ${other:+$(cat "$other")}"
+grep -q "Publish volume=v-frz .*joined=in-flight via=flex" "$VM_NODEVOLD_LOG" || vm_fail "no joined retry is logged"
 grep -q "error.*pool fast: the fsGroup walk of volume v-frz has made no progress for 20000 ms" "$VM_NODEVOLD_LOG" ||
   vm_fail "the given-up walk is not logged"
 # Nothing parked: the door serves a healthy pool's publish and an unmount.

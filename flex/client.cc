@@ -93,7 +93,15 @@ std::string Client::Unreachable(int err) const {
   std::string why;
   struct stat st;
   if (::stat(door_.c_str(), &st) != 0) {
-    why = errno == ENOENT ? "the socket does not exist" : std::string("cannot stat the socket: ") + std::strerror(errno);
+    int stat_err = errno;
+    struct stat api;
+    // The Node API socket without the door: a daemon older than this
+    // driver (0.1.0 had no door), still running after a package upgrade.
+    if (stat_err == ENOENT && ::stat(config_.socket.c_str(), &api) == 0 && S_ISSOCK(api.st_mode))
+      return "nodevold at " + config_.socket + " serves no flex door at " + door_ +
+             ": it is older than this driver (waited " + Seconds(config_.connect_timeout) +
+             "); restart it to run the installed version: `systemctl restart nodevold`";
+    why = stat_err == ENOENT ? "the socket does not exist" : std::string("cannot stat the socket: ") + std::strerror(stat_err);
   } else if (!S_ISSOCK(st.st_mode)) {
     why = "it is not a socket";
   } else if (err == EACCES || ::access(door_.c_str(), R_OK | W_OK) != 0) {

@@ -161,6 +161,29 @@ TEST_F(FlexDaemonDownTest, SocketNobodyAcceptsFromFailsWithinTheDeadline) {
   EXPECT_FALSE(IsMountPoint(target));
 }
 
+// A daemon older than the driver (0.1.0 served the Node API socket but no
+// flex door), as when a driver went in before the upgrade restarted the
+// daemon: the answer says so and what to do, not "the socket does not exist".
+TEST_F(FlexDaemonDownTest, DaemonWithoutADoorIsNamedOlderThanTheDriver) {
+  std::string path = root_ + "/old.sock";
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(fd, 16), 0);
+  std::string target = MakeTarget(kPod1, "pv-a");
+  std::string json = KubeletJson(MountOptions(kPod1, "pv-a", {{"volume", "pv-a"}}));
+  FlexResult r = RunFlex({"mount", target, json}, Env({{"NODEVOL_FLEX_SOCKET", path}, {"NODEVOL_FLEX_TIMEOUT", "2s"}}),
+                         Capture::kSeparate);
+  ::close(fd);
+  EXPECT_TRUE(HasStatus(r, "Failure")) << Describe(r);
+  EXPECT_LT(r.elapsed, milliseconds(3500)) << Describe(r);
+  EXPECT_NE(r.message().find("older than this driver"), std::string::npos) << Describe(r);
+  EXPECT_NE(r.message().find("systemctl restart nodevold"), std::string::npos) << Describe(r);
+  EXPECT_FALSE(IsMountPoint(target));
+}
+
 TEST_F(FlexDaemonDownTest, FrozenDaemonFailsWithinTheDeadline) {
   ASSERT_TRUE(CreateVolume("pv-a", 1 << 20).ok());
   std::string target = MakeTarget(kPod1, "pv-a");

@@ -83,7 +83,7 @@ rpm -qp --qf '[%{FILEFLAGS:fflags} %{FILENAMES}\n]' "$rpm" | grep -q '^cn /etc/n
 echo "ok: config files: $(tr '\n' ' ' <"$t/rpm.conf")(noreplace)"
 
 # --- (b) scriptlets ----------------------------------------------------------
-for s in PREIN POSTIN PREUN POSTUN; do
+for s in PREIN POSTIN PREUN POSTUN POSTTRANS; do
   # rpm prints "(none)" for a missing scriptlet.
   rpm -qp --qf "%{$s}" "$rpm" | sed '1{/^(none)$/d}' >"$t/$s"
   prog=$(rpm -qp --qf "%{${s}PROG}" "$rpm")
@@ -93,7 +93,7 @@ for s in PREIN POSTIN PREUN POSTUN; do
   sh -n "$t/$s" || fail "$s: sh -n"
   bash -n "$t/$s" || fail "$s: bash -n"
 done
-echo "ok: %post, %preun, %postun pass sh -n and bash -n"
+echo "ok: %post, %preun, %postun, %posttrans pass sh -n and bash -n"
 
 # --- (c) install, upgrade, erase in scratch roots ----------------------------
 if [[ $(id -u) -ne 0 ]]; then
@@ -154,7 +154,10 @@ scenario() {  # scenario NAME SYSTEMD(yes|no)
   make_root "$r"
   if [[ $systemd == yes ]]; then
     mkdir -p "$r/run/systemd/system"
-    printf '#!/bin/sh\necho "$*" >>/systemctl.log\n' >"$r/usr/bin/systemctl"
+    # try-restart also notes which driver file kubelet would run then
+    # (its inode: the install renames a new file into place).
+    printf '#!/bin/sh\necho "$*" >>/systemctl.log\n[ "$1" != try-restart ] || stat -c %%i "%s" >/driver-at-restart\n' \
+      "$plugin" >"$r/usr/bin/systemctl"
     chmod 0755 "$r/usr/bin/systemctl"
   fi
   rpm_in "$r" --initdb
@@ -177,6 +180,15 @@ scenario() {  # scenario NAME SYSTEMD(yes|no)
   [[ ! -e $r$conf.rpmnew && ! -e $r$conf.rpmsave ]] || fail "$name: the upgrade made .rpmnew/.rpmsave for an unchanged packaged config"
   [[ -x $r$plugin ]] || fail "$name: the driver is gone after the upgrade"
   echo "ok: upgraded to $v2; the config edit is in place, the driver too"
+  if [[ $systemd == yes ]]; then
+    # The new driver goes in only after the old package's %postun
+    # restarted nodevold: a driver must never be newer than the daemon
+    # answering it (0.1.0's daemon had no flex door).
+    [[ -f $r/driver-at-restart ]] || fail "$name: the upgrade did not try-restart nodevold"
+    [[ $(stat -c %i "$r$plugin") != "$(<"$r/driver-at-restart")" ]] ||
+      fail "$name: the upgrade installed the new driver before nodevold restarted"
+    echo "ok: the new driver went into the plugin dir after nodevold's restart"
+  fi
   erase "$name" "$v2"
   [[ -f $r$conf.rpmsave ]] || fail "$name: rpm -e did not keep the edited config as $conf.rpmsave"
   echo "ok: the edited config stays as $conf.rpmsave"

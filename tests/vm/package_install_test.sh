@@ -71,10 +71,33 @@ pid0=$(systemctl show -p MainPID --value nodevold)
 
 upgrade() {  # upgrade DEB VERSION
   vm_step "upgrade: dpkg -i $(basename "$1") ($2)"
-  local pid
+  local pid watch
   pid=$(systemctl show -p MainPID --value nodevold)
+  # Throughout dpkg: which daemon runs and which driver file kubelet would
+  # run, every 20 ms. The new driver must appear only once the new daemon
+  # serves (a driver newer than its daemon may speak what it does not).
+  watch=$(mktemp)
+  ( ino0=$(stat -c %i "$driver")
+    while sleep 0.02; do
+      ino=$(stat -c %i "$driver" 2>/dev/null) || continue
+      if [[ $ino != "$ino0" ]]; then
+        now=$(systemctl show -p MainPID --value nodevold)
+        echo "driver replaced while nodevold pid ${now:-none} ran (door: $([[ -S $sock.flex ]] && echo up || echo missing))" >"$watch"
+        break
+      fi
+    done ) &
+  local watcher=$!
   vm_run dpkg -i "$1"
   wait_active
+  sleep 0.1
+  kill "$watcher" 2>/dev/null || true
+  wait "$watcher" 2>/dev/null || true
+  local seen; seen=$(<"$watch"); rm -f "$watch"
+  [[ -n $seen ]] || vm_fail "the upgrade did not replace the driver in $plugin"
+  vm_log "$seen"
+  [[ $seen == *" pid $pid ran"* || $seen == *"pid none ran"* || $seen == *"pid 0 ran"* ]] &&
+    vm_fail "the upgrade put the new driver in place before the new nodevold served: $seen"
+  [[ $seen == *"(door: up)" ]] || vm_fail "the new driver went in with no flex door to answer it: $seen"
   [[ $(systemctl show -p MainPID --value nodevold) != "$pid" ]] || vm_fail "nodevold was not restarted by the upgrade"
   [[ $(running_version) == "$2" ]] || vm_fail "daemon runs version $(running_version) after the upgrade, want $2"
   "$driver" version | grep -qF "$2" || vm_fail "driver after upgrade: $("$driver" version)"

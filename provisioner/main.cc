@@ -7,6 +7,7 @@
 
 #include <boost/program_options.hpp>
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -69,7 +70,11 @@ int main(int argc, char** argv) {
       ("kubeconfig", po::value(&kubeconfig), "kubeconfig file(s) (':'-separated); default: $KUBECONFIG, else in-cluster")
       ("context", po::value(&context), "kubeconfig context (default: current-context)")
       ("node-selector", po::value(&cc.node_selector)->default_value(cc.node_selector),
-       "label (key=value) of the nodes running nodevold")
+       "label (key=value) of the nodes running nodevold (each sets it on itself)")
+      ("storage-node-label", po::value(&cc.storage_node_label)->default_value(cc.storage_node_label),
+       "label (key=value) a cluster admin puts on the nodes that may serve volumes; the signer and placement "
+       "ignore other nodes. Keep it under node-restriction.kubernetes.io/ (NodeRestriction forbids kubelets "
+       "to set it); empty: any node that enrolls (docs/enrollment.md)")
       ("node-port", po::value(&cc.node_port)->default_value(cc.node_port), "nodevold's --tls-listen port on every node")
       ("tls-ca", po::value(&cc.tls.ca), "CA bundle nodevold certificates chain to (default: the node CA's, with "
        "--node-ca-secret)")
@@ -169,6 +174,22 @@ int main(int argc, char** argv) {
     else
       st = nodes::CheckTlsClientFiles(cc.tls);
   }
+  // Each is one key=value term of a label selector: nothing that would
+  // add or change terms (",", "!", spaces) gets through.
+  auto label_ok = [](const std::string& l) {
+    auto eq = l.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == l.size()) return false;
+    for (size_t i = 0; i < l.size(); ++i)
+      if (i != eq && !std::isalnum(static_cast<unsigned char>(l[i])) && l[i] != '.' && l[i] != '-' && l[i] != '_' &&
+          l[i] != '/')
+        return false;
+    return true;
+  };
+  if (st.ok() && !label_ok(cc.node_selector))
+    st = Status::InvalidArgument("--node-selector must be one label key=value, not \"" + cc.node_selector + "\"");
+  if (st.ok() && !cc.storage_node_label.empty() && !label_ok(cc.storage_node_label))
+    st = Status::InvalidArgument("--storage-node-label must be one label key=value (or empty), not \"" +
+                                 cc.storage_node_label + "\"");
   if (st.ok() && node_cert_max_seconds < 60)
     st = Status::InvalidArgument("--node-cert-max-lifetime-seconds must be at least 60");
   leader::LeaderElectorConfig ec;
@@ -190,6 +211,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   SplitLabel(cc.node_selector, &cc.options.node_label_key, &cc.options.node_label_value);
+  SplitLabel(cc.storage_node_label, &cc.options.storage_label_key, &cc.options.storage_label_value);
 
   kube::Config config;
   if (kubeconfig.empty() && std::getenv("KUBECONFIG")) kubeconfig = std::getenv("KUBECONFIG");

@@ -39,9 +39,12 @@ struct ControllerOptions {
   // Whether a class or PV naming provisioner `name` is ours.
   bool Serves(const std::string& name) const { return name == provisioner_name || name == kLegacyProvisionerName; }
   PlacementPolicy policy = PlacementPolicy::kMostFree;
-  // Nodes running nodevold carry this label (NFS PVs' node affinity).
+  // Nodes running nodevold carry this label, and the nodes a cluster
+  // admin lets serve volumes the second (NFS PVs' node affinity; an empty
+  // key: none required).
   std::string node_label_key = "nodevol.io/node";
   std::string node_label_value = "true";
+  std::string storage_label_key, storage_label_value;
   // Saving a PV: tries and pause (the reference library: 5, 10 s).
   int pv_save_tries = 5;
   std::chrono::milliseconds pv_save_pause{10000};

@@ -97,7 +97,7 @@ Controller::Controller(kube::Client* client, ControllerConfig config)
                                       volume_handlers, DecodeVolume);
   classes_ = MakeInformer<nlohmann::json>(client, "/apis/storage.k8s.io/v1/storageclasses", "", "classes", {},
                                           class_handlers);
-  nodes_ = MakeInformer<KubeNode>(client, "/api/v1/nodes", config_.node_selector, "nodes", {}, node_handlers,
+  nodes_ = MakeInformer<KubeNode>(client, "/api/v1/nodes", config_.NodeSelector(), "nodes", {}, node_handlers,
                                   DecodeNode);
 
   if (config_.capacity_objects) {
@@ -164,7 +164,7 @@ Controller::Controller(kube::Client* client, ControllerConfig config)
     sc.events = &events_;
     csr_limit_ = std::make_unique<CsrRateLimit>(config_.node_certs_per_hour);
     sc.rate_limit = csr_limit_.get();
-    signer_ = std::make_unique<Signer>(client, sc);
+    signer_ = std::make_unique<Signer>(client, sc, config_.storage_node_label);
   }
   if (config_.snapshots) {
     SnapshotController::Options so;
@@ -222,7 +222,10 @@ bool Controller::Start(std::chrono::milliseconds sync_timeout) {
   started_at_ = std::chrono::steady_clock::now();
   started_ = true;
   spdlog::info("controller started: {} claim workers, {} volume workers, nodes labelled {}", config_.claim_workers,
-               config_.volume_workers, config_.node_selector);
+               config_.volume_workers, config_.NodeSelector());
+  if (config_.storage_node_label.empty())
+    spdlog::warn("--storage-node-label is empty: any node that enrolls and announces itself may serve volumes; "
+                 "docs/enrollment.md says how an admin marks storage nodes instead");
   return true;
 }
 

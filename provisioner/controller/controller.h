@@ -50,6 +50,17 @@ namespace nodevol::provisioner {
 struct ControllerConfig {
   ControllerOptions options;
   std::string node_selector = "nodevol.io/node=true";
+  // The label ("key=value") a cluster admin puts on the nodes that may
+  // serve volumes; "" lets any node that announces itself. Under
+  // node-restriction.kubernetes.io/, which the NodeRestriction admission
+  // plugin forbids kubelets to set, so a node cannot make itself one: the
+  // signer refuses others their certificate, and the node informer, NFS
+  // PVs' node affinity and so placement leave them out.
+  std::string storage_node_label = "node-restriction.kubernetes.io/nodevol-storage=true";
+  // Both: the informer's label selector for the nodes placement may use.
+  std::string NodeSelector() const {
+    return storage_node_label.empty() ? node_selector : node_selector + "," + storage_node_label;
+  }
   int node_port = 9809;
   nodes::TlsClientFiles tls;
   int claim_workers = 4;

@@ -531,6 +531,8 @@ Outcome Pass::Run(const std::string& key) {
   plan.bytes = std::max<uint64_t>(created.volume().size_bytes(), claim_.request_bytes);
   plan.node_label_key = ctx_.options.node_label_key;
   plan.node_label_value = ctx_.options.node_label_value;
+  plan.storage_label_key = ctx_.options.storage_label_key;
+  plan.storage_label_value = ctx_.options.storage_label_value;
   plan.csi = csi;
   step = std::chrono::steady_clock::now();
   st = SavePv(BuildPersistentVolume(plan), node, plan.pool, plan.backend);

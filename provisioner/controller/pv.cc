@@ -29,8 +29,10 @@ nlohmann::json BuildPersistentVolume(const PvPlan& p) {
 
   json term;
   if (p.backend == "nfs") {
-    term = {{"matchExpressions", json::array({{{"key", p.node_label_key}, {"operator", "In"},
-                                               {"values", json::array({p.node_label_value})}}})}};
+    json match = json::array({{{"key", p.node_label_key}, {"operator", "In"}, {"values", json::array({p.node_label_value})}}});
+    if (!p.storage_label_key.empty())
+      match.push_back({{"key", p.storage_label_key}, {"operator", "In"}, {"values", json::array({p.storage_label_value})}});
+    term = {{"matchExpressions", match}};
   } else {
     term = {{"matchExpressions", json::array({{{"key", "kubernetes.io/hostname"}, {"operator", "In"},
                                                {"values", json::array({p.node})}}})}};

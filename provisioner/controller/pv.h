@@ -27,8 +27,10 @@ struct PvPlan {
   std::string node;                        // where the volume was created
   std::string pool, backend, fs_type;
   uint64_t bytes = 0;  // the created volume's size
-  // NFS: nodes carrying this label (key=value) may mount the volume.
+  // NFS: nodes carrying this label (key=value), and the storage-node
+  // label when its key is set, may mount the volume.
   std::string node_label_key, node_label_value;
+  std::string storage_label_key, storage_label_value;
   bool csi = true;  // spec.csi, else spec.flexVolume
 };
 

@@ -112,7 +112,7 @@ CsrRequest DecodeCsr(const nlohmann::json& csr) {
   return r;
 }
 
-CsrVerdict CheckNodeCsr(const CsrRequest& r, const NodeAddresses& node_addresses) {
+CsrVerdict CheckNodeCsr(const CsrRequest& r, const NodeLookup& node_lookup) {
   CsrVerdict v;
   if (r.signer != kNodeServingSigner)
     return Deny(v, "UnknownSigner", "signer " + r.signer + " is not " + kNodeServingSigner);
@@ -125,15 +125,21 @@ CsrVerdict CheckNodeCsr(const CsrRequest& r, const NodeAddresses& node_addresses
   v.node = r.username.substr(sizeof kNodeUserPrefix - 1);
   if (!ValidNodeName(v.node)) return Deny(v, "NotANode", "the requester's node name is not a valid node name");
   if (Status named = CheckNodeIdentityName(v.node); !named.ok()) return Deny(v, "NameIsAnAddress", named.message());
-  std::vector<std::string> node_ips;
-  if (Status st = node_addresses(v.node, &node_ips); !st.ok()) {
+  NodeFacts facts;
+  if (Status st = node_lookup(v.node, &facts); !st.ok()) {
     if (st.code() == Status::Code::kNotFound)
       return Deny(v, "UnknownNode", "there is no Node " + v.node + " in the cluster");
     v.undecided = st;
     return v;
   }
+  // Who may serve volumes is the cluster admin's decision, not the node's.
+  if (!facts.storage_node)
+    return Deny(v, "NotAStorageNode",
+                "Node " + v.node + " lacks the label " + facts.storage_label +
+                    ", which marks the nodes a cluster admin lets serve nodevol volumes (a node cannot set it "
+                    "on itself); to let this one, run: kubectl label node " + v.node + " " + facts.storage_label);
   std::set<std::string> allowed_ips;
-  for (const auto& ip : node_ips)
+  for (const auto& ip : facts.internal_ips)
     if (auto n = CanonicalIp(ip); !n.empty()) allowed_ips.insert(n);
 
   // What for: serving, nothing else.

@@ -46,10 +46,21 @@ struct CsrVerdict {
   std::vector<std::string> dns_names, ips;
 };
 
-// Node `name`'s InternalIP addresses: NOT_FOUND when there is no such
-// Node; any other error when it could not be read (the request waits).
-using NodeAddresses = std::function<Status(const std::string& name, std::vector<std::string>* ips)>;
+// What the signer reads of a Node, from the Node object, never from the
+// request: its InternalIP addresses, and whether a cluster admin marked it
+// a storage node (the --storage-node-label, under node-restriction.
+// kubernetes.io/ by default, which the NodeRestriction admission plugin
+// forbids kubelets to set: a node cannot make itself one).
+struct NodeFacts {
+  std::vector<std::string> internal_ips;
+  bool storage_node = false;
+  std::string storage_label;  // "key=value" it lacks, for the message; "" when none is required
+};
 
-CsrVerdict CheckNodeCsr(const CsrRequest& r, const NodeAddresses& node_addresses);
+// Node `name`'s facts: NOT_FOUND when there is no such Node; any other
+// error when it could not be read (the request waits).
+using NodeLookup = std::function<Status(const std::string& name, NodeFacts* out)>;
+
+CsrVerdict CheckNodeCsr(const CsrRequest& r, const NodeLookup& node_lookup);
 
 }  // namespace nodevol::provisioner

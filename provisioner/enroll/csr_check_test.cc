@@ -64,10 +64,14 @@ json CsrObject(const std::string& request_pem, const std::string& user = "system
             {"expirationSeconds", 3600}}}};
 }
 
-Status NodeIps(const std::string& name, std::vector<std::string>* ips) {
-  if (name == "n1") *ips = {"10.0.0.1", "fd00:0:0::1"};
-  else if (name == "n2") *ips = {"10.0.0.2"};
+// n1, n2: storage nodes; n4: a Node no admin marked one.
+Status NodeIps(const std::string& name, NodeFacts* facts) {
+  facts->storage_node = true;
+  facts->storage_label = "node-restriction.kubernetes.io/nodevol-storage=true";
+  if (name == "n1") facts->internal_ips = {"10.0.0.1", "fd00:0:0::1"};
+  else if (name == "n2") facts->internal_ips = {"10.0.0.2"};
   else if (name == "n3") return Status::Unavailable("read Node n3: Forbidden (403)");
+  else if (name == "n4") facts->internal_ips = {"10.0.0.4"}, facts->storage_node = false;
   else return Status::NotFound("no Node " + name);
   return Status::Ok();
 }
@@ -150,6 +154,12 @@ TEST(CsrCheck, DeniesAnythingElseWithAReason) {
   cases.push_back({"a user that is no node", CsrObject(MakeCsrPem({}), "alice"), "NotANode"});
   cases.push_back({"a node name that is none", CsrObject(MakeCsrPem({}), "system:node:N1/.."), "NotANode"});
   cases.push_back({"a node that does not exist", CsrObject(MakeCsrPem({}), "system:node:n9"), "UnknownNode"});
+  // Its own request in every other way, but no admin marked n4 a storage
+  // node (a label n4 could set on itself would prove nothing).
+  s = {};
+  s.subject = {{NID_commonName, "n4"}};
+  s.san = {"DNS:n4"};
+  cases.push_back({"a node no admin marked a storage node", CsrObject(MakeCsrPem(s), "system:node:n4"), "NotAStorageNode"});
   // A node named like an address would be verified against IP SANs, which
   // nodes choose: "127.0.0.5" listing 127.0.0.6 passed as "127.0.0.6".
   s = {};

@@ -56,7 +56,7 @@ Status SignCsr(kube::Api* api, const SignerConfig& config, const nlohmann::json&
                 " certificate requests in the last hour, where a healthy node asks once per renewal; it asks "
                 "again after its recheck interval (nodevold's log says why it keeps asking)";
   } else {
-    v = CheckNodeCsr(r, config.node_addresses);
+    v = CheckNodeCsr(r, config.node_lookup);
     if (!v.undecided.ok()) return v.undecided.WithContext("check " + r.name);
     // Counted once decided, whatever the verdict: a flood of requests the
     // check denies is a flood too.

@@ -39,7 +39,7 @@ class EventRecorder;
 struct SignerConfig {
   const pki::Ca* ca = nullptr;
   std::chrono::seconds max_lifetime{std::chrono::hours(24 * 30)};
-  NodeAddresses node_addresses;
+  NodeLookup node_lookup;
   EventRecorder* events = nullptr;  // may be null
   CsrRateLimit* rate_limit = nullptr;  // may be null: no limit
 };

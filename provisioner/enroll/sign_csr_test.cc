@@ -31,9 +31,10 @@ struct SignFixture {
     EXPECT_TRUE(pki::Ca::Make("test CA", 24h, &ca).ok());
     config.ca = &ca;
     config.max_lifetime = 48h;
-    config.node_addresses = [](const std::string& n, std::vector<std::string>* ips) {
+    config.node_lookup = [](const std::string& n, NodeFacts* facts) {
       if (n != "n1") return Status::NotFound("no Node " + n);
-      *ips = {"10.0.0.1"};
+      facts->internal_ips = {"10.0.0.1"};
+      facts->storage_node = true;
       return Status::Ok();
     };
     config.events = &events;
@@ -167,14 +168,15 @@ TEST(SignCsr, ANodePastItsHourlyLimitIsDeniedOthersAreNot) {
   CsrRateLimit limit(3, [&] { return now; });
   f.config.rate_limit = &limit;
   int node_reads = 0;
-  auto addresses = f.config.node_addresses;
-  f.config.node_addresses = [&](const std::string& n, std::vector<std::string>* ips) {
+  auto lookup = f.config.node_lookup;
+  f.config.node_lookup = [&](const std::string& n, NodeFacts* facts) {
     ++node_reads;
     if (n == "n2") {
-      *ips = {"10.0.0.2"};
+      facts->internal_ips = {"10.0.0.2"};
+      facts->storage_node = true;
       return Status::Ok();
     }
-    return addresses(n, ips);
+    return lookup(n, facts);
   };
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(f.Sign(f.Put("n1")), SignOutcome::kSigned) << i;

@@ -18,19 +18,27 @@ constexpr std::chrono::minutes kResync{10};
 
 }  // namespace
 
-NodeAddresses LiveNodeAddresses(kube::Api* api) {
-  return [api](const std::string& name, std::vector<std::string>* ips) {
+NodeLookup LiveNodeLookup(kube::Api* api, const std::string& storage_label) {
+  const auto eq = storage_label.find('=');
+  const std::string key = storage_label.substr(0, eq);
+  const std::string value = eq == std::string::npos ? "" : storage_label.substr(eq + 1);
+  return [api, key, value, storage_label](const std::string& name, NodeFacts* out) {
     nlohmann::json node;
     kube::Result r = api->Get("/api/v1/nodes/" + name, &node);
     if (r.code() == kube::Result::Code::kNotFound) return Status::NotFound("no Node " + name);
     if (!r.ok()) return Status::Unavailable("read Node " + name + ": " + r.ToString());
-    *ips = DecodeNode(node).internal_ips;
+    KubeNode n = DecodeNode(node);
+    out->internal_ips = n.internal_ips;
+    auto it = n.labels.find(key);
+    out->storage_node = key.empty() || (it != n.labels.end() && it->second == value);
+    out->storage_label = storage_label;
     return Status::Ok();
   };
 }
 
-Signer::Signer(kube::Client* client, SignerConfig config) : client_(client), config_(std::move(config)) {
-  if (!config_.node_addresses) config_.node_addresses = LiveNodeAddresses(client_);
+Signer::Signer(kube::Client* client, SignerConfig config, const std::string& storage_label)
+    : client_(client), config_(std::move(config)) {
+  if (!config_.node_lookup) config_.node_lookup = LiveNodeLookup(client_, storage_label);
   auto enqueue = [this](const nlohmann::json& csr) { queue_.Add(kube::Str(kube::Obj(csr, "metadata"), "name")); };
   kube::TypedInformer<nlohmann::json>::Handlers handlers{
       enqueue, [enqueue](const nlohmann::json&, const nlohmann::json& csr) { enqueue(csr); }, nullptr};

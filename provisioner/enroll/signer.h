@@ -27,8 +27,9 @@ namespace nodevol::provisioner {
 
 class Signer {
  public:
-  // config.node_addresses, when unset, reads the Node through `client`.
-  Signer(kube::Client* client, SignerConfig config);
+  // config.node_lookup, when unset, reads the Node through `client`, a
+  // storage node when it carries storage_label ("key=value"; "" needs none).
+  Signer(kube::Client* client, SignerConfig config, const std::string& storage_label = "");
   ~Signer();
   Signer(const Signer&) = delete;
   Signer& operator=(const Signer&) = delete;
@@ -47,7 +48,8 @@ class Signer {
   std::unique_ptr<Workers> workers_;
 };
 
-// The InternalIP addresses of Node `name`, read from the apiserver.
-NodeAddresses LiveNodeAddresses(kube::Api* api);
+// Node `name` read from the apiserver: its InternalIP addresses, and
+// whether it carries storage_label ("key=value"; "" needs none).
+NodeLookup LiveNodeLookup(kube::Api* api, const std::string& storage_label);
 
 }  // namespace nodevol::provisioner

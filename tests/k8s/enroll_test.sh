@@ -58,15 +58,18 @@ YAML
 # as_node NAME kubectl-args...: kubectl as node NAME.
 as_node() { local n=$1; shift; in_ns "$kbin" --kubeconfig "$PN_DIR/$n/kubeconfig" "$@"; }
 
-# en_add NAME IP: a Node with no nodevol label and a nodevold that enrolls.
+# en_add NAME IP [unmarked]: a Node with no nodevol label, marked a storage
+# node as a cluster admin does (unless "unmarked"), and a nodevold that
+# enrolls.
 en_add() {
-  local n=$1 ip=$2 d=$PN_DIR/$1
+  local n=$1 ip=$2 d=$PN_DIR/$1 labels=', node-restriction.kubernetes.io/nodevol-storage: "true"'
+  [[ ${3:-} == unmarked ]] && labels=""
   PN_NAMES+=("$n")
   PN_IP[$n]=$ip
   mkdir -p "$d/state" "$d/pool" "$d/pods"
   in_ns ip addr add "$ip/32" dev lo || fail "address $ip"
   en_identity "$n"
-  pn_node_object "$n" "$ip"
+  pn_node_object "$n" "$ip" "$labels"
   en_start "$n"
 }
 # en_start NAME: NAME's nodevold, enrolling with NAME's kubeconfig.
@@ -133,6 +136,56 @@ for n in en-1 en-2; do
   bound "first-$n" 60 || pn_fail "claim first-$n not Bound"
   pn_volumes "$n" | grep -qx "$(k get pvc "first-$n" -o jsonpath='{.spec.volumeName}')" || pn_fail "no volume of first-$n on $n"
 done
+
+step "a node no admin marked a storage node: it cannot mark itself, is refused its certificate, and is never placed on, even self-labelled"
+en_add en-3 10.200.0.13 unmarked
+out=$(as_node en-3 label node en-3 node-restriction.kubernetes.io/nodevol-storage=true 2>&1) &&
+  pn_fail "node en-3 set the storage-node label on itself: $out"
+grep -q "Forbidden\|forbidden" <<<"$out" || pn_fail "node en-3 labelling itself: not forbidden: $out"
+echo "    en-3 labelling itself: $(tail -1 <<<"$out")"
+got=""
+for _ in $(seq 80); do
+  got=$(k get csr -o jsonpath='{range .items[?(@.spec.username=="system:node:en-3")]}{.status.conditions[0].type} {.status.conditions[0].reason}{"\n"}{end}' | head -1)
+  [[ -n ${got// } ]] && break
+  sleep 0.25
+done
+[[ $got == "Denied NotAStorageNode" ]] || pn_fail "en-3's request: '$got', want Denied NotAStorageNode"
+msg=$(k get csr -o jsonpath='{range .items[?(@.spec.username=="system:node:en-3")]}{.status.conditions[0].message}{end}')
+[[ $msg == *"kubectl label node en-3 node-restriction.kubernetes.io/nodevol-storage=true"* ]] ||
+  pn_fail "the denial does not say how to mark en-3: $msg"
+[[ ! -e $PN_DIR/en-3/state/tls/tls.crt ]] || pn_fail "en-3 has a certificate"
+# What a node may set on itself, it sets: the nodevol label and the
+# endpoint. Neither puts it into placement.
+as_node en-3 label node en-3 nodevol.io/node=true --overwrite >/dev/null || pn_fail "en-3 could not set its nodevol label"
+as_node en-3 annotate node en-3 nodevol.io/endpoint="${PN_IP[en-3]}:9809" --overwrite >/dev/null ||
+  pn_fail "en-3 could not set its endpoint"
+k apply -f - >/dev/null <<YAML || fail "class on-en-3"
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: on-en-3}
+provisioner: nodevol.io
+parameters: {pool: default, volumeSource: flexVolume}
+allowedTopologies: [{matchLabelExpressions: [{key: kubernetes.io/hostname, values: [en-3]}]}]
+YAML
+claim first-en-3 on-en-3 16Mi
+sleep 5
+[[ $(k get pvc first-en-3 -o jsonpath='{.status.phase}') == Pending ]] || pn_fail "a claim was provisioned on en-3"
+[[ -z $(k get node en-3 -o jsonpath='{.metadata.annotations.capacity\.nodevol\.io/default}') ]] ||
+  pn_fail "the provisioner reports en-3's capacity: it placed en-3 in its registry"
+echo "    en-3: $got (\"${msg:0:120}…\"), its claim Pending, no capacity reported"
+why=$(k get events --field-selector involvedObject.name=first-en-3,reason=ProvisioningFailed -o jsonpath='{.items[0].message}')
+[[ $why == *"no allowed node runs nodevold"* ]] || pn_fail "first-en-3 not refused for want of a storage node: '$why'"
+k delete pvc first-en-3 --wait=false >/dev/null
+k delete storageclass on-en-3 >/dev/null
+k delete events --field-selector involvedObject.name=first-en-3 >/dev/null
+kill "${PN_PID[en-3]}"
+wait "${PN_PID[en-3]}" 2>/dev/null || true
+k delete node en-3 >/dev/null
+for c in $(k get csr -o jsonpath='{range .items[?(@.spec.username=="system:node:en-3")]}{.metadata.name}{" "}{end}'); do
+  k delete csr "$c" >/dev/null
+done
+unset 'PN_IP[en-3]'
+PN_NAMES=(en-1 en-2)
 
 # csr NAME USER SIGNER SUBJECT SAN: a CertificateSigningRequest made as USER
 # (a node name, or "admin"), with a new key.

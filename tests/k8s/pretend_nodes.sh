@@ -83,7 +83,9 @@ pn_renew_loop() {
 }
 
 # pn_add NAME IP POOL_SIZE: the address, the tmpfs pool, the certificate,
-# nodevold, then the Node, labelled nodevol.io/node=true (pn_node_object).
+# nodevold, then the Node, labelled nodevol.io/node=true and, as a cluster
+# admin marks the nodes that may serve volumes, a storage node
+# (pn_node_object).
 pn_add() {
   local n=$1 ip=$2 size=$3 d=$PN_DIR/$1
   PN_NAMES+=("$n")
@@ -101,7 +103,7 @@ pn_add() {
   fi
   pn_cert "$n"
   pn_nodevold_start "$n"
-  pn_node_object "$n" "$ip" ', nodevol.io/node: "true"'
+  pn_node_object "$n" "$ip" ', nodevol.io/node: "true", node-restriction.kubernetes.io/nodevol-storage: "true"'
 }
 
 # pn_node_object NAME IP [LABELS]: the Node (Ready, with allocatable

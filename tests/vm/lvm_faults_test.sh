@@ -667,4 +667,65 @@ for t in "$stuck" "$(vm_target pod-f0 data)"; do vm_run vm_ctl unpublish --targe
 for v in v-frz d-ok; do vm_run vm_ctl volume delete "$v" >/dev/null; done
 vm_nodevold_stop
 
+vm_step "10. a publish stuck in its LVM staging mount (the LV suspended): given up, 30 retries end by their deadlines, another pool answers; resumed, it publishes, nothing leaked"
+# The staging mount reads the filesystem's superblock and waits for as
+# long as the device does; through the pool's gate, at most the mkfs
+# limit (a mount may rightly replay a journal). Here 10 s.
+vm_nodevold_start --mkfs-timeout-seconds=10 --pool=name=fast,backend=lvm,vg=nv,type=thick,fs=ext4 \
+  --pool=name=dir,backend=dir,path=/run/dirpool
+vm_run vm_ctl volume create v-sus --pool fast --size 16Mi --param nodevol.io/pvc-namespace=default >/dev/null
+vm_run vm_ctl volume create d-ok --pool dir --size 4Mi --param nodevol.io/pvc-namespace=default >/dev/null
+# Published once and unpublished: no longer staged, the next publish mounts.
+publish_with_data pod-s0 v-sus
+vm_run vm_ctl unpublish --target "$(vm_target pod-s0 data)" >/dev/null
+[[ -z $(awk -v d="$VM_STATE/staging/fast/v-sus" '$5 == d' /proc/self/mountinfo) ]] || vm_fail "v-sus still staged after its unpublish"
+dm=$(dmsetup ls | awk '$1 ~ /^nv-nv--v--sus/ {print $1}')
+[[ -n $dm ]] || vm_fail "no device-mapper device for v-sus: $(dmsetup ls | xargs)"
+# Nothing of it cached (its mkfs left the superblock in the page cache,
+# and a mount reading it from there would never wait).
+vm_run blockdev --flushbufs "/dev/mapper/$dm"
+echo 3 >/proc/sys/vm/drop_caches
+vm_run dmsetup suspend --noflush "$dm"
+sus=$(vm_target pod-s1 data)
+out=$(flex_mount "$sus" v-sus)
+vm_log "the first publish: $out"
+for wave in 0 1 2; do
+  pids=()
+  for i in $(seq $((wave * 10 + 1)) $((wave * 10 + 10))); do
+    flex_mount "$sus" v-sus >"$VM_SANDBOX/stage-retry-$i.out" &
+    pids+=($!)
+  done
+  wait "${pids[@]}"
+done
+stage_answers() { cat "$VM_SANDBOX"/stage-retry-*.out | grep -c "$1" || true; }
+joined=$(stage_answers "the same Publish has been in flight for [0-9]* s; this call joined it")
+busy=$(stage_answers "target $sus is busy: a Publish call has held it")
+gated=$(stage_answers "pool fast: the disk under volume group nv has not answered for [0-9]* s (the staging mount of volume v-sus still waits.*(UNAVAILABLE)")
+vm_log "of 30 retries: $joined joined the stuck call, $busy at the target's lock, $gated refused at once by the gate ($(head -c 300 "$VM_SANDBOX/stage-retry-30.out"))"
+other=$(grep -L -e "this call joined it" -e "is busy: a Publish call has held it" -e "the staging mount of volume v-sus still waits" \
+  "$VM_SANDBOX"/stage-retry-*.out | head -1 || true)
+((joined + busy + gated == 30 && gated > 0)) ||
+  vm_fail "$joined joined, $busy busy and $gated gated of 30 retries; another answer: ${other:+$(cat "$other")}"
+ok=$(vm_target pod-s2 data)
+out=$(flex_mount "$ok" d-ok)
+grep -q '"status": *"Success"' <<<"$out" || vm_fail "a dir pool publish while the staging mount hangs: $out"
+out=$(NODEVOL_FLEX_SOCKET=$VM_SOCKET NODEVOL_FLEX_TIMEOUT=5s "$NODEVOL_FLEX" unmount "$ok" || true)
+grep -q '"status": *"Success"' <<<"$out" || vm_fail "an unmount while the staging mount hangs: $out"
+vm_ctl info >/dev/null || vm_fail "GetInfo does not answer while a staging mount hangs"
+vm_run dmsetup resume "$dm"
+for _ in $(seq 50); do
+  out=$(flex_mount "$sus" v-sus)
+  grep -q '"status": *"Success"' <<<"$out" && break
+  sleep 0.2
+done
+grep -q '"status": *"Success"' <<<"$out" || vm_fail "the publish after the resume: $out"
+echo "after the resume" >"$sus/file" || vm_fail "cannot write v-sus after the resume"
+staged=$(awk -v d="$VM_STATE/staging/fast/v-sus" '$5 == d' /proc/self/mountinfo | wc -l)
+((staged == 1)) || vm_fail "v-sus is staged $staged times (the late mount of the given-up call leaked)"
+vm_run vm_ctl unpublish --target "$sus" >/dev/null
+left=$(awk -v d="$VM_STATE/staging/fast/v-sus" -v t="$sus" '$5 == d || $5 == t' /proc/self/mountinfo | wc -l)
+((left == 0)) || vm_fail "$left mounts of v-sus left after its unpublish"
+for v in v-sus d-ok; do vm_run vm_ctl volume delete "$v" >/dev/null; done
+vm_nodevold_stop
+
 echo "lvm faults: OK"

@@ -27,6 +27,20 @@ std::chrono::milliseconds Left(Clock::time_point deadline) {
   return std::max(left, std::chrono::milliseconds(1));
 }
 
+// Whether something listens on the unix socket at path (not a file left
+// by a daemon that died).
+bool Accepts(const std::string& path) {
+  struct sockaddr_un addr = {};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) return false;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  ::close(fd);
+  return ok;
+}
+
 }  // namespace
 
 Client::Client(const Config& config)
@@ -97,7 +111,7 @@ std::string Client::Unreachable(int err) const {
     struct stat api;
     // The Node API socket without the door: a daemon older than this
     // driver (0.1.0 had no door), still running after a package upgrade.
-    if (stat_err == ENOENT && ::stat(config_.socket.c_str(), &api) == 0 && S_ISSOCK(api.st_mode))
+    if (stat_err == ENOENT && ::stat(config_.socket.c_str(), &api) == 0 && S_ISSOCK(api.st_mode) && Accepts(config_.socket))
       return "nodevold at " + config_.socket + " serves no flex door at " + door_ +
              ": it is older than this driver (waited " + Seconds(config_.connect_timeout) +
              "); restart it to run the installed version: `systemctl restart nodevold`";

@@ -48,6 +48,7 @@ void SplitLabel(const std::string& selector, std::string* key, std::string* valu
 
 int main(int argc, char** argv) {
   ControllerConfig cc;
+  cc.storage_node_label = kStorageNodeLabel;
   std::string kubeconfig, context, placement = "most-free", log_level = "info";
   std::string lease_namespace, lease_name, identity;
   bool leader_elect = true;
@@ -176,9 +177,11 @@ int main(int argc, char** argv) {
   }
   // Each is one key=value term of a label selector: nothing that would
   // add or change terms (",", "!", spaces) gets through.
+  // (A key: [prefix/]name, one "/" at most; a value: no "/".)
   auto label_ok = [](const std::string& l) {
     auto eq = l.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == l.size()) return false;
+    if (std::count(l.begin(), l.begin() + eq, '/') > 1 || l.find('/', eq) != std::string::npos) return false;
     for (size_t i = 0; i < l.size(); ++i)
       if (i != eq && !std::isalnum(static_cast<unsigned char>(l[i])) && l[i] != '.' && l[i] != '-' && l[i] != '_' &&
           l[i] != '/')
@@ -190,6 +193,15 @@ int main(int argc, char** argv) {
   if (st.ok() && !cc.storage_node_label.empty() && !label_ok(cc.storage_node_label))
     st = Status::InvalidArgument("--storage-node-label must be one label key=value (or empty), not \"" +
                                  cc.storage_node_label + "\"");
+  // The node's own label cannot be the admin's mark.
+  if (st.ok() && !cc.storage_node_label.empty() &&
+      cc.storage_node_label.substr(0, cc.storage_node_label.find('=')) == cc.node_selector.substr(0, cc.node_selector.find('=')))
+    st = Status::InvalidArgument("--storage-node-label must be another label than --node-selector's, which each node "
+                                 "sets on itself");
+  if (st.ok() && !cc.storage_node_label.empty() && cc.storage_node_label.rfind("node-restriction.kubernetes.io/", 0) != 0)
+    spdlog::warn("--storage-node-label {} is not under node-restriction.kubernetes.io/: unless something else stops "
+                 "kubelets setting it, a node can mark itself a storage node",
+                 cc.storage_node_label);
   if (st.ok() && node_cert_max_seconds < 60)
     st = Status::InvalidArgument("--node-cert-max-lifetime-seconds must be at least 60");
   leader::LeaderElectorConfig ec;
@@ -211,7 +223,6 @@ int main(int argc, char** argv) {
     return 2;
   }
   SplitLabel(cc.node_selector, &cc.options.node_label_key, &cc.options.node_label_value);
-  SplitLabel(cc.storage_node_label, &cc.options.storage_label_key, &cc.options.storage_label_value);
 
   kube::Config config;
   if (kubeconfig.empty() && std::getenv("KUBECONFIG")) kubeconfig = std::getenv("KUBECONFIG");

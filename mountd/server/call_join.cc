@@ -58,18 +58,30 @@ Status CallJoin::Run(const std::string& key, google::protobuf::Message* response
       return f->status;
     }
   }
-  Status st = fn();
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    mine->status = st;
-    mine->response.reset(response->New());
-    mine->response->CopyFrom(*response);
-    mine->done = true;
-    auto it = flights_.find(key);
-    if (it != flights_.end() && it->second == mine) flights_.erase(it);
-  }
-  cv_.notify_all();
-  return st;
+  // The flight lands however fn ends, an exception included: a flight
+  // left in the table would hold every later identical call until its
+  // deadline.
+  struct Land {
+    CallJoin* join;
+    const std::string& key;
+    std::shared_ptr<Flight> flight;
+    google::protobuf::Message* response;
+    Status status = Status::Internal("the call ended without an answer");
+    ~Land() {
+      {
+        std::lock_guard<std::mutex> l(join->mu_);
+        flight->status = status;
+        flight->response.reset(response->New());
+        flight->response->CopyFrom(*response);
+        flight->done = true;
+        auto it = join->flights_.find(key);
+        if (it != join->flights_.end() && it->second == flight) join->flights_.erase(it);
+      }
+      join->cv_.notify_all();
+    }
+  } land{this, key, mine, response};
+  land.status = fn();
+  return land.status;
 }
 
 int CallJoin::Joiners(const std::string& key) {

@@ -26,6 +26,7 @@
 
 #include <google/protobuf/message.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -51,7 +52,7 @@ class CallJoin {
   // How many callers wait for the flight under key right now (tests).
   int Joiners(const std::string& key);
   // How many calls ran joined since the start (tests, logs).
-  long joined() const { return joined_; }
+  long joined() const { return joined_.load(); }
 
  private:
   struct Flight {
@@ -65,7 +66,7 @@ class CallJoin {
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, std::shared_ptr<Flight>> flights_;
-  long joined_ = 0;  // under mu_
+  std::atomic<long> joined_{0};
 };
 
 }  // namespace nodevol

@@ -37,11 +37,20 @@ Controller::Controller(kube::Client* client, ControllerConfig config)
       config_(std::move(config)),
       tls_(config_.tls),
       events_(client, config_.options.provisioner_name, Clock::Real(), /*async=*/true) {
+  {
+    const std::string& l = config_.storage_node_label;
+    auto eq = l.find('=');
+    config_.options.storage_label_key = l.substr(0, eq);
+    config_.options.storage_label_value = eq == std::string::npos ? "" : l.substr(eq + 1);
+  }
   nodes::NodeRegistry::Options ro;
   ro.dial = [this](const nodes::NodeEndpoint& e) { return tls_.Dial(e.address, e.name); };
   ro.on_change = [this](const std::string& node) { OnCapacityChanged(node); };
   registry_ = std::make_unique<nodes::NodeRegistry>(ro);
-  view_ = std::make_unique<RegistryView>(registry_.get());
+  view_ = std::make_unique<RegistryView>(registry_.get(), [this](const std::string& node) {
+    std::lock_guard<std::mutex> lock(endpoint_mu_);
+    return storage_nodes_.count(node) > 0;
+  });
   ledger_ = std::make_unique<CapacityLedger>([this] { return view_->Pools(); });
 
   auto claim_handlers = ClaimCache::Handlers{
@@ -97,7 +106,7 @@ Controller::Controller(kube::Client* client, ControllerConfig config)
                                       volume_handlers, DecodeVolume);
   classes_ = MakeInformer<nlohmann::json>(client, "/apis/storage.k8s.io/v1/storageclasses", "", "classes", {},
                                           class_handlers);
-  nodes_ = MakeInformer<KubeNode>(client, "/api/v1/nodes", config_.NodeSelector(), "nodes", {}, node_handlers,
+  nodes_ = MakeInformer<KubeNode>(client, "/api/v1/nodes", config_.node_selector, "nodes", {}, node_handlers,
                                   DecodeNode);
 
   if (config_.capacity_objects) {
@@ -222,7 +231,7 @@ bool Controller::Start(std::chrono::milliseconds sync_timeout) {
   started_at_ = std::chrono::steady_clock::now();
   started_ = true;
   spdlog::info("controller started: {} claim workers, {} volume workers, nodes labelled {}", config_.claim_workers,
-               config_.volume_workers, config_.NodeSelector());
+               config_.volume_workers, config_.node_selector);
   if (config_.storage_node_label.empty())
     spdlog::warn("--storage-node-label is empty: any node that enrolls and announces itself may serve volumes; "
                  "docs/enrollment.md says how an admin marks storage nodes instead");
@@ -295,14 +304,27 @@ bool Controller::Ready() const {
 
 void Controller::OnNodesChanged() {
   std::vector<nodes::NodeEndpoint> eps;
+  const std::string& key = config_.options.storage_label_key;
   for (const auto& n : nodes_->List()) {
     std::string ignored;
     std::string address = DialAddress(*n, config_.node_port, &ignored);
+    auto label = n->labels.find(key);
+    bool storage = key.empty() || (label != n->labels.end() && label->second == config_.options.storage_label_value);
     {
       std::lock_guard<std::mutex> lock(endpoint_mu_);
       if (ignored.empty()) ignored_endpoints_.erase(n->name);
       else if (ignored_endpoints_[n->name] != n->endpoint) spdlog::warn("node {}: {}", n->name, ignored);
       if (!ignored.empty()) ignored_endpoints_[n->name] = n->endpoint;
+      // Said once per change: an upgrade from before the label, or an
+      // admin who took it away, leaves such nodes.
+      if (storage && !storage_nodes_.count(n->name) && !key.empty())
+        spdlog::info("node {}: a storage node ({}): new volumes may be placed on it", n->name, config_.storage_node_label);
+      if (!storage && (storage_nodes_.count(n->name) || !unmarked_said_.count(n->name)))
+        spdlog::warn("node {} runs nodevold but is not marked a storage node: no new volume goes to it (those it "
+                     "holds are still served); to let it, run: kubectl label node {} {}",
+                     n->name, n->name, config_.storage_node_label);
+      if (storage) storage_nodes_.insert(n->name), unmarked_said_.erase(n->name);
+      else storage_nodes_.erase(n->name), unmarked_said_.insert(n->name);
     }
     if (!address.empty()) eps.push_back({n->name, address});
   }

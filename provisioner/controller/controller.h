@@ -47,20 +47,21 @@ class Ca;
 
 namespace nodevol::provisioner {
 
+inline constexpr char kStorageNodeLabel[] = "node-restriction.kubernetes.io/nodevol-storage=true";
+
 struct ControllerConfig {
   ControllerOptions options;
   std::string node_selector = "nodevol.io/node=true";
   // The label ("key=value") a cluster admin puts on the nodes that may
-  // serve volumes; "" lets any node that announces itself. Under
-  // node-restriction.kubernetes.io/, which the NodeRestriction admission
-  // plugin forbids kubelets to set, so a node cannot make itself one: the
-  // signer refuses others their certificate, and the node informer, NFS
-  // PVs' node affinity and so placement leave them out.
-  std::string storage_node_label = "node-restriction.kubernetes.io/nodevol-storage=true";
-  // Both: the informer's label selector for the nodes placement may use.
-  std::string NodeSelector() const {
-    return storage_node_label.empty() ? node_selector : node_selector + "," + storage_node_label;
-  }
+  // get new volumes; "" lets any node that announces itself (the
+  // default here; nodevol-provisioner's flag defaults to kStorageNodeLabel).
+  // Under node-restriction.kubernetes.io/, which the NodeRestriction
+  // admission plugin forbids kubelets to set, a node cannot make itself
+  // one: the signer refuses others their certificate, and placement (the
+  // ledger, capacity objects, the extender) and NFS PVs' node affinity
+  // leave them out. The volumes an unmarked node already holds are still
+  // deleted, expanded and snapshotted through it.
+  std::string storage_node_label;
   int node_port = 9809;
   nodes::TlsClientFiles tls;
   int claim_workers = 4;
@@ -134,6 +135,10 @@ class Controller {
   // The last nodevol.io/endpoint of each node that was ignored (logged once).
   std::mutex endpoint_mu_;
   std::map<std::string, std::string> ignored_endpoints_;
+  // Nodes a cluster admin marked storage nodes (config_.storage_node_label):
+  // the only ones placement sees (RegistryView).
+  std::set<std::string> storage_nodes_;
+  std::set<std::string> unmarked_said_;  // unmarked nodes already warned of
   void OnCapacityChanged(const std::string& node);
   void PokePublisher() {
     if (publisher_) publisher_->Poke();

@@ -134,12 +134,8 @@ TEST_F(FlexDaemonDownTest, StoppedDaemonFailsFastNamingTheSocket) {
       Flex({"expandfs", json, "", target, "2097152", "1048576"}, two_s, Capture::kSeparate), socket_);
 }
 
-// A listening socket whose connections are queued by the kernel but never
-// accepted: connect succeeds, no answer ever comes. It is made where the
-// driver dials for a daemon socket of `path`: the flex door, "<path>.flex".
-// Returns its fd.
-int SilentSocket(std::string path) {
-  path += ".flex";
+// A unix socket listening at path, never accepting; its fd, or -1.
+int ListeningSocket(const std::string& path) {
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
@@ -147,6 +143,12 @@ int SilentSocket(std::string path) {
   if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, 16) != 0) return -1;
   return fd;
 }
+
+// A listening socket whose connections are queued by the kernel but never
+// accepted: connect succeeds, no answer ever comes. It is made where the
+// driver dials for a daemon socket of `path`: the flex door, "<path>.flex".
+// Returns its fd.
+int SilentSocket(const std::string& path) { return ListeningSocket(path + ".flex"); }
 
 TEST_F(FlexDaemonDownTest, SocketNobodyAcceptsFromFailsWithinTheDeadline) {
   std::string path = root_ + "/silent.sock";
@@ -166,12 +168,8 @@ TEST_F(FlexDaemonDownTest, SocketNobodyAcceptsFromFailsWithinTheDeadline) {
 // daemon: the answer says so and what to do, not "the socket does not exist".
 TEST_F(FlexDaemonDownTest, DaemonWithoutADoorIsNamedOlderThanTheDriver) {
   std::string path = root_ + "/old.sock";
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(::listen(fd, 16), 0);
+  int fd = ListeningSocket(path);
+  ASSERT_GE(fd, 0);
   std::string target = MakeTarget(kPod1, "pv-a");
   std::string json = KubeletJson(MountOptions(kPod1, "pv-a", {{"volume", "pv-a"}}));
   FlexResult r = RunFlex({"mount", target, json}, Env({{"NODEVOL_FLEX_SOCKET", path}, {"NODEVOL_FLEX_TIMEOUT", "2s"}}),

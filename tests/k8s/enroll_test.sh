@@ -173,6 +173,8 @@ sleep 5
 [[ -z $(k get node en-3 -o jsonpath='{.metadata.annotations.capacity\.nodevol\.io/default}') ]] ||
   pn_fail "the provisioner reports en-3's capacity: it placed en-3 in its registry"
 echo "    en-3: $got (\"${msg:0:120}…\"), its claim Pending, no capacity reported"
+grep -q "node en-3 runs nodevold but is not marked a storage node" "$PROV_LOG" ||
+  pn_fail "the provisioner does not say en-3 is unmarked"
 why=$(k get events --field-selector involvedObject.name=first-en-3,reason=ProvisioningFailed -o jsonpath='{.items[0].message}')
 [[ $why == *"no allowed node runs nodevold"* ]] || pn_fail "first-en-3 not refused for want of a storage node: '$why'"
 k delete pvc first-en-3 --wait=false >/dev/null

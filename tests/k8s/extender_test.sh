@@ -9,6 +9,8 @@
 #  1. a burst of 40 pods (8-24 MiB claims, 600 MiB in all): every claim
 #     Bound, no node overcommitted, and no reschedule at all (the filter
 #     promises each pod's bytes to its best node before the next pod).
+#     1b. the same while four strangers hold 400 half-open connections
+#     to the extender's port (issue 57): the same result.
 #  2. a claim that fits no node: FailedScheduling with the extender's
 #     figures, nothing made.
 #  3. a pod with two 80 MiB claims (each alone fits the 100 MiB node):
@@ -116,6 +118,33 @@ burst extender
 r=$(reschedules)
 ((r == 0)) || pn_fail "$r reschedules with the extender: $(k get events --field-selector reason=ProvisioningFailed -o jsonpath='{range .items[*]}{.involvedObject.name}: {.message}{"\n"}{end}' | head -3)"
 clean extender
+
+step "1b. the same burst while strangers on the pod network flood the extender's port"
+# Four other addresses (127.0.0.0/8 is all loopback: the extender listens
+# on 127.0.0.1, where kube-scheduler calls it) holding 100 half-open connections each (a TLS
+# ClientHello's first bytes, then nothing; tcp_flood.cc), re-opening every
+# one the extender closes: more than its connection slots. kube-scheduler
+# (127.0.0.1) must still be served within its timeout (net/acceptor.h:
+# the stranger's oldest connection makes room, never the scheduler's).
+[[ -x ${TCP_FLOOD:-} ]] || fail "TCP_FLOOD (tests/k8s/tcp_flood) is not set"
+flood_pids=()
+for a in 127.0.0.96 127.0.0.97 127.0.0.98 127.0.0.99; do
+  in_ns "$TCP_FLOOD" "$a" "${EXT%:*}" "${EXT#*:}" 100 600 >"$K8S_WORK/flood-$a.log" 2>&1 &
+  flood_pids+=($!)
+  CLEANUP_PIDS+=("$!")
+done
+sleep 3
+step "  the flood: $(tail -1 "$K8S_WORK/flood-127.0.0.99.log")"
+burst flooded
+r=$(reschedules)
+((r == 0)) || pn_fail "$r reschedules under the flood"
+held=$(for a in 127.0.0.96 127.0.0.97 127.0.0.98 127.0.0.99; do tail -1 "$K8S_WORK/flood-$a.log"; done)
+kill "${flood_pids[@]}" 2>/dev/null || true
+wait "${flood_pids[@]}" 2>/dev/null || true
+closed=$(sed -n 's/.*closed by the server \([0-9]*\)$/\1/p' <<<"$held" | awk '{ s += $1 } END { print s + 0 }')
+step "  strangers' connections the extender closed meanwhile: $closed ($(tr '\n' ';' <<<"$held"))"
+((closed > 0)) || pn_fail "the extender closed no stranger's connection: the flood did not reach it"
+clean flooded
 
 step "2. a claim that fits no node: Pending with the extender's figures, nothing made"
 pods_yaml huge 1 450 | k apply -f - >/dev/null

@@ -160,6 +160,22 @@ drv=$r/plugins/a/nodevol.io~volume/volume
 [[ $(cat "$r/var/lib/nodevol/package/driver-dir") == /plugins/a ]] || fail "install not recorded"
 echo "ok: driver installed, init answers"
 
+# An older nodevold still serving (its Node API socket, no flex door: its
+# restart was forbidden or failed): the driver in place stays; once the
+# door is there, it is replaced.
+sock() { perl -MIO::Socket::UNIX -e 'IO::Socket::UNIX->new(Type => SOCK_STREAM(), Local => $ARGV[0], Listen => 1) or die "$!"' "$1"; }
+mkdir -p "$r/run/nodevol"
+sock "$r/run/nodevol/nodevold.sock" || fail "making a socket"
+ino=$(stat -c %i "$drv")
+out=$(m install-driver 2>&1) || fail "install-driver failed beside an older daemon: $out"
+[[ $(stat -c %i "$drv") == "$ino" ]] || fail "the driver was replaced in front of a daemon without a flex door"
+grep -q "older than this package" <<<"$out" || fail "no word of the older daemon: $out"
+sock "$r/run/nodevol/nodevold.sock.flex" || fail "making the door socket"
+m install-driver
+[[ $(stat -c %i "$drv") != "$ino" ]] || fail "the driver was not replaced once the door served"
+rm -f "$r/run/nodevol/nodevold.sock" "$r/run/nodevol/nodevold.sock.flex"
+echo "ok: an older daemon without a flex door keeps the driver in place; with the door it is replaced"
+
 # Issue 28 item 1: the same dir under other spellings ("//", a symlink)
 # is not an old dir to clean up.
 m install-driver

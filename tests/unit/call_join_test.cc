@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <future>
+#include <stdexcept>
 #include <thread>
 
 #include "base/call_scope.h"
@@ -175,6 +176,22 @@ TEST(CallJoin, AnAnswerIsNotKeptAfterTheFlightLands) {
   int ran = 0;
   for (int i = 0; i < 2; ++i) join.Run(key, &resp, [&] { ++ran; return Status::Ok(); }, &joined);
   EXPECT_EQ(ran, 2);
+  EXPECT_FALSE(joined);
+}
+
+// A call that ends by an exception still lands its flight: the next
+// identical call runs at once instead of waiting on a flight that never ends.
+TEST(CallJoin, AFlightEndedByAnExceptionLands) {
+  CallJoin join;
+  const std::string key = CallJoin::Key("Publish", Request());
+  v1::PublishResponse resp;
+  bool joined = false;
+  EXPECT_THROW(join.Run(key, &resp, []() -> Status { throw std::runtime_error("boom"); }, &joined),
+               std::runtime_error);
+  EXPECT_EQ(join.Joiners(key), 0);
+  CallScope scope(std::chrono::system_clock::now() + std::chrono::seconds(2), "Publish");
+  Status st = join.Run(key, &resp, [] { return Status::Ok(); }, &joined);
+  EXPECT_TRUE(st.ok()) << st.ToString();
   EXPECT_FALSE(joined);
 }
 

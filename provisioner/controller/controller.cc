@@ -304,12 +304,11 @@ bool Controller::Ready() const {
 
 void Controller::OnNodesChanged() {
   std::vector<nodes::NodeEndpoint> eps;
-  const std::string& key = config_.options.storage_label_key;
+  const bool required = !config_.storage_node_label.empty();
   for (const auto& n : nodes_->List()) {
     std::string ignored;
     std::string address = DialAddress(*n, config_.node_port, &ignored);
-    auto label = n->labels.find(key);
-    bool storage = key.empty() || (label != n->labels.end() && label->second == config_.options.storage_label_value);
+    bool storage = n->HasLabel(config_.storage_node_label);
     {
       std::lock_guard<std::mutex> lock(endpoint_mu_);
       if (ignored.empty()) ignored_endpoints_.erase(n->name);
@@ -317,7 +316,7 @@ void Controller::OnNodesChanged() {
       if (!ignored.empty()) ignored_endpoints_[n->name] = n->endpoint;
       // Said once per change: an upgrade from before the label, or an
       // admin who took it away, leaves such nodes.
-      if (storage && !storage_nodes_.count(n->name) && !key.empty())
+      if (storage && !storage_nodes_.count(n->name) && required)
         spdlog::info("node {}: a storage node ({}): new volumes may be placed on it", n->name, config_.storage_node_label);
       if (!storage && (storage_nodes_.count(n->name) || !unmarked_said_.count(n->name)))
         spdlog::warn("node {} runs nodevold but is not marked a storage node: no new volume goes to it (those it "

@@ -19,18 +19,14 @@ constexpr std::chrono::minutes kResync{10};
 }  // namespace
 
 NodeLookup LiveNodeLookup(kube::Api* api, const std::string& storage_label) {
-  const auto eq = storage_label.find('=');
-  const std::string key = storage_label.substr(0, eq);
-  const std::string value = eq == std::string::npos ? "" : storage_label.substr(eq + 1);
-  return [api, key, value, storage_label](const std::string& name, NodeFacts* out) {
+  return [api, storage_label](const std::string& name, NodeFacts* out) {
     nlohmann::json node;
     kube::Result r = api->Get("/api/v1/nodes/" + name, &node);
     if (r.code() == kube::Result::Code::kNotFound) return Status::NotFound("no Node " + name);
     if (!r.ok()) return Status::Unavailable("read Node " + name + ": " + r.ToString());
     KubeNode n = DecodeNode(node);
     out->internal_ips = n.internal_ips;
-    auto it = n.labels.find(key);
-    out->storage_node = key.empty() || (it != n.labels.end() && it->second == value);
+    out->storage_node = n.HasLabel(storage_label);
     out->storage_label = storage_label;
     return Status::Ok();
   };

@@ -23,6 +23,14 @@ struct KubeNode {
   // (mountd/enroll/enroller.h); "" when it did not say.
   std::string endpoint;
 
+  // Whether it carries `label` ("key=value"); "" is carried by every node.
+  bool HasLabel(const std::string& label) const {
+    if (label.empty()) return true;
+    auto eq = label.find('=');
+    auto it = labels.find(label.substr(0, eq));
+    return it != labels.end() && it->second == (eq == std::string::npos ? "" : label.substr(eq + 1));
+  }
+
   // kubernetes.io/hostname: the topology of capacity objects.
   std::string Hostname() const {
     auto it = labels.find("kubernetes.io/hostname");

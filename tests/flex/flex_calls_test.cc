@@ -111,6 +111,12 @@ TEST(FlexArgs, AttachFamilyIsNotSupportedWhateverTheArguments) {
 
 class FlexDaemonDownTest : public FlexTest {
  protected:
+  // kubelet's mount of pv-a at target, the driver pointed at socket, 2 s.
+  FlexResult MountVia(const std::string& socket, const std::string& target) {
+    std::string json = KubeletJson(MountOptions(kPod1, "pv-a", {{"volume", "pv-a"}}));
+    return RunFlex({"mount", target, json}, Env({{"NODEVOL_FLEX_SOCKET", socket}, {"NODEVOL_FLEX_TIMEOUT", "2s"}}),
+                   Capture::kSeparate);
+  }
   void ExpectUnreachableFailure(const FlexResult& r, const std::string& socket) {
     EXPECT_TRUE(HasStatus(r, "Failure"));
     EXPECT_LT(r.elapsed, milliseconds(3500)) << Describe(r);
@@ -155,9 +161,7 @@ TEST_F(FlexDaemonDownTest, SocketNobodyAcceptsFromFailsWithinTheDeadline) {
   int fd = SilentSocket(path);
   ASSERT_GE(fd, 0);
   std::string target = MakeTarget(kPod1, "pv-a");
-  std::string json = KubeletJson(MountOptions(kPod1, "pv-a", {{"volume", "pv-a"}}));
-  FlexResult r = RunFlex({"mount", target, json}, Env({{"NODEVOL_FLEX_SOCKET", path}, {"NODEVOL_FLEX_TIMEOUT", "2s"}}),
-                         Capture::kSeparate);
+  FlexResult r = MountVia(path, target);
   ::close(fd);
   ExpectUnreachableFailure(r, path);
   EXPECT_FALSE(IsMountPoint(target));
@@ -171,9 +175,7 @@ TEST_F(FlexDaemonDownTest, DaemonWithoutADoorIsNamedOlderThanTheDriver) {
   int fd = ListeningSocket(path);
   ASSERT_GE(fd, 0);
   std::string target = MakeTarget(kPod1, "pv-a");
-  std::string json = KubeletJson(MountOptions(kPod1, "pv-a", {{"volume", "pv-a"}}));
-  FlexResult r = RunFlex({"mount", target, json}, Env({{"NODEVOL_FLEX_SOCKET", path}, {"NODEVOL_FLEX_TIMEOUT", "2s"}}),
-                         Capture::kSeparate);
+  FlexResult r = MountVia(path, target);
   ::close(fd);
   EXPECT_TRUE(HasStatus(r, "Failure")) << Describe(r);
   EXPECT_LT(r.elapsed, milliseconds(3500)) << Describe(r);

@@ -319,6 +319,15 @@ Outcome ContentPass::Run() {
   if (ShouldDelete()) return Delete();
   if (Deleting() && !HasAnnotation(kAnnBeingCreated))
     return Outcome::kDone;  // the snapshot-controller decides first
+  // Being deleted: never a new create, only the one that may have run
+  // settled (found where it went, or known never made), then the content
+  // goes. A pass that took a deleting content for one to create, from a
+  // cache still showing its own being-created, made the snapshot again; a
+  // create that kept failing (a thick pool) then reached the queue's
+  // failure limit and the content kept its finalizer for ever.
+  if (Deleting())
+    return SettleUncertainCreate(Str(Obj(spec(), "volumeSnapshotRef"), "uid"), Str(Obj(spec(), "source"), "volumeHandle"),
+                                 Status::Aborted("VolumeSnapshotContent " + name_ + " is being deleted"));
   const json st = status();
   bool ready = Bool(st, "readyToUse");
   if (ready && !Str(st, "snapshotHandle").empty()) {

@@ -260,6 +260,23 @@ TEST(SnapshotContent, ADeletingContentWaitsForTheSnapshotController) {
   EXPECT_FALSE(w.api.Object(kContents + "c6")["metadata"]["finalizers"].empty());
 }
 
+// Seen in k8s_vm_snapshot: a thick-pool snapshot (every create refused)
+// deleted while a pass was running. The next pass saw it deleting with
+// its own being-created still in the cache, created again, failed, and the
+// content kept its finalizer for ever. Deleting: no create, ever.
+TEST(SnapshotContent, ADeletingContentIsNeverCreatedOnlySettled) {
+  SnapWorld w;
+  json c = DynamicContent("c7", "pvc-1");
+  c["metadata"]["deletionTimestamp"] = "2026-12-04T20:14:25Z";
+  c["metadata"]["annotations"] = {{kAnnBeingDeleted, "yes"}, {kAnnBeingCreated, "yes"}, {kAnnSnapshotNode, "a"}};
+  w.api.Put(kContents + "c7", c);
+  EXPECT_EQ(w.Sync("c7"), Outcome::kDone);
+  EXPECT_EQ(w.a.snapshot_creates(), 0) << "a deleting content was snapshotted";
+  json after = w.api.Object(kContents + "c7");
+  EXPECT_EQ(after["metadata"].value("finalizers", json::array()), json::array()) << "the finalizer stayed";
+  EXPECT_FALSE(after["metadata"].value("annotations", json::object()).contains(kAnnBeingCreated));
+}
+
 TEST(SnapshotContent, AStaticContentIsCheckedOnItsNode) {
   SnapWorld w;
   v1::Snapshot s;

@@ -18,7 +18,7 @@
 #include "base/po_error.h"
 #include "base/version.h"
 #include "controller/controller.h"
-#include "enroll/ca_store.h"
+#include "enroll/node_ca.h"
 #include "enroll/client_certificate.h"
 #include "base/parse.h"
 #include "extender/http.h"
@@ -61,6 +61,7 @@ int main(int argc, char** argv) {
   std::string extender_client_names = "kube-scheduler";
   bool extender_unauthenticated = false;
   std::string node_ca_secret, node_ca_configmap = "nodevol-ca", tls_dir = "/run/nodevol-provisioner/tls";
+  long ca_poll_seconds = 30, ca_spread_seconds = 900, ca_settle_seconds = 300;
   long node_cert_max_seconds = 30L * 24 * 3600;
   unsigned tls_refresh_seconds = 60;
   po::options_description desc(
@@ -86,7 +87,15 @@ int main(int argc, char** argv) {
        "this kubernetes.io/tls Secret of the provisioner's namespace, made when absent; and issue this "
        "provisioner's own client certificate from it")
       ("node-ca-configmap", po::value(&node_ca_configmap)->default_value(node_ca_configmap),
-       "ConfigMap of the provisioner's namespace where the CA certificate is published (ca.crt) for nodevold")
+       "ConfigMap of the provisioner's namespace where the leader publishes the CA certificates nodevold trusts "
+       "(ca.crt: the signing CA first, then CAs being retired)")
+      ("node-ca-poll-seconds", po::value(&ca_poll_seconds)->default_value(ca_poll_seconds),
+       "how often each replica reads the CA Secret and the published bundle again (a rotated CA is followed)")
+      ("ca-rotation-spread-seconds", po::value(&ca_spread_seconds)->default_value(ca_spread_seconds),
+       "after a CA rotation, how long until every live node trusts the new CA (nodes re-read the bundle every 10 "
+       "minutes): until then the client certificate comes from the old CA")
+      ("ca-rotation-settle-seconds", po::value(&ca_settle_seconds)->default_value(ca_settle_seconds),
+       "after that, how long before an old CA may leave the bundle once every node serves from the new one")
       ("node-cert-max-lifetime-seconds", po::value(&node_cert_max_seconds)->default_value(node_cert_max_seconds),
        "the longest certificate the signer issues (nodes ask for 7 days); the provisioner's own lives at most a day")
       ("node-certs-per-hour", po::value(&cc.node_certs_per_hour)->default_value(cc.node_certs_per_hour),
@@ -258,19 +267,28 @@ int main(int argc, char** argv) {
       spdlog::warn("capacity objects get no owner (uninstalling will not remove them): {}", os.message());
   }
 
-  // Node enrollment (docs/enrollment.md): every replica loads the CA, makes
-  // sure it is published, and holds a client certificate of its own from
-  // it; the leader signs.
-  pki::Ca node_ca;
+  // Node enrollment (docs/enrollment.md): every replica follows the CA
+  // Secret and holds a client certificate of its own from a CA the nodes
+  // trust; the leader signs and publishes the bundle (enroll/node_ca.h).
+  std::unique_ptr<NodeCa> node_ca;
   std::unique_ptr<ClientCertificate> own_cert;
   if (!node_ca_secret.empty()) {
     const char* pod_ns = std::getenv("POD_NAMESPACE");
-    const std::string ns = pod_ns && *pod_ns ? pod_ns : config.ns;
-    st = LoadOrMakeCa(client.get(), ns, node_ca_secret, std::chrono::hours(24 * 365 * 10), &node_ca);
-    if (st.ok()) st = PublishCaBundle(client.get(), ns, node_ca_configmap, node_ca.cert_pem());
+    NodeCa::Config nc;
+    nc.ns = pod_ns && *pod_ns ? pod_ns : config.ns;
+    nc.secret = node_ca_secret;
+    nc.configmap = node_ca_configmap;
+    nc.poll = std::chrono::seconds(std::clamp(ca_poll_seconds, 1L, 3600L));
+    nc.times.spread = std::chrono::seconds(std::clamp(ca_spread_seconds, 0L, 86400L));
+    nc.times.settle = std::chrono::seconds(std::clamp(ca_settle_seconds, 0L, 86400L));
+    nc.times.max_node_cert = std::chrono::seconds(node_cert_max_seconds);
+    node_ca = std::make_unique<NodeCa>(client.get(), nc);
+    st = node_ca->Load();
     if (st.ok() && !manual_tls) {
       auto lifetime = std::min(std::chrono::seconds(node_cert_max_seconds), std::chrono::seconds(24 * 3600));
-      own_cert = std::make_unique<ClientCertificate>(&node_ca, tls_dir, lifetime);
+      NodeCa* ca = node_ca.get();
+      own_cert = std::make_unique<ClientCertificate>([ca] { return ca->ClientIssuer(); },
+                                                     [ca] { return ca->TrustBundle(); }, tls_dir, lifetime);
       st = own_cert->Issue();
       cc.tls = own_cert->files();
       cc.tls.refresh_seconds = tls_refresh_seconds;
@@ -279,10 +297,12 @@ int main(int argc, char** argv) {
       std::cerr << "nodevol-provisioner: node CA: " << st.message() << "\n";
       return 1;
     }
-    cc.node_ca = &node_ca;
+    NodeCa* ca = node_ca.get();
+    cc.node_ca = [ca] { return ca->Signer(); };
     cc.node_cert_lifetime = std::chrono::seconds(node_cert_max_seconds);
-    spdlog::info("node CA from Secret {}/{}, published in ConfigMap {}/{}; {}", ns, node_ca_secret, ns,
-                 node_ca_configmap, own_cert ? "client certificate issued into " + tls_dir : "client certificate from --tls-cert");
+    spdlog::info("node CA from Secret {}/{}, published by the leader in ConfigMap {}/{}; {}", nc.ns, node_ca_secret,
+                 nc.ns, node_ca_configmap,
+                 own_cert ? "client certificate issued into " + tls_dir : "client certificate from --tls-cert");
     if (own_cert) own_cert->Start();
   }
 
@@ -336,6 +356,28 @@ int main(int argc, char** argv) {
     return true;
   };
   StatusServer status(std::move(so));
+  std::unique_ptr<EventRecorder> ca_events;
+  if (node_ca) {
+    ca_events = std::make_unique<EventRecorder>(client.get(), cc.options.provisioner_name);
+    NodeCa::Hooks hooks;
+    hooks.leading = [&] { return (leader_elect ? leading.load() : true) && !stopping; };
+    hooks.node_cas = [&] { return controller.NodeServingCas(); };
+    hooks.on_change = [&] {
+      if (own_cert) own_cert->Reissue();
+    };
+    hooks.events = ca_events.get();
+    hooks.metrics = &metrics;
+    node_ca->Start(std::move(hooks));
+    if (!leader_elect) node_ca->Wake();
+  }
+  // Its thread uses what is declared since it was made: stopped first on
+  // every way out.
+  struct StopCa {
+    NodeCa* ca;
+    ~StopCa() {
+      if (ca) ca->Stop();
+    }
+  } stop_ca{node_ca.get()};
   if (metrics_address != "off") {
     if (Status hs = status.Start(metrics_address); !hs.ok()) {
       std::cerr << "nodevol-provisioner: --metrics-address: " << hs.message() << "\n";
@@ -452,6 +494,7 @@ int main(int argc, char** argv) {
     cb.on_started_leading = [&] {
       leading = true;
       spdlog::info("leading as {} (lease {})", identity, store->Describe());
+      if (node_ca) node_ca->Wake();  // publishes the bundle from the CA it signs with
       std::thread(start).detach();
     };
     // As client-go's users do: a replica that lost the lease exits at

@@ -100,6 +100,8 @@ Status ResolveEnrollment(Config* c) {
     return Status::InvalidArgument("--announce-label must be key=value or empty, not \"" + c->announce_label + "\"");
   if (c->enroll_lifetime_seconds < 600)
     return Status::InvalidArgument("--enroll-lifetime-seconds must be at least 600 (the CSR API's minimum)");
+  if (c->enroll_recheck_seconds < 1 || c->enroll_recheck_seconds > 24 * 3600)
+    return Status::InvalidArgument("--enroll-recheck-seconds must be between 1 and 86400");
   if (c->enroll_dir.empty()) c->enroll_dir = c->state_dir + "/tls";
   NODEVOL_RETURN_IF_ERROR(CheckAbsolute("enroll-dir", c->enroll_dir));
   if (c->tls_listen.empty()) c->tls_listen = "0.0.0.0:9809";
@@ -217,6 +219,9 @@ Status ParseConfig(int argc, const char* const* argv, Config* c, ParseOutcome* o
        "namespace/name of the ConfigMap where nodevol-provisioner publishes its CA (ca.crt)")
       ("enroll-lifetime-seconds", po::value(&c->enroll_lifetime_seconds)->default_value(c->enroll_lifetime_seconds),
        "certificate lifetime asked for (the signer may cut it); renewed at two thirds")
+      ("enroll-recheck-seconds", po::value(&c->enroll_recheck_seconds)->default_value(c->enroll_recheck_seconds),
+       "how often the published CA bundle is read again and the certificate checked against it (a CA rotation "
+       "waits for every node's next check)")
       ("announce-label", po::value(&c->announce_label)->default_value(c->announce_label),
        "key=value label an enrolled node sets on its Node, for nodevol-provisioner's --node-selector (\"\" for none)")
       ("max-tcp-connections", po::value(&c->max_tcp_connections)->default_value(c->max_tcp_connections),

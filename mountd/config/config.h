@@ -67,6 +67,7 @@ struct Config {
   std::string enroll_dir;         // default: <state_dir>/tls
   std::string enroll_ca_configmap = "nodevol-system/nodevol-ca";  // namespace/name
   unsigned enroll_lifetime_seconds = 7 * 24 * 3600;
+  unsigned enroll_recheck_seconds = 600;
   std::string announce_label = "nodevol.io/node=true";  // key=value, or "" for none
   bool enroll_active = false;
   std::string enroll_note;

@@ -269,6 +269,7 @@ int Run(const Config& c) {
     ec.ca_namespace = c.enroll_ca_configmap.substr(0, slash);
     ec.ca_configmap = c.enroll_ca_configmap.substr(slash + 1);
     ec.lifetime = std::chrono::seconds(c.enroll_lifetime_seconds);
+    ec.recheck = std::chrono::seconds(c.enroll_recheck_seconds);
     size_t eq = c.announce_label.find('=');
     ec.label_key = c.announce_label.empty() ? "" : c.announce_label.substr(0, eq);
     ec.label_value = c.announce_label.empty() ? "" : c.announce_label.substr(eq + 1);

@@ -11,6 +11,7 @@
 #include "base/names.h"
 #include "kube/api.h"
 #include "kube/fields.h"
+#include "pki/bundle.h"
 
 namespace nodevol::enroll {
 namespace {
@@ -225,7 +226,15 @@ Status Enroller::Pass(std::chrono::system_clock::time_point* next) {
     ready_called_ = true;
     if (on_ready_) on_ready_();
   }
-  NODEVOL_RETURN_IF_ERROR(AnnounceOn(node, ips));
+  // Which published CA the certificate served now comes from, for the
+  // leader to know when an old one may leave the bundle (ca_rotation.h).
+  std::string serving_ca;
+  if (std::string served; ReadWholeFile(config_.files.tls().cert, &served).ok()) {
+    auto certs = pki::SplitBundle(bundle);
+    if (const pki::BundleCert* issuer = pki::IssuerIn(certs, served, std::max(now, held.validity.not_before)))
+      serving_ca = issuer->fingerprint;
+  }
+  NODEVOL_RETURN_IF_ERROR(AnnounceOn(node, ips, serving_ca));
   *next = std::min(renew_at, now + config_.recheck);
   return Status::Ok();
 }
@@ -238,8 +247,18 @@ std::string Enroller::WhyNotServing(const std::string& cert_pem, const pki::Cert
   // a certificate that is not yet valid for one from another CA and ask
   // again on every pass (issue 60 item 3). It serves with it: the peers'
   // clocks are the signer's.
-  Status chain = pki::VerifyChain(cert_pem, bundle, std::max(now, facts.validity.not_before));
-  if (!chain.ok()) return "the published CA is no longer the one that signed it: " + chain.message();
+  // Checked against the first certificate of the bundle, the CA that signs
+  // now: the others are CAs being retired (pki/bundle.h), trusted but not
+  // to be renewed from.
+  auto certs = pki::SplitBundle(bundle);
+  if (certs.empty()) return "the published bundle holds no CA";
+  const auto at = std::max(now, facts.validity.not_before);
+  Status chain = pki::VerifyChain(cert_pem, certs.front().pem, at);
+  if (!chain.ok()) {
+    if (certs.size() > 1 && pki::IssuerIn(certs, cert_pem, at))
+      return "the CA is being rotated: it was signed by one being retired";
+    return "the published CA is no longer the one that signed it: " + chain.message();
+  }
   if (now < facts.validity.not_before && !clock_behind_said_) {
     clock_behind_said_ = true;
     spdlog::warn("enrollment: the serving certificate is valid only from {} s from now: this node's clock is "
@@ -250,7 +269,8 @@ std::string Enroller::WhyNotServing(const std::string& cert_pem, const pki::Cert
   return "";
 }
 
-Status Enroller::AnnounceOn(const nlohmann::json& node, const std::vector<std::string>& ips) {
+Status Enroller::AnnounceOn(const nlohmann::json& node, const std::vector<std::string>& ips,
+                            const std::string& serving_ca) {
   std::string host;
   int port;
   {
@@ -270,12 +290,15 @@ Status Enroller::AnnounceOn(const nlohmann::json& node, const std::vector<std::s
   nlohmann::json patch_meta = nlohmann::json::object();
   if (!config_.label_key.empty() && labels[config_.label_key] != config_.label_value)
     patch_meta["labels"] = {{config_.label_key, config_.label_value}};
-  if (annotations[kEndpointAnnotation] != endpoint) patch_meta["annotations"] = {{kEndpointAnnotation, endpoint}};
+  if (annotations[kEndpointAnnotation] != endpoint) patch_meta["annotations"][kEndpointAnnotation] = endpoint;
+  if (!serving_ca.empty() && annotations[kServingCaAnnotation] != serving_ca)
+    patch_meta["annotations"][kServingCaAnnotation] = serving_ca;
   if (patch_meta.empty()) return Status::Ok();
   kube::Result r = api_->MergePatch("/api/v1/nodes/" + config_.node, {{"metadata", patch_meta}});
   if (!r.ok()) return Status::Unavailable("announce on Node " + config_.node + ": " + r.ToString());
-  spdlog::info("enrollment: announced on Node {}: {}={}{}", config_.node, kEndpointAnnotation, endpoint,
-               config_.label_key.empty() ? "" : ", label " + config_.label_key + "=" + config_.label_value);
+  spdlog::info("enrollment: announced on Node {}: {}={}{}{}", config_.node, kEndpointAnnotation, endpoint,
+               config_.label_key.empty() ? "" : ", label " + config_.label_key + "=" + config_.label_value,
+               serving_ca.empty() ? "" : ", serving from CA " + serving_ca.substr(0, 16));
   return Status::Ok();
 }
 

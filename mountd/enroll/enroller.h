@@ -6,15 +6,17 @@
 //  2. a serving certificate (request_certificate.h) when none is held, when
 //     two thirds of its lifetime have passed (counted from when it was
 //     received: the signer backdates notBefore), when the Node's
-//     InternalIP addresses are no longer the ones it names, or when it no
-//     longer chains to the published CA (the CA was replaced);
+//     InternalIP addresses are no longer the ones it names, or when it does
+//     not chain to the first certificate of the published bundle, the CA
+//     that signs now (the CA was replaced or is being rotated; the others
+//     are trusted, pki/bundle.h);
 //  3. on_ready, once, after the first usable pair is on disk: nodevold then
 //     starts its TLS listener (at start, when the files already hold one,
 //     ready() is true and on_ready is never called);
 //  4. the announcement on the node's own Node object, once the listener's
-//     port is known (Announce): the label the provisioner selects nodes by
-//     and the annotation nodevol.io/endpoint = address:port, written only
-//     when they differ.
+//     port is known (Announce): the label the provisioner selects nodes by,
+//     the annotation nodevol.io/endpoint = address:port and
+//     nodevol.io/serving-ca, written only when they differ.
 // A failed pass is retried after a backoff (1 s doubling to 1 min; a
 // request the signer refused, after the recheck interval); a complete one
 // sleeps until the renewal is due or 10 minutes, whichever is first (the
@@ -45,6 +47,10 @@ class Api;
 namespace nodevol::enroll {
 
 inline constexpr char kEndpointAnnotation[] = "nodevol.io/endpoint";
+// The fingerprint (SHA-256 of the DER, hex) of the published CA the
+// serving certificate comes from: the provisioner retires an old CA once
+// every node serves from the new one (provisioner/enroll/ca_rotation.h).
+inline constexpr char kServingCaAnnotation[] = "nodevol.io/serving-ca";
 
 struct EnrollConfig {
   std::string node;
@@ -85,7 +91,7 @@ class Enroller {
   // now), or names other addresses than `ips`; "" when it can.
   std::string WhyNotServing(const std::string& cert_pem, const pki::CertFacts& facts, const std::string& bundle,
                             const std::vector<std::string>& ips, std::chrono::system_clock::time_point now);
-  Status AnnounceOn(const nlohmann::json& node, const std::vector<std::string>& ips);
+  Status AnnounceOn(const nlohmann::json& node, const std::vector<std::string>& ips, const std::string& serving_ca);
   bool SleepFor(std::chrono::milliseconds d);
 
   kube::Api* api_;

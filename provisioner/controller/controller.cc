@@ -302,6 +302,16 @@ bool Controller::Ready() const {
   return started_ && claims_->HasSynced() && volumes_->HasSynced() && classes_->HasSynced() && nodes_->HasSynced();
 }
 
+std::optional<std::vector<std::string>> Controller::NodeServingCas() const {
+  if (!started_ || !nodes_->HasSynced()) return std::nullopt;
+  std::vector<std::string> out;
+  // Storage nodes only: the signer gives no other a certificate, so a node
+  // that merely labelled itself cannot hold an old CA in the bundle.
+  for (const auto& n : nodes_->List())
+    if (n->HasLabel(config_.storage_node_label)) out.push_back(n->serving_ca);
+  return out;
+}
+
 void Controller::OnNodesChanged() {
   std::vector<nodes::NodeEndpoint> eps;
   const bool required = !config_.storage_node_label.empty();

@@ -20,6 +20,8 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
+#include <optional>
 #include <mutex>
 #include <thread>
 #include <map>
@@ -93,7 +95,7 @@ struct ControllerConfig {
   std::chrono::milliseconds event_defer{5000};
   // Node enrollment (enroll/signer.h): with a CA, this replica signs the
   // nodes' serving certificates while it leads; they live at most this long.
-  const pki::Ca* node_ca = nullptr;
+  std::function<std::shared_ptr<const pki::Ca>()> node_ca;  // enroll/node_ca.h
   std::chrono::seconds node_cert_lifetime{std::chrono::hours(24 * 30)};
   unsigned node_certs_per_hour = 10;  // per node; 0: no limit (enroll/csr_rate_limit.h)
 };
@@ -116,6 +118,9 @@ class Controller {
     return registry_ ? registry_->Snapshot() : std::vector<nodes::NodeState>{};
   }
   size_t ClaimQueueDepth() { return claim_queue_.Len(); }
+  // What every storage node says it serves from (nodevol.io/serving-ca,
+  // "" when it says nothing); nullopt until the nodes are listed.
+  std::optional<std::vector<std::string>> NodeServingCas() const;
   size_t VolumeQueueDepth() { return volume_queue_.Len(); }
 
   // The scheduler extender over this controller's ledger, once it can

@@ -8,9 +8,8 @@
 #include "pki/ca.h"
 
 namespace nodevol::provisioner {
-namespace {
 
-Status ReadCa(const nlohmann::json& secret, const std::string& where, pki::Ca* out) {
+Status ReadCaSecret(const nlohmann::json& secret, const std::string& where, pki::Ca* out) {
   const auto& data = kube::Obj(secret, "data");
   std::string cert, key;
   if (!kube::DecodeBase64(kube::Str(data, "tls.crt"), &cert) || !kube::DecodeBase64(kube::Str(data, "tls.key"), &key) ||
@@ -21,15 +20,13 @@ Status ReadCa(const nlohmann::json& secret, const std::string& where, pki::Ca* o
   return Status::Ok();
 }
 
-}  // namespace
-
 Status LoadOrMakeCa(kube::Api* api, const std::string& ns, const std::string& secret, std::chrono::seconds lifetime,
                     pki::Ca* out) {
   const std::string collection = "/api/v1/namespaces/" + ns + "/secrets";
   const std::string where = ns + "/" + secret;
   nlohmann::json obj;
   kube::Result r = api->Get(collection + "/" + secret, &obj);
-  if (r.ok()) return ReadCa(obj, where, out);
+  if (r.ok()) return ReadCaSecret(obj, where, out);
   if (r.http_status() != 404) return Status::Unavailable("read the CA Secret " + where + ": " + r.ToString());
 
   pki::Ca ca;
@@ -50,32 +47,7 @@ Status LoadOrMakeCa(kube::Api* api, const std::string& ns, const std::string& se
   // Another replica made it first: its CA is the one.
   r = api->Get(collection + "/" + secret, &obj);
   if (!r.ok()) return Status::Unavailable("read the CA Secret " + where + ": " + r.ToString());
-  return ReadCa(obj, where, out);
-}
-
-Status PublishCaBundle(kube::Api* api, const std::string& ns, const std::string& configmap,
-                       const std::string& bundle_pem) {
-  const std::string collection = "/api/v1/namespaces/" + ns + "/configmaps";
-  const std::string where = ns + "/" + configmap;
-  nlohmann::json obj;
-  kube::Result r = api->Get(collection + "/" + configmap, &obj);
-  if (r.ok()) {
-    if (kube::Str(kube::Obj(obj, "data"), "ca.crt") == bundle_pem) return Status::Ok();
-    r = api->MergePatch(collection + "/" + configmap, {{"data", {{"ca.crt", bundle_pem}}}});
-    if (!r.ok()) return Status::Unavailable("update the CA bundle in ConfigMap " + where + ": " + r.ToString());
-    spdlog::info("CA bundle in ConfigMap {} updated", where);
-    return Status::Ok();
-  }
-  if (r.http_status() != 404) return Status::Unavailable("read ConfigMap " + where + ": " + r.ToString());
-  nlohmann::json made = {{"apiVersion", "v1"},
-                         {"kind", "ConfigMap"},
-                         {"metadata", {{"name", configmap}, {"namespace", ns}, {"labels", {{"app.kubernetes.io/name", "nodevol"}}}}},
-                         {"data", {{"ca.crt", bundle_pem}}}};
-  r = api->Create(collection, made);
-  // A 409: another replica published it; the next call compares.
-  if (!r.ok() && r.http_status() != 409)
-    return Status::Unavailable("publish the CA bundle in ConfigMap " + where + ": " + r.ToString());
-  return Status::Ok();
+  return ReadCaSecret(obj, where, out);
 }
 
 }  // namespace nodevol::provisioner

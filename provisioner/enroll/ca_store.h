@@ -3,13 +3,14 @@
 // stores it there when the Secret does not exist; the first replica to get
 // there wins: a 409 on create means another made it, and that CA is the
 // one loaded. An operator may provide the Secret instead (e.g. from
-// cert-manager): it is used as it is. PublishCaBundle writes the CA's
-// certificate to a ConfigMap (ca.crt) that nodes may read, to check the
-// provisioner's client certificate. The key is never logged.
+// cert-manager): it is used as it is. What nodes trust is published by
+// the leader (node_ca.h). The key is never logged.
 #pragma once
 
 #include <chrono>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "base/status.h"
 
@@ -25,8 +26,8 @@ namespace nodevol::provisioner {
 Status LoadOrMakeCa(kube::Api* api, const std::string& ns, const std::string& secret, std::chrono::seconds lifetime,
                     pki::Ca* out);
 
-// Creates the ConfigMap, or updates its ca.crt when it differs.
-Status PublishCaBundle(kube::Api* api, const std::string& ns, const std::string& configmap,
-                       const std::string& bundle_pem);
+// The CA of a kubernetes.io/tls Secret's object (`where` names it in
+// errors): INVALID_ARGUMENT when it holds none.
+Status ReadCaSecret(const nlohmann::json& secret, const std::string& where, pki::Ca* out);
 
 }  // namespace nodevol::provisioner

@@ -1,5 +1,6 @@
 // The CA's Secret: made once, by one replica, and read back by the others;
 // an operator's Secret used as it is; a broken one refused with its name.
+// (What is published from it: node_ca_test.cc.)
 #include "enroll/ca_store.h"
 
 #include <gtest/gtest.h>
@@ -15,7 +16,6 @@ using namespace std::chrono_literals;
 using testing::FakeApi;
 
 constexpr char kCaSecretPath[] = "/api/v1/namespaces/nv/secrets/nodevol-ca";
-constexpr char kCaConfigMapPath[] = "/api/v1/namespaces/nv/configmaps/nodevol-ca";
 
 TEST(CaStore, MakesTheCaOnceAndLoadsItThen) {
   FakeApi api;
@@ -55,17 +55,6 @@ TEST(CaStore, RefusesASecretThatHoldsNoCa) {
   EXPECT_EQ(st.message().find("PRIVATE"), std::string::npos) << "the key must never be in a message";
   api.Put(kCaSecretPath, {{"data", {{"tls.crt", "!!"}}}});
   EXPECT_EQ(LoadOrMakeCa(&api, "nv", "nodevol-ca", 24h, &out).code(), Status::Code::kInvalidArgument);
-}
-
-TEST(CaStore, PublishesTheBundleAndUpdatesItOnlyWhenItChanged) {
-  FakeApi api;
-  ASSERT_TRUE(PublishCaBundle(&api, "nv", "nodevol-ca", "PEM-1").ok());
-  EXPECT_EQ(api.Object(kCaConfigMapPath)["data"].value("ca.crt", ""), "PEM-1");
-  ASSERT_TRUE(PublishCaBundle(&api, "nv", "nodevol-ca", "PEM-1").ok());
-  EXPECT_EQ(api.Writes("/configmaps"), 1);
-  ASSERT_TRUE(PublishCaBundle(&api, "nv", "nodevol-ca", "PEM-1\nPEM-2").ok());
-  EXPECT_EQ(api.Object(kCaConfigMapPath)["data"].value("ca.crt", ""), "PEM-1\nPEM-2");
-  EXPECT_EQ(api.Writes("/configmaps"), 2);
 }
 
 }  // namespace

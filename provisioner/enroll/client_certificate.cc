@@ -8,8 +8,8 @@
 
 namespace nodevol::provisioner {
 
-ClientCertificate::ClientCertificate(const pki::Ca* ca, std::string dir, std::chrono::seconds lifetime)
-    : ca_(ca), dir_(std::move(dir)), lifetime_(lifetime) {}
+ClientCertificate::ClientCertificate(Issuer issuer, Trust trust, std::string dir, std::chrono::seconds lifetime)
+    : issuer_(std::move(issuer)), trust_(std::move(trust)), dir_(std::move(dir)), lifetime_(lifetime) {}
 
 ClientCertificate::~ClientCertificate() { Stop(); }
 
@@ -23,11 +23,13 @@ nodes::TlsClientFiles ClientCertificate::files() const {
 
 Status ClientCertificate::Issue() {
   std::string key, cert;
-  NODEVOL_RETURN_IF_ERROR(ca_->Issue({"nodevol-provisioner", {}, {}, /*server_auth=*/false, /*client_auth=*/true, lifetime_},
+  std::shared_ptr<const pki::Ca> ca = issuer_();
+  if (!ca) return Status::FailedPrecondition("no node CA to issue the provisioner's client certificate from");
+  NODEVOL_RETURN_IF_ERROR(ca->Issue({"nodevol-provisioner", {}, {}, /*server_auth=*/false, /*client_auth=*/true, lifetime_},
                                      &key, &cert));
   // A tmpfs: durability buys nothing, a new pair is issued at start.
   NODEVOL_RETURN_IF_ERROR(EnsureDir(dir_, 0700));
-  NODEVOL_RETURN_IF_ERROR(WriteFileAtomic(dir_, "ca.crt", ca_->cert_pem(), /*durable=*/false, 0644));
+  NODEVOL_RETURN_IF_ERROR(WriteFileAtomic(dir_, "ca.crt", trust_(), /*durable=*/false, 0644));
   NODEVOL_RETURN_IF_ERROR(WriteFileAtomic(dir_, "tls.key", key, /*durable=*/false, 0600));
   NODEVOL_RETURN_IF_ERROR(WriteFileAtomic(dir_, "tls.crt", cert, /*durable=*/false, 0644));
   std::lock_guard<std::mutex> l(mu_);
@@ -36,6 +38,14 @@ Status ClientCertificate::Issue() {
 }
 
 void ClientCertificate::Start() { thread_ = std::thread([this] { Loop(); }); }
+
+void ClientCertificate::Reissue() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    reissue_ = true;
+  }
+  cv_.notify_all();
+}
 
 void ClientCertificate::Stop() {
   {
@@ -51,7 +61,9 @@ void ClientCertificate::Loop() {
   std::unique_lock<std::mutex> l(mu_);
   auto due = issued_ + lifetime_ * 2 / 3;
   for (;;) {
-    if (cv_.wait_until(l, due, [this] { return stopping_; })) return;
+    cv_.wait_until(l, due, [this] { return stopping_ || reissue_; });
+    if (stopping_) return;
+    reissue_ = false;
     l.unlock();
     Status st = Issue();
     l.lock();

@@ -23,7 +23,9 @@ TEST(ClientCertificate, IssuesAClientOnlyCertificateAndRenewsIt) {
   std::filesystem::remove_all(dir);
   pki::Ca ca;
   ASSERT_TRUE(pki::Ca::Make("node CA", 24h, &ca).ok());
-  ClientCertificate own(&ca, dir, 3s);
+  auto shared = std::make_shared<pki::Ca>(std::move(ca));
+  std::string trusted = shared->cert_pem();
+  ClientCertificate own([&] { return shared; }, [&] { return trusted; }, dir, 3s);
   ASSERT_TRUE(own.Issue().ok());
   nodes::TlsClientFiles files = own.files();
   EXPECT_TRUE(nodes::CheckTlsClientFiles(files).ok());  // what the provisioner checks at start
@@ -31,7 +33,7 @@ TEST(ClientCertificate, IssuesAClientOnlyCertificateAndRenewsIt) {
   ASSERT_TRUE(ReadWholeFile(files.cert, &cert).ok());
   ASSERT_TRUE(ReadWholeFile(files.key, &key).ok());
   ASSERT_TRUE(ReadWholeFile(files.ca, &bundle).ok());
-  EXPECT_EQ(bundle, ca.cert_pem());
+  EXPECT_EQ(bundle, trusted);
   pki::CertFacts facts;
   ASSERT_TRUE(pki::ReadCertificate(cert, key, &facts).ok());
   EXPECT_TRUE(facts.dns_names.empty() && facts.ips.empty()) << "names nothing a server could be";

@@ -95,7 +95,8 @@ Status SignCsr(kube::Api* api, const SignerConfig& config, const nlohmann::json&
     *outcome = SignOutcome::kFailed;
     return Status::Ok();
   }
-  if (!config.ca) return Status::FailedPrecondition("no CA to sign " + r.name + " with");
+  std::shared_ptr<const pki::Ca> ca = config.ca ? config.ca() : nullptr;
+  if (!ca) return Status::FailedPrecondition("no CA to sign " + r.name + " with");
   // The request's expirationSeconds (the API's minimum is 600 s), cut to
   // this signer's maximum, which may be shorter (tests of rotation).
   auto lifetime = config.max_lifetime;
@@ -103,7 +104,7 @@ Status SignCsr(kube::Api* api, const SignerConfig& config, const nlohmann::json&
     lifetime = std::min(std::max(std::chrono::seconds(r.expiration_seconds), kMinLifetime), config.max_lifetime);
   pki::Ca::Leaf leaf{v.node, v.dns_names, v.ips, /*server_auth=*/true, /*client_auth=*/false, lifetime};
   std::string cert;
-  NODEVOL_RETURN_IF_ERROR(config.ca->SignRequest(r.request_pem, leaf, &cert));
+  NODEVOL_RETURN_IF_ERROR(ca->SignRequest(r.request_pem, leaf, &cert));
   nlohmann::json signed_csr = csr;
   if (!signed_csr["status"].is_object()) signed_csr["status"] = nlohmann::json::object();
   signed_csr["status"]["certificate"] = kube::EncodeBase64(cert);

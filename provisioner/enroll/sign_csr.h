@@ -18,6 +18,8 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
+#include <memory>
 
 #include <nlohmann/json.hpp>
 
@@ -37,7 +39,8 @@ class CsrRateLimit;
 class EventRecorder;
 
 struct SignerConfig {
-  const pki::Ca* ca = nullptr;
+  // The CA to sign with now (NodeCa::Signer: it follows the CA Secret).
+  std::function<std::shared_ptr<const pki::Ca>()> ca;
   std::chrono::seconds max_lifetime{std::chrono::hours(24 * 30)};
   NodeLookup node_lookup;
   EventRecorder* events = nullptr;  // may be null

@@ -29,7 +29,7 @@ struct SignFixture {
   int puts = 0;
   SignFixture() {
     EXPECT_TRUE(pki::Ca::Make("test CA", 24h, &ca).ok());
-    config.ca = &ca;
+    config.ca = [this] { return std::shared_ptr<const pki::Ca>(&ca, [](const pki::Ca*) {}); };
     config.max_lifetime = 48h;
     config.node_lookup = [](const std::string& n, NodeFacts* facts) {
       if (n != "n1") return Status::NotFound("no Node " + n);

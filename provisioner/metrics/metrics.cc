@@ -36,6 +36,7 @@ struct ProvisionerMetrics::Impl {
   std::map<std::tuple<std::string, std::string, std::string>, uint64_t> pool_free;  // (node, pool, backend)
   bool leader = false;
   std::map<std::string, uint64_t, std::less<>> queues;
+  uint64_t ca_not_after = 0, ca_retiring = 0;  // 0: no node CA
 
   Outcomes& Provision(std::string_view class_name, std::string_view source) {
     auto key = std::make_pair(std::string(class_name), std::string(source));
@@ -113,6 +114,12 @@ void ProvisionerMetrics::SetNodes(const std::vector<nodes::NodeState>& nodes) {
 void ProvisionerMetrics::SetLeader(bool leader) {
   std::lock_guard lock(impl_->mu);
   impl_->leader = leader;
+}
+
+void ProvisionerMetrics::SetNodeCa(uint64_t not_after_unix, uint64_t retiring) {
+  std::lock_guard lock(impl_->mu);
+  impl_->ca_not_after = not_after_unix;
+  impl_->ca_retiring = retiring;
 }
 
 void ProvisionerMetrics::SetQueueDepth(std::string_view queue, uint64_t depth) {
@@ -199,6 +206,14 @@ std::string ProvisionerMetrics::Render() const {
   AppendFamily(out, "nodevol_provisioner_queue_depth", "gauge", "Keys waiting in each work queue.");
   for (const auto& [queue, depth] : impl_->queues)
     AppendSample(out, "nodevol_provisioner_queue_depth", {{"queue", queue}}, depth);
+  if (impl_->ca_not_after) {
+    AppendFamily(out, "nodevol_provisioner_node_ca_expiry_timestamp_seconds", "gauge",
+                 "When the CA that signs the nodes' certificates expires (Unix time): rotate it well before.");
+    AppendSample(out, "nodevol_provisioner_node_ca_expiry_timestamp_seconds", {}, impl_->ca_not_after);
+    AppendFamily(out, "nodevol_provisioner_node_ca_retiring", "gauge",
+                 "Older CAs still in the nodes' bundle while the nodes move to the new one (0 when no rotation runs).");
+    AppendSample(out, "nodevol_provisioner_node_ca_retiring", {}, impl_->ca_retiring);
+  }
   return out;
 }
 

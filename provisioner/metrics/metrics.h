@@ -19,6 +19,8 @@
 //   nodevol_provisioner_leader                               1 while this replica leads
 //   nodevol_provisioner_queue_depth{queue}                   keys waiting ("claim", "volume")
 //   nodevol_provisioner_provision_step_seconds{step}         histogram: where a claim's time goes
+//   nodevol_provisioner_node_ca_expiry_timestamp_seconds     with a node CA: when it expires
+//   nodevol_provisioner_node_ca_retiring                     older CAs still in the nodes' bundle
 //
 // Thread-safe. A class (and source) appears in all three of its families
 // at its first attempt, succeeded or failed, so rate() sees the first
@@ -63,6 +65,8 @@ class ProvisionerMetrics {
   void SetNodes(const std::vector<nodes::NodeState>& nodes);
   void SetLeader(bool leader);
   void SetQueueDepth(std::string_view queue, uint64_t depth);
+  // The node CA this replica signs with (enroll/node_ca.h).
+  void SetNodeCa(uint64_t not_after_unix, uint64_t retiring);
 
   // The whole exposition, every family with # HELP and # TYPE.
   std::string Render() const;

@@ -4,6 +4,7 @@
 
 #include "base/host_port.h"
 #include "controller/names.h"
+#include "enroll/ca_rotation.h"
 #include "kube/fields.h"
 
 namespace nodevol::provisioner {
@@ -19,6 +20,7 @@ KubeNode DecodeNode(const nlohmann::json& node) {
     if (k.rfind(prefix, 0) == 0) n.capacity_annotations[k] = v;
   n.internal_ips = kube::NodeInternalIps(node);
   n.endpoint = kube::Str(kube::Obj(meta, "annotations"), kAnnEndpoint);
+  n.serving_ca = kube::Str(kube::Obj(meta, "annotations"), kServingCaAnnotation);
   if (!n.internal_ips.empty()) n.internal_ip = n.internal_ips.front();
   return n;
 }

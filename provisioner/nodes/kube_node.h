@@ -22,6 +22,9 @@ struct KubeNode {
   // nodevol.io/endpoint: where an enrolled nodevold says it listens
   // (mountd/enroll/enroller.h); "" when it did not say.
   std::string endpoint;
+  // nodevol.io/serving-ca: the fingerprint of the CA its certificate comes
+  // from, as it says (enroll/ca_rotation.h); "" when it did not say.
+  std::string serving_ca;
 
   // Whether it carries `label` ("key=value"); "" is carried by every node.
   bool HasLabel(const std::string& label) const {

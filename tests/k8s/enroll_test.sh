@@ -21,7 +21,12 @@
 #    two thirds by the nodes and the provisioner, while claims are made and
 #    deleted, none failing; after the first certificates expired, a
 #    restarted nodevold serves its renewed one and the provisioner dials it
-#    with its renewed client certificate.
+#    with its renewed client certificate;
+#  - the CA rotated under two replicas (issue 60 item 1): the Secret
+#    replaced, a standby restarted after it, the leader killed mid-rotation;
+#    claims keep binding on both nodes throughout, each node asks for a
+#    bounded number of certificates, and the old CA leaves the bundle once
+#    both nodes serve from the new one.
 # Needs NODEVOL_PROVISIONER besides what lib.sh needs.
 K8S_TEST=enroll
 source "$(dirname "$0")/lib.sh"
@@ -79,6 +84,7 @@ en_start() {
   nsenter --net="/run/netns/$K8S_NETNS" "$NODEVOLD" --config="$d/nodevold.conf" --socket="$d/nodevold.sock" \
     --state-dir="$d/state" --pods-root="$d/pods" --node-name="$n" --pool="name=default,backend=dir,path=$d/pool" \
     --enroll=on --enroll-kubeconfig="$d/kubeconfig" --tls-listen="${PN_IP[$n]}:9809" --tls-refresh-seconds=2 \
+    --enroll-recheck-seconds="${EN_RECHECK:-600}" \
     --metrics-address=off --log-target=stderr --log-level=debug >>"$d/nodevold.log" 2>&1 &
   PN_PID[$n]=$!
   CLEANUP_PIDS+=("$!")
@@ -287,4 +293,97 @@ for _ in $(seq 20); do
 done
 [[ $(k get node en-1 -o jsonpath='{.metadata.annotations.nodevol\.io/endpoint}') == "${PN_IP[en-1]}:9809" ]] ||
   pn_fail "en-1 did not announce its own endpoint again at start"
+
+step "the CA rotated under two replicas, a standby restarted and the leader killed: no node drops out"
+kill "$PROV_PID" 2>/dev/null || true
+wait "$PROV_PID" 2>/dev/null || true
+# Nodes that check the bundle every 2 s, so the rotation's waits are short.
+for n in en-1 en-2; do
+  pn_nodevold_stop "$n"
+  EN_RECHECK=2 en_start "$n"
+done
+# rep NAME: a replica with leader election, following the CA every second.
+declare -A REP_PID
+rep() {
+  POD_NAMESPACE=$NS nsenter --net="/run/netns/$K8S_NETNS" "$NODEVOL_PROVISIONER" \
+    --kubeconfig="$K8S_WORK/admin.kubeconfig" --metrics-address=off --extender-address=off --identity="$1" \
+    --lease-namespace="$NS" \
+    --lease-duration-seconds=4 --renew-deadline-seconds=3 --retry-period-seconds=1 \
+    --node-ca-secret=nodevol-node-ca --node-ca-poll-seconds=1 --ca-rotation-spread-seconds=15 \
+    --ca-rotation-settle-seconds=4 --node-cert-max-lifetime-seconds=3600 --tls-dir="$K8S_WORK/tls-$1" \
+    --tls-refresh-seconds=2 >>"$K8S_WORK/logs/$1.log" 2>&1 &
+  REP_PID[$1]=$!
+  CLEANUP_PIDS+=("$!")
+}
+leader() { k -n "$NS" get lease nodevol.io-provisioner -o jsonpath='{.spec.holderIdentity}' 2>/dev/null; }
+fp() { openssl x509 -outform DER 2>/dev/null | sha256sum | cut -d' ' -f1; }
+bundle_fps() {
+  local line cert=""
+  while IFS= read -r line; do
+    cert+="$line"$'\n'
+    if [[ $line == "-----END CERTIFICATE-----" ]]; then
+      fp <<<"$cert"
+      cert=""
+    fi
+  done < <(k -n "$NS" get configmap nodevol-ca -o jsonpath='{.data.ca\.crt}'; echo)
+}
+serving_ca() { k get node "$1" -o jsonpath='{.metadata.annotations.nodevol\.io/serving-ca}'; }
+rep prov-a
+for _ in $(seq 60); do [[ $(leader) == prov-a ]] && break; sleep 0.5; done
+[[ $(leader) == prov-a ]] || pn_fail "prov-a does not lead (lease holder: $(leader))"
+rep prov-b
+old=$(k -n "$NS" get secret nodevol-node-ca -o jsonpath='{.data.tls\.crt}' | base64 -d | fp)
+for n in en-1 en-2; do
+  for _ in $(seq 60); do [[ $(serving_ca "$n") == "$old" ]] && break; sleep 0.5; done
+  [[ $(serving_ca "$n") == "$old" ]] || pn_fail "$n does not say it serves from the CA ${old:0:16} ($(serving_ca "$n"))"
+done
+claim rot-ca-warm on-en-1 8Mi
+bound rot-ca-warm 60 || pn_fail "claim rot-ca-warm not Bound under the two replicas"
+csrs_before=$(k get csr -o name | wc -l)
+
+# A new CA, as an operator (or cert-manager) would put it in the Secret.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 -subj "/CN=rotated nodevol CA" \
+  -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign \
+  -keyout "$K8S_WORK/ca2.key" -out "$K8S_WORK/ca2.crt" 2>/dev/null || fail "a new CA"
+new=$(fp <"$K8S_WORK/ca2.crt")
+k -n "$NS" create secret tls nodevol-node-ca --cert="$K8S_WORK/ca2.crt" --key="$K8S_WORK/ca2.key" --dry-run=client -o yaml |
+  k -n "$NS" apply -f - >/dev/null || fail "replace the CA Secret"
+t_rot=$SECONDS
+# The standby restarts after the Secret changed (what split the replicas
+# before: it published the new CA while the leader signed with the old).
+kill "${REP_PID[prov-b]}"; wait "${REP_PID[prov-b]}" 2>/dev/null || true
+rep prov-b
+i=0 killed=""
+while :; do
+  fps=$(bundle_fps | tr '\n' ' ')
+  [[ $fps == "$new " && $(serving_ca en-1) == "$new" && $(serving_ca en-2) == "$new" ]] && break
+  ((SECONDS - t_rot < 240)) || pn_fail "the rotation did not end in 240 s: bundle [$fps], en-1 $(serving_ca en-1), en-2 $(serving_ca en-2)"
+  if [[ -z $killed && $fps == "$new $old " ]]; then
+    # Mid-rotation: the leader dies; the standby goes on from the ConfigMap.
+    kill -9 "${REP_PID[prov-a]}"
+    killed=$SECONDS
+    echo "    bundle [new, old] after $((SECONDS - t_rot)) s; prov-a killed"
+  fi
+  n=en-$((i % 2 + 1))
+  claim "rot-ca-$i" "on-$n" 8Mi
+  bound "rot-ca-$i" 60 || pn_fail "claim rot-ca-$i on $n not Bound during the CA rotation (leader $(leader))"
+  k delete pvc "rot-ca-$i" --wait=false >/dev/null
+  i=$((i + 1))
+done
+[[ -n $killed ]] || pn_fail "the bundle never held the new CA and the old one together"
+[[ $(leader) == prov-b ]] || pn_fail "prov-b does not lead after prov-a was killed ($(leader))"
+csrs=$(($(k get csr -o name | wc -l) - csrs_before))
+# One renewal from the 60 s certificates of before, and one from the new CA, per node.
+((csrs <= 4)) || pn_fail "$csrs certificate requests during the rotation, want at most 4: $(k get csr)"
+# prov-a followed the Secret (it signed with the new CA) but kept its client
+# certificate on the old one until it died: the spread (15 s) had not passed.
+grep -q "signing with ${new:0:16} from now on" "$K8S_WORK/logs/prov-a.log" || pn_fail "prov-a never followed the Secret"
+! grep -q "client certificate comes from CA ${new:0:16}" "$K8S_WORK/logs/prov-a.log" ||
+  pn_fail "prov-a moved its client certificate to the new CA before the nodes could trust it"
+grep -q "retired CA ${old:0:16}" "$K8S_WORK/logs/prov-b.log" || pn_fail "prov-b does not say the old CA retired"
+for n in en-1 en-2; do
+  claim "after-rot-$n" "on-$n" 8Mi
+  bound "after-rot-$n" 60 || pn_fail "claim after-rot-$n not Bound with only the new CA trusted"
+done
+step "rotated in $((SECONDS - t_rot)) s: $i claims bound meanwhile, $csrs certificate requests, the old CA retired"
 step "PASS"

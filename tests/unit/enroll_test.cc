@@ -14,6 +14,7 @@
 #include "base/atomic_file.h"
 #include "kube/base64.h"
 #include "kube/fake_api.h"
+#include "pki/bundle.h"
 #include "pki/ca.h"
 #include "pki/cert.h"
 #include "pki/openssl_ptr.h"
@@ -121,6 +122,14 @@ class EnrollerTest : public ::testing::Test {
     c.node = "n1";
     c.files.dir = dir_;
     return c;
+  }
+  // An enroller that checks the bundle every `recheck`, started.
+  std::unique_ptr<Enroller> StartWithRecheck(std::chrono::seconds recheck, std::atomic<int>* ready) {
+    EnrollConfig c = Config();
+    c.recheck = recheck;
+    auto e = std::make_unique<Enroller>(&api_, c, [ready] { ++*ready; });
+    e->Start();
+    return e;
   }
   static bool WaitFor(const std::function<bool()>& f, std::chrono::milliseconds limit = 10s) {
     auto end = std::chrono::steady_clock::now() + limit;
@@ -258,10 +267,7 @@ TEST_F(EnrollerTest, ANewCaMeansANewCertificate) {
   TestSigner signer(&api_, 1h);
   PublishCa(signer.ca());
   std::atomic<int> ready{0};
-  EnrollConfig c = Config();
-  c.recheck = 1s;
-  Enroller e(&api_, c, [&] { ++ready; });
-  e.Start();
+  auto e = StartWithRecheck(1s, &ready);
   ASSERT_TRUE(WaitFor([&] { return ready == 1; }));
   std::string new_ca = signer.ReplaceCa();
   api_.Put("/api/v1/namespaces/nodevol-system/configmaps/nodevol-ca", {{"data", {{"ca.crt", new_ca}}}});
@@ -269,11 +275,51 @@ TEST_F(EnrollerTest, ANewCaMeansANewCertificate) {
   ASSERT_TRUE(WaitFor([&] {
     return signer.signed_count() >= 2 && ReadWholeFile(dir_ + "/tls.crt", &cert).ok() && pki::VerifyChain(cert, new_ca).ok();
   }));
-  e.Stop();
+  e->Stop();
   std::string bundle;
   ASSERT_TRUE(ReadWholeFile(dir_ + "/ca.crt", &bundle).ok());
   EXPECT_EQ(bundle, new_ca);
   EXPECT_EQ(ready, 1);
+}
+
+// A rotation (provisioner/enroll/ca_rotation.h): the bundle holds the new
+// CA first and the old after it. The node trusts both, asks once for a
+// certificate of the new one (not on every pass), and says on its Node
+// which CA it serves from. A bundle whose first CA signed what it holds
+// asks for nothing, whatever else it lists.
+TEST_F(EnrollerTest, ARotationBundleMeansOneNewCertificateAndSaysWhichCa) {
+  TestSigner signer(&api_, 1h);
+  const std::string old_ca = signer.ca().cert_pem();
+  PublishCa(signer.ca());
+  std::atomic<int> ready{0};
+  auto e = StartWithRecheck(1s, &ready);
+  ASSERT_TRUE(WaitFor([&] { return ready == 1; }));
+  e->Announce("0.0.0.0", 9809);
+  auto serving_ca = [&] {
+    json a = api_.Object("/api/v1/nodes/n1")["metadata"]["annotations"];
+    return a.is_object() ? a.value(kServingCaAnnotation, "") : "";
+  };
+  ASSERT_TRUE(WaitFor([&] { return serving_ca() == pki::Fingerprint(old_ca); })) << serving_ca();
+  std::string new_ca = signer.ReplaceCa();
+  api_.Put("/api/v1/namespaces/nodevol-system/configmaps/nodevol-ca", {{"data", {{"ca.crt", new_ca + old_ca}}}});
+  ASSERT_TRUE(WaitFor([&] { return serving_ca() == pki::Fingerprint(new_ca); })) << serving_ca();
+  std::this_thread::sleep_for(2500ms);  // two more rechecks
+  e->Stop();
+  EXPECT_EQ(CsrsMade(), 2) << "one certificate of the old CA, one of the new, nothing more";
+  std::string bundle, cert;
+  ASSERT_TRUE(ReadWholeFile(dir_ + "/ca.crt", &bundle).ok());
+  EXPECT_EQ(bundle, new_ca + old_ca) << "both trusted while the rotation runs";
+  ASSERT_TRUE(ReadWholeFile(dir_ + "/tls.crt", &cert).ok());
+  EXPECT_TRUE(pki::VerifyChain(cert, new_ca).ok());
+}
+
+TEST_F(EnrollerTest, AnOldCaLaterInTheBundleAsksForNothing) {
+  TestSigner signer(&api_, 1h);
+  pki::Ca retired;
+  ASSERT_TRUE(pki::Ca::Make("retired", 24h, &retired).ok());
+  api_.Put("/api/v1/namespaces/nodevol-system/configmaps/nodevol-ca",
+           {{"data", {{"ca.crt", signer.ca().cert_pem() + retired.cert_pem()}}}});
+  EXPECT_EQ(CsrsOverTwoRechecks(), 1);
 }
 
 // issue 60 item 4: the Node's address as it spells it (FD00::1) was

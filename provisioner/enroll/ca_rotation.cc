@@ -1,0 +1,102 @@
+#include "enroll/ca_rotation.h"
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <ctime>
+
+#include "kube/fields.h"
+
+namespace nodevol::provisioner {
+namespace {
+
+std::string ShortFingerprint(const std::string& fp) { return fp.substr(0, 16); }
+
+// RFC 3339 in UTC, to the second, as the apiserver writes times.
+std::string SinceText(std::chrono::system_clock::time_point t) {
+  std::time_t tt = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+bool ParseSince(const std::string& s, std::chrono::system_clock::time_point* out) {
+  std::tm tm{};
+  const char* end = strptime(s.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  if (!end || *end) return false;
+  *out = std::chrono::system_clock::from_time_t(timegm(&tm));
+  return true;
+}
+
+}  // namespace
+
+PublishedCa ReadPublishedCa(const nlohmann::json& configmap) {
+  PublishedCa p;
+  p.certs = pki::SplitBundle(kube::Str(kube::Obj(configmap, "data"), "ca.crt"));
+  std::string since = kube::Str(kube::Obj(kube::Obj(configmap, "metadata"), "annotations"), kSignerSinceAnnotation);
+  if (!since.empty()) ParseSince(since, &p.signer_since);
+  return p;
+}
+
+nlohmann::json PublishedCaPatch(const PublishedCa& p) {
+  nlohmann::json annotations = nlohmann::json::object();
+  annotations[kSignerSinceAnnotation] =
+      p.signer_since == std::chrono::system_clock::time_point{} ? nullptr : nlohmann::json(SinceText(p.signer_since));
+  return {{"metadata", {{"annotations", annotations}}}, {"data", {{"ca.crt", pki::JoinBundle(p.certs)}}}};
+}
+
+PublishedCa NextPublished(const PublishedCa& published, const pki::BundleCert& signer,
+                          const std::vector<std::string>& node_cas, std::chrono::system_clock::time_point now,
+                          const RotationTimes& times, std::string* why) {
+  why->clear();
+  PublishedCa next;
+  if (published.certs.empty() || published.certs.front().fingerprint != signer.fingerprint) {
+    next.certs.push_back(signer);
+    next.signer_since = now;
+    for (const auto& c : published.certs)
+      if (c.fingerprint != signer.fingerprint && c.validity.not_after > now && next.certs.size() <= times.max_retiring)
+        next.certs.push_back(c);
+    *why = published.certs.empty()
+               ? "published CA " + ShortFingerprint(signer.fingerprint)
+               : fmt::format("the signing CA is now {}; {} older kept while the nodes move to it", ShortFingerprint(signer.fingerprint),
+                             next.certs.size() - 1);
+    return next;
+  }
+  next.certs.push_back(published.certs.front());
+  next.signer_since = published.signer_since;
+  const bool all_moved = std::all_of(node_cas.begin(), node_cas.end(),
+                                     [&](const std::string& fp) { return fp == signer.fingerprint; });
+  const auto since = published.signer_since;
+  const bool settled = now >= since + times.spread + times.settle;
+  const bool none_valid = now >= since + times.max_node_cert + times.spread;
+  std::vector<std::string> dropped;
+  for (size_t i = 1; i < published.certs.size(); ++i) {
+    const auto& c = published.certs[i];
+    std::string reason;
+    if (c.validity.not_after <= now) reason = "it expired";
+    else if (next.certs.size() > times.max_retiring)
+      reason = "more than " + std::to_string(times.max_retiring) + " are retiring";
+    else if (settled && all_moved) reason = fmt::format("all {} nodes serve from the new one", node_cas.size());
+    else if (none_valid) reason = "no certificate it signed can still be valid";
+    if (reason.empty()) next.certs.push_back(c);
+    else dropped.push_back("retired CA " + ShortFingerprint(c.fingerprint) + " (" + reason + ")");
+  }
+  for (const auto& d : dropped) *why += (why->empty() ? "" : "; ") + d;
+  return next;
+}
+
+std::string ClientIssuer(const PublishedCa& published, const std::vector<std::string>& held,
+                         std::chrono::system_clock::time_point now, const RotationTimes& times) {
+  if (held.empty()) return "";
+  // Which published CAs every live node trusts by now.
+  auto trusted = [&](size_t i) { return i > 0 || now >= published.signer_since + times.spread; };
+  for (const std::string& fp : held)  // the signer first: it wins when it qualifies
+    for (size_t i = 0; i < published.certs.size(); ++i)
+      if (published.certs[i].fingerprint == fp && trusted(i)) return fp;
+  return held.front();
+}
+
+}  // namespace nodevol::provisioner

@@ -7,20 +7,22 @@
 
 #include <cerrno>
 #include <cstring>
+#include <deque>
 #include <string>
-#include <vector>
 
 namespace nodevol {
 namespace {
 
 // A directory the walk went down from: which one it was, and where to
-// resume reading it.
+// resume reading it. 40 bytes, whatever the names: a pod's million-level
+// tree of 255-byte names cost ~330 bytes a level with the child's name
+// kept here (issue 69 item 7); the name is read again from the directory.
 struct Level {
   dev_t dev;
   ino_t ino;
-  long cookie;        // telldir() just after the child's entry
-  bool seen;          // entries met in the current pass (rescan)
-  std::string child;  // the subdirectory the walk went into
+  long before;      // telldir() just before the child's entry
+  ino_t child_ino;  // the subdirectory the walk went into
+  bool seen;        // entries met in the current pass (rescan)
 };
 
 class DirStream {
@@ -58,6 +60,40 @@ Status Open(int fd, DirStream* out, struct stat* st) {
   return Status::Ok();
 }
 
+// A statx's mount id, or (kernels before 5.8 have none) its device,
+// marked so that it never equals a real mount id.
+uint64_t MountIdFrom(const struct statx& stx) {
+  return (stx.stx_mask & STATX_MNT_ID) ? stx.stx_mnt_id
+                                       : (uint64_t{1} << 63) | makedev(stx.stx_dev_major, stx.stx_dev_minor);
+}
+
+// fstatat(AT_SYMLINK_NOFOLLOW) and the entry's mount id in one call: a
+// file bind-mounted into the tree is on another mount too (issue 69 item
+// 8: only directories were checked, and such a file was copied).
+int StatAt(int dir, const char* name, struct stat* st, uint64_t* mnt) {
+  struct statx stx;
+  if (::statx(dir, name, AT_SYMLINK_NOFOLLOW | AT_STATX_SYNC_AS_STAT, STATX_BASIC_STATS | STATX_MNT_ID, &stx) != 0)
+    return -1;
+  *st = {};
+  st->st_dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
+  st->st_ino = stx.stx_ino;
+  st->st_mode = stx.stx_mode;
+  st->st_nlink = stx.stx_nlink;
+  st->st_uid = stx.stx_uid;
+  st->st_gid = stx.stx_gid;
+  st->st_rdev = makedev(stx.stx_rdev_major, stx.stx_rdev_minor);
+  st->st_size = static_cast<off_t>(stx.stx_size);
+  st->st_blksize = stx.stx_blksize;
+  st->st_blocks = static_cast<blkcnt_t>(stx.stx_blocks);
+  st->st_atim = {stx.stx_atime.tv_sec, stx.stx_atime.tv_nsec};
+  st->st_mtim = {stx.stx_mtime.tv_sec, stx.stx_mtime.tv_nsec};
+  st->st_ctim = {stx.stx_ctime.tv_sec, stx.stx_ctime.tv_nsec};
+  // 0 without a mount id (before 5.8): a file's device is its layer's on
+  // overlayfs, so it cannot say.
+  *mnt = (stx.stx_mask & STATX_MNT_ID) ? stx.stx_mnt_id : 0;
+  return 0;
+}
+
 }  // namespace
 
 Status MountIdOf(int fd, uint64_t* id) {
@@ -65,8 +101,7 @@ Status MountIdOf(int fd, uint64_t* id) {
   if (::statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) != 0)
     return Status::FromErrno("statx", errno);
   // Kernels before 5.8 have no mount id: the device is the next best thing.
-  *id = (stx.stx_mask & STATX_MNT_ID) ? stx.stx_mnt_id
-                                      : (uint64_t{1} << 63) | makedev(stx.stx_dev_major, stx.stx_dev_minor);
+  *id = MountIdFrom(stx);
   return Status::Ok();
 }
 
@@ -79,9 +114,10 @@ Status WalkTree(int root_fd, const TreeWalkOps& ops) {
   DirStream d;
   struct stat cur;  // the directory being read
   NODEVOL_RETURN_IF_ERROR(Open(fd, &d, &cur));
-  std::vector<Level> stack;
+  std::deque<Level> stack;  // no doubling, no copies as it grows
   bool seen = false;
   for (;;) {
+    const long before = ::telldir(d.get());
     errno = 0;
     struct dirent* e = ::readdir(d.get());
     if (!e) {
@@ -99,10 +135,22 @@ Status WalkTree(int root_fd, const TreeWalkOps& ops) {
       if (parent < 0) return Status::FromErrno("open .. at depth " + std::to_string(stack.size() + 1), errno);
       NODEVOL_RETURN_IF_ERROR(Open(parent, &d, &cur));
       if (cur.st_dev != up.dev || cur.st_ino != up.ino)
-        return Status::Aborted("the tree changed during the walk: the parent of " + Where(up.child.c_str(), stack.size() + 1) +
-                               " is no longer the directory the walk came from");
-      if (ops.on_child_done) NODEVOL_RETURN_IF_ERROR(ops.on_child_done(d.fd(), up.child.c_str()));
-      ::seekdir(d.get(), up.cookie);
+        return Status::Aborted("the tree changed during the walk: the parent of a directory at depth " +
+                               std::to_string(stack.size() + 1) + " is no longer the directory the walk came from");
+      // The child's entry again, where it was: its name, if it is still
+      // that directory; else (renamed or removed meanwhile) no name, and
+      // reading resumes at the entry that is there now.
+      ::seekdir(d.get(), up.before);
+      errno = 0;
+      struct dirent* again = ::readdir(d.get());
+      const char* child_name = nullptr;
+      struct stat cst;
+      if (again && ::fstatat(d.fd(), again->d_name, &cst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(cst.st_mode) &&
+          cst.st_ino == up.child_ino && cst.st_dev == up.dev)
+        child_name = again->d_name;
+      else
+        ::seekdir(d.get(), up.before);
+      if (ops.on_child_done) NODEVOL_RETURN_IF_ERROR(ops.on_child_done(d.fd(), child_name));
       seen = up.seen;
       continue;
     }
@@ -110,12 +158,17 @@ Status WalkTree(int root_fd, const TreeWalkOps& ops) {
     if (std::strcmp(name, ".") == 0 || std::strcmp(name, "..") == 0) continue;
     seen = true;
     struct stat st;
-    if (::fstatat(d.fd(), name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    uint64_t entry_mnt = 0;
+    if (StatAt(d.fd(), name, &st, &entry_mnt) != 0) {
       if (errno == ENOENT) continue;  // gone since readdir
-      return Status::FromErrno("fstatat " + Where(name, stack.size()), errno);
+      return Status::FromErrno("statx " + Where(name, stack.size()), errno);
     }
     if (!S_ISDIR(st.st_mode)) {
-      if (ops.on_entry) NODEVOL_RETURN_IF_ERROR(ops.on_entry(d.fd(), name, st));
+      if (entry_mnt != 0 && entry_mnt != root_mnt) {
+        if (ops.on_other_mount) NODEVOL_RETURN_IF_ERROR(ops.on_other_mount(d.fd(), name));
+      } else if (ops.on_entry) {
+        NODEVOL_RETURN_IF_ERROR(ops.on_entry(d.fd(), name, st));
+      }
       continue;
     }
     int child = ::openat(d.fd(), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -132,11 +185,13 @@ Status WalkTree(int root_fd, const TreeWalkOps& ops) {
       if (ops.on_other_mount) NODEVOL_RETURN_IF_ERROR(ops.on_other_mount(d.fd(), name));
       continue;
     }
-    stack.push_back(Level{cur.st_dev, cur.st_ino, ::telldir(d.get()), seen, name});
+    // (`name` goes with the parent's stream: copied for on_dir_enter.)
+    const std::string entered = name;
+    stack.push_back(Level{cur.st_dev, cur.st_ino, before, 0, seen});
     NODEVOL_RETURN_IF_ERROR(Open(child, &d, &cur));
+    stack.back().child_ino = cur.st_ino;
     seen = false;
-    // (`name` went with the parent's stream: the level keeps a copy.)
-    if (ops.on_dir_enter) NODEVOL_RETURN_IF_ERROR(ops.on_dir_enter(d.fd(), stack.back().child.c_str(), cur));
+    if (ops.on_dir_enter) NODEVOL_RETURN_IF_ERROR(ops.on_dir_enter(d.fd(), entered.c_str(), cur));
   }
 }
 

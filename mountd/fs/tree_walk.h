@@ -8,11 +8,13 @@
 //   directory is never entered, and nothing is ever resolved by path.
 // - One directory is open at a time. Going back up opens ".." and checks
 //   it is the directory (device, inode) the walk came down from; the walk
-//   then resumes where it left that directory. Memory is a few dozen bytes
-//   per level: no PATH_MAX, no descriptor per level, no recursion.
+//   then resumes where it left that directory. Memory is 40 bytes per
+//   level whatever the names (a pod may make a tree a million levels
+//   deep): no PATH_MAX, no name, no descriptor per level, no recursion.
 // - The walk stays on the root's mount: a directory or file on another
-//   mount (a mount point inside the tree) goes to on_other_mount and is
-//   never entered.
+//   mount (a mount point inside the tree, a file bind-mounted into it) goes
+//   to on_other_mount and is never entered or given to on_entry. (Before
+//   Linux 5.8 statx has no mount id: only directories are checked.)
 // A tree moved under the walk so that ".." is no longer where it came from
 // ends it with ABORTED (nothing outside the root was touched; run again).
 #pragma once
@@ -34,6 +36,9 @@ struct TreeWalkOps {
   // descriptor of it and its fstat.
   std::function<Status(int fd, const struct stat& st)> on_dir_done;
   // Back in `dir` from its subdirectory `name` (not called for the root).
+  // `name` is null when that entry is no longer where the walk found it,
+  // the same directory (renamed or removed meanwhile): act by name only on
+  // a name given.
   std::function<Status(int dir, const char* name)> on_child_done;
   // Just entered subdirectory `name` (pre-order), open at `fd`, as fstat
   // saw it once open; before any of its entries. Not called for the root.

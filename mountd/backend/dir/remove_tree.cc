@@ -40,6 +40,7 @@ Status RemoveTree(const std::string& parent_dir, const std::string& name, const 
     return Status::Ok();
   };
   ops.on_child_done = [&step](int dir, const char* entry) {
+    if (!entry) return Status::Ok();  // moved meanwhile: the rescan finds it
     if (::unlinkat(dir, entry, AT_REMOVEDIR) != 0 && errno != ENOENT)
       return Status::FromErrno(std::string("rmdir \"") + entry + "\"", errno);
     if (step) step();

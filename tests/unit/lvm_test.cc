@@ -182,6 +182,36 @@ TEST(Lvm, CreateSnapshotArgv) {
   EXPECT_EQ(fake.calls[1].back(), "nv/nvs-s");
 }
 
+// Issue 69 item 8: lvcreate -s killed at its timeout between suspending
+// the origin (a pod's live volume) and resuming it left the origin
+// suspended until nodevold restarted. A failed snapshot now resumes it (and
+// only what a fresh report says is suspended).
+TEST(Lvm, AFailedSnapshotResumesTheOriginItLeftSuspended) {
+  for (bool suspended : {true, false}) {
+    FakeLvm fake;
+    fake.report = std::string(R"({"report":[{"vg":[{"vg_name":"nv","vg_size":"1073741824","vg_free":"0",
+      "vg_extent_size":"4194304"}],"lv":[
+      {"lv_name":"nv-v","lv_uuid":"U-v","vg_name":"nv","lv_size":"8388608","lv_attr":")") +
+                  (suspended ? "Vwi-s-tz--" : "Vwi-aotz--") + R"(","pool_lv":"pool",
+       "lv_tags":"nodevol.io/managed,nodevol.io/volume=v"},
+      {"lv_name":"pool","vg_name":"nv","lv_size":"67108864","lv_attr":"twi-aotz--","lv_tags":""}]}]})";
+    Lvm::Runner inner = fake.runner();
+    Lvm lvm("/sbin/lvm", true, [&](const std::vector<std::string>& argv, const RunOptions& o, RunResult* r) {
+      Status st = inner(argv, o, r);
+      if (argv.size() > 1 && argv[1] == "lvcreate") return Status::DeadlineExceeded("lvcreate killed at 60 s");
+      return st;
+    });
+    Status st = lvm.CreateSnapshot("nv", "nv-v", "nvs-s", {"nodevol.io/snapshot=s"}, false);
+    EXPECT_FALSE(st.ok());
+    ASSERT_EQ(fake.Count("lvchange"), suspended ? 1u : 0u) << "suspended " << suspended;
+    if (suspended) {
+      auto refresh = std::find_if(fake.calls.begin(), fake.calls.end(),
+                                  [](const auto& c) { return c.size() > 1 && c[1] == "lvchange"; });
+      EXPECT_EQ(*refresh, (std::vector<std::string>{"/sbin/lvm", "lvchange", "--refresh", "nv/nv-v"}));
+    }
+  }
+}
+
 // issue 27 item 3: vgcreate -y / vgextend -y wiped a signature written
 // after the probe. Only force= devices get -y; the rest -qq ("no").
 TEST(Lvm, VgCreateAndExtendAnswerNoExceptForForcedDevices) {

@@ -311,9 +311,6 @@ Status Lvm::CreateSnapshot(const std::string& vg, const std::string& origin, con
                                    "--addtag", kManagedTag};
   for (const std::string& t : tags) args.insert(args.end(), {"--addtag", t});
   args.push_back(vg + "/" + origin);
-  // A snapshot that skips activation has no device to learn its UUID
-  // from: the cache goes, and the next fresh caller reads a report.
-  if (!activatable) return Command(std::move(args));
   std::vector<std::string> all = {kManagedTag};
   all.insert(all.end(), tags.begin(), tags.end());
   uint64_t bytes = 0;
@@ -323,8 +320,33 @@ Status Lvm::CreateSnapshot(const std::string& vg, const std::string& origin, con
     const LvmLv* o = cache_ ? cache_->FindLv(vg, origin) : nullptr;
     if (o) bytes = o->size, pool = o->pool_lv;
   }
-  if (pool.empty()) return Command(std::move(args));
-  return Command(std::move(args), nullptr, AddLv(vg, lv, bytes, "Vwi-a-tz--", all, pool, origin, false));
+  // A snapshot that skips activation has no device to learn its UUID
+  // from: the cache goes, and the next fresh caller reads a report.
+  Status st = !activatable || pool.empty()
+                  ? Command(std::move(args))
+                  : Command(std::move(args), nullptr, AddLv(vg, lv, bytes, "Vwi-a-tz--", all, pool, origin, false));
+  if (!st.ok()) ResumeIfSuspended(vg, origin);
+  return st;
+}
+
+void Lvm::ResumeIfSuspended(const std::string& vg, const std::string& origin) {
+  // lvcreate -s suspends the origin, a pod's live volume, to take the
+  // snapshot; one killed at --lvm-timeout-seconds (or failed) between
+  // suspend and resume left it suspended, every write of its pod blocked,
+  // until nodevold restarted (issue 69 item 8: only start-up refreshed).
+  LvmReport report;
+  if (!Report(&report, /*fresh=*/true).ok()) return;
+  const LvmLv* o = report.FindLv(vg, origin);
+  if (!o) return;
+  std::vector<std::string> suspended;
+  if (o->needs_refresh()) suspended.push_back(origin);
+  const LvmLv* p = o->pool_lv.empty() ? nullptr : report.FindLv(vg, o->pool_lv);
+  if (p && p->needs_refresh()) suspended.push_back(p->name);
+  for (const std::string& name : suspended) {
+    Status st = Refresh(vg, name);
+    spdlog::warn("lvm: {}/{} was left suspended by a snapshot's lvcreate that failed; {}", vg, name,
+                 st.ok() ? "resumed (lvchange --refresh)" : "resuming it failed: " + st.message());
+  }
 }
 
 Status Lvm::CheckOwned(const std::string& vg, const std::string& lv) {

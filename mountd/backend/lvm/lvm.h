@@ -84,7 +84,9 @@ class Lvm {
                     const std::string& volume, uint64_t bytes, const std::vector<std::string>& extra_args);
   // A thin snapshot `lv` of thin LV `origin` with these tags (besides
   // kManagedTag). `activatable` false keeps lvm's activation skip flag:
-  // snapshots are never mounted, only made into volumes.
+  // snapshots are never mounted, only made into volumes. When lvcreate
+  // fails or is killed, an origin (or its thin pool) it left suspended is
+  // resumed at once.
   Status CreateSnapshot(const std::string& vg, const std::string& origin, const std::string& lv,
                         const std::vector<std::string>& tags, bool activatable);
   // Grows `lv` to `bytes`; with `onto` (PV:first-last ranges, as
@@ -114,6 +116,9 @@ class Lvm {
   // resumes it (lvchange --refresh): an LV left suspended by a killed lvm
   // command. Ours only (kManagedTag), or the pool's thin pool.
   Status Refresh(const std::string& vg, const std::string& lv);
+  // Refreshes `origin` and its thin pool when a fresh report says either
+  // is suspended (CreateSnapshot's failure path).
+  void ResumeIfSuspended(const std::string& vg, const std::string& origin);
 
   // Volume group and thin pool setup (pvcreate is implied by vgcreate).
   // lvm answers "no" to its questions for `devices` (-qq): a signature

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Checks systemd/nodevold.service: systemd-analyze verify accepts it (with
 # ExecStart pointed at the built binary), it is Type=notify with a watchdog,
-# and it has none of the options that would give nodevold a private mount
-# namespace and hide its mounts from kubelet.
+# it has none of the options that would give nodevold a private mount
+# namespace and hide its mounts from kubelet, and its device policy allows
+# no character device beyond the ones it needs.
 set -euo pipefail
 unit_src=$1
 nodevold=$2
@@ -19,7 +20,7 @@ fail=0
 for opt in ProtectSystem ProtectHome PrivateTmp PrivateDevices PrivateMounts ProtectKernelTunables \
            ProtectKernelModules ProtectKernelLogs ProtectControlGroups ProtectProc ProcSubset \
            ReadWritePaths ReadOnlyPaths InaccessiblePaths TemporaryFileSystem BindPaths \
-           BindReadOnlyPaths MountAPIVFS ProtectClock DevicePolicy DeviceAllow PrivateNetwork \
+           BindReadOnlyPaths MountAPIVFS ProtectClock PrivateNetwork \
            RootDirectory RootImage DynamicUser; do
   if grep -Eq "^[[:space:]]*$opt=" "$tmp/nodevold.service"; then
     echo "forbidden option $opt is set (it would hide nodevold's mounts from kubelet)"; fail=1
@@ -28,5 +29,13 @@ done
 for want in "Type=notify" "WatchdogSec=" "Restart=on-failure" "RuntimeDirectory=nodevol" "StateDirectory=nodevol"; do
   grep -q "^$want" "$tmp/nodevold.service" || { echo "missing $want"; fail=1; }
 done
+# The device policy (docs/systemd.md): closed, every block device, and of
+# character devices only device-mapper's control node besides the pseudo
+# devices: no char-* class, no other node.
+grep -qx "DevicePolicy=closed" "$tmp/nodevold.service" || { echo "DevicePolicy is not closed"; fail=1; }
+grep -qx "DeviceAllow=block-\* rwm" "$tmp/nodevold.service" || { echo "missing DeviceAllow=block-* rwm"; fail=1; }
+others=$(grep "^DeviceAllow=" "$tmp/nodevold.service" | grep -vx "DeviceAllow=block-\* rwm" |
+  grep -vx "DeviceAllow=/dev/mapper/control rw" || true)
+[[ -z $others ]] || { echo "DeviceAllow beyond block devices and /dev/mapper/control: $others"; fail=1; }
 [[ $fail -eq 0 ]] && echo "nodevold.service: verified"
 exit $fail

@@ -64,6 +64,23 @@ mainpid=$(systemctl show -p MainPID --value nodevold)
   vm_fail "nodevold runs in a private mount namespace ($(readlink /proc/"$mainpid"/ns/mnt) vs PID 1's $(readlink /proc/1/ns/mnt))"
 [[ -S /run/nodevol/nodevold.sock ]] || vm_fail "no socket at /run/nodevol/nodevold.sock"
 
+vm_step "the unit's device policy: block devices and device-mapper's control open, other character devices do not"
+# From inside the unit's cgroup, where the BPF device program applies to
+# every process (nodevold and the tools it runs alike).
+cg=/sys/fs/cgroup$(cut -d: -f3 /proc/"$mainpid"/cgroup)
+opens() { bash -c 'echo $$ >"$1/cgroup.procs" && exec 3<"$2"' _ "$cg" "$1" 2>/dev/null; }
+mknod /root/not-a-watchdog c 1 11  # /dev/kmsg's numbers, under another name
+for dev in /dev/null /dev/urandom /dev/mapper/control "$lvm_disk"; do
+  opens "$dev" || vm_fail "$dev cannot be opened inside nodevold's cgroup"
+done
+for dev in /dev/kmsg /root/not-a-watchdog /dev/mem; do
+  ! opens "$dev" || vm_fail "$dev was opened inside nodevold's cgroup: DevicePolicy does not hold"
+done
+exec 3</root/not-a-watchdog || vm_fail "the test's own shell (outside the unit) cannot open it: the check says nothing"
+exec 3<&-
+rm -f /root/not-a-watchdog
+vm_log "opened: null, urandom, mapper/control, $lvm_disk; refused: kmsg, a char node planted under another name, mem"
+
 vm_step "metrics endpoint answers /healthz"
 if exec 3<>/dev/tcp/127.0.0.1/9808; then
   printf 'GET /healthz HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3

@@ -127,7 +127,12 @@ expect_code() {
 # vm_ctl ARGS...: the nodevolctl named by $NODEVOLCTL on the sandbox socket.
 vm_ctl() {
   : "${NODEVOLCTL:?NODEVOLCTL must name the nodevolctl binary (vm-run --env NODEVOLCTL=...)}"
-  "$NODEVOLCTL" --socket "${VM_SOCKET:-/run/nodevol/nodevold.sock}" "$@"
+  # A deadline of 60 s (nodevolctl's own is 30), scaled as every wait of the suite is
+  # (NODEVOL_TIMEOUT_PERCENT, which vm-run passes in): a thin LV's create
+  # and mkfs took over 30 s under tcg on a busy 2-core machine.
+  local deadline=()
+  [[ " $* " == *" --timeout"* ]] || deadline=(--timeout "$((60 * ${NODEVOL_TIMEOUT_PERCENT:-100} / 100))")
+  "$NODEVOLCTL" --socket "${VM_SOCKET:-/run/nodevol/nodevold.sock}" "${deadline[@]}" "$@"
 }
 
 # vm_target POD_UID NAME: makes and prints a pod volume directory

@@ -14,14 +14,16 @@ namespace nodevol {
 namespace {
 
 // A directory the walk went down from: which one it was, and where to
-// resume reading it. 40 bytes, whatever the names: a pod's million-level
+// resume reading it. 56 bytes, whatever the names: a pod's million-level
 // tree of 255-byte names cost ~330 bytes a level with the child's name
 // kept here (issue 69 item 7); the name is read again from the directory.
 struct Level {
   dev_t dev;
   ino_t ino;
   long before;      // telldir() just before the child's entry
-  ino_t child_ino;  // the subdirectory the walk went into
+  long after;       // and just after it: where reading resumes, always
+  dev_t child_dev;  // the subdirectory the walk went into (a btrfs
+  ino_t child_ino;  // subvolume has a device of its own)
   bool seen;        // entries met in the current pass (rescan)
 };
 
@@ -115,6 +117,7 @@ Status WalkTree(int root_fd, const TreeWalkOps& ops) {
   struct stat cur;  // the directory being read
   NODEVOL_RETURN_IF_ERROR(Open(fd, &d, &cur));
   std::deque<Level> stack;  // no doubling, no copies as it grows
+  std::string child_name;
   bool seen = false;
   for (;;) {
     const long before = ::telldir(d.get());
@@ -138,19 +141,19 @@ Status WalkTree(int root_fd, const TreeWalkOps& ops) {
         return Status::Aborted("the tree changed during the walk: the parent of a directory at depth " +
                                std::to_string(stack.size() + 1) + " is no longer the directory the walk came from");
       // The child's entry again, where it was: its name, if it is still
-      // that directory; else (renamed or removed meanwhile) no name, and
-      // reading resumes at the entry that is there now.
+      // that directory; else (renamed or removed meanwhile) no name.
       ::seekdir(d.get(), up.before);
       errno = 0;
       struct dirent* again = ::readdir(d.get());
-      const char* child_name = nullptr;
       struct stat cst;
-      if (again && ::fstatat(d.fd(), again->d_name, &cst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(cst.st_mode) &&
-          cst.st_ino == up.child_ino && cst.st_dev == up.dev)
-        child_name = again->d_name;
-      else
-        ::seekdir(d.get(), up.before);
-      if (ops.on_child_done) NODEVOL_RETURN_IF_ERROR(ops.on_child_done(d.fd(), child_name));
+      bool named = again && ::fstatat(d.fd(), again->d_name, &cst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(cst.st_mode) &&
+                   cst.st_ino == up.child_ino && cst.st_dev == up.child_dev;
+      if (named) child_name.assign(again->d_name);  // one buffer for the walk, not one a level
+      // Reading resumes where the walk left, in any case: never at the
+      // child again (a pod swapping names as the walk leaves, or a btrfs
+      // subvolume's own device, looped it for ever).
+      ::seekdir(d.get(), up.after);
+      if (ops.on_child_done) NODEVOL_RETURN_IF_ERROR(ops.on_child_done(d.fd(), named ? child_name.c_str() : nullptr));
       seen = up.seen;
       continue;
     }
@@ -187,8 +190,9 @@ Status WalkTree(int root_fd, const TreeWalkOps& ops) {
     }
     // (`name` goes with the parent's stream: copied for on_dir_enter.)
     const std::string entered = name;
-    stack.push_back(Level{cur.st_dev, cur.st_ino, before, 0, seen});
+    stack.push_back(Level{cur.st_dev, cur.st_ino, before, ::telldir(d.get()), 0, 0, seen});
     NODEVOL_RETURN_IF_ERROR(Open(child, &d, &cur));
+    stack.back().child_dev = cur.st_dev;
     stack.back().child_ino = cur.st_ino;
     seen = false;
     if (ops.on_dir_enter) NODEVOL_RETURN_IF_ERROR(ops.on_dir_enter(d.fd(), entered.c_str(), cur));

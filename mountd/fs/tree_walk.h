@@ -8,7 +8,7 @@
 //   directory is never entered, and nothing is ever resolved by path.
 // - One directory is open at a time. Going back up opens ".." and checks
 //   it is the directory (device, inode) the walk came down from; the walk
-//   then resumes where it left that directory. Memory is 40 bytes per
+//   then resumes where it left that directory. Memory is 56 bytes per
 //   level whatever the names (a pod may make a tree a million levels
 //   deep): no PATH_MAX, no name, no descriptor per level, no recursion.
 // - The walk stays on the root's mount: a directory or file on another

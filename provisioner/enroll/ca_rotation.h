@@ -14,9 +14,9 @@
 //  2. nodes read the bundle within their recheck (10 minutes), trust both
 //     and re-enroll; each says on its Node which CA it serves from
 //     (nodevol.io/serving-ca);
-//  3. replicas issue their client certificates from an old CA until
-//     `spread` after the rotation (by then every live node trusts the new
-//     one), then from the new;
+//  3. replicas issue their client certificates from a CA that has been in
+//     the bundle for `spread` (by then every live node trusts it): the old
+//     one until `spread` after the new was first published, then the new;
 //  4. an old CA leaves the bundle once every node serves from the new one
 //     and `spread + settle` has passed, or when it has expired, or at the
 //     latest `max_node_cert + spread` after the rotation, when no
@@ -25,6 +25,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -35,13 +36,19 @@
 namespace nodevol::provisioner {
 
 inline constexpr char kSignerSinceAnnotation[] = "nodevol.io/signer-since";
+// JSON {"<fingerprint>": "<RFC 3339 time>"}: when each CA of the bundle was
+// first published, so trusted by every live node `spread` later.
+inline constexpr char kTrustedSinceAnnotation[] = "nodevol.io/trusted-since";
 inline constexpr char kServingCaAnnotation[] = "nodevol.io/serving-ca";
 
 struct PublishedCa {
   std::vector<pki::BundleCert> certs;  // first: the signer's
   // When certs[0] became first; {}: unknown (a bundle published before
-  // rotations were tracked), taken as long ago.
+  // rotations were tracked, or edited), written as now at the next pass.
   std::chrono::system_clock::time_point signer_since{};
+  // When each was first published (kTrustedSinceAnnotation); a CA not here
+  // was published before these times were kept: long ago.
+  std::map<std::string, std::chrono::system_clock::time_point> trusted_since;
 };
 
 // From the ConfigMap (data ca.crt, the annotation); empty when it has none.
@@ -70,9 +77,8 @@ PublishedCa NextPublished(const PublishedCa& published, const pki::BundleCert& s
                           const RotationTimes& times, std::string* why);
 
 // The fingerprint of the CA a replica issues its client certificate from,
-// among `held` (the ones it has keys of, the signer first): the signer once
-// every node trusts it, else a CA of the bundle nodes have trusted for
-// longer, else (none held) the signer.
+// among `held` (the ones it has keys of, the signer first): the first of
+// them that has been published for `spread`, else (none has) the signer.
 std::string ClientIssuer(const PublishedCa& published, const std::vector<std::string>& held,
                          std::chrono::system_clock::time_point now, const RotationTimes& times);
 

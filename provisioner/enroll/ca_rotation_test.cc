@@ -56,6 +56,9 @@ TEST(CaRotation, ANewSignerGoesFirstAndTheOldStays) {
   ASSERT_EQ(read.certs.size(), 2u);
   EXPECT_EQ(read.certs[0].fingerprint, c.cb.fingerprint);
   EXPECT_EQ(std::chrono::duration_cast<std::chrono::seconds>(read.signer_since - rotated.signer_since).count(), 0);
+  ASSERT_EQ(read.trusted_since.size(), 2u);
+  EXPECT_EQ(std::chrono::duration_cast<std::chrono::seconds>(read.trusted_since[c.cb.fingerprint] - (now + 2h)).count(), 0);
+  EXPECT_EQ(std::chrono::duration_cast<std::chrono::seconds>(read.trusted_since[c.ca.fingerprint] - now).count(), 0);
 }
 
 TEST(CaRotation, TheOldCaGoesOnlyWhenEveryNodeMovedAndTheTimesPassed) {
@@ -85,7 +88,8 @@ TEST(CaRotation, TheClientCertificateWaitsUntilNodesTrustTheNewCa) {
   Cas c;
   auto t0 = std::chrono::system_clock::now();
   std::string why;
-  PublishedCa rotated = NextPublished(NextPublished({}, c.ca, {}, t0, Times(), &why), c.cb, {}, t0, Times(), &why);
+  PublishedCa rotated =
+      NextPublished(NextPublished({}, c.ca, {}, t0 - 1h, Times(), &why), c.cb, {}, t0, Times(), &why);
   auto b = c.cb.fingerprint, a = c.ca.fingerprint;
   EXPECT_EQ(ClientIssuer(rotated, {b, a}, t0 + 1min, Times()), a);
   EXPECT_EQ(ClientIssuer(rotated, {b, a}, t0 + 15min, Times()), b);
@@ -98,7 +102,41 @@ TEST(CaRotation, TheClientCertificateWaitsUntilNodesTrustTheNewCa) {
   // A bundle published before rotations were tracked: its CA is old enough.
   PublishedCa untracked = old;
   untracked.signer_since = {};
+  untracked.trusted_since.clear();
   EXPECT_EQ(ClientIssuer(untracked, {a}, t0, Times()), a);
+  // Reverted within the spread (a, then b, then a again): a has been
+  // trusted all along, b only just; the client certificate stays on a.
+  PublishedCa reverted = NextPublished(rotated, c.ca, {}, t0 + 2min, Times(), &why);
+  ASSERT_EQ(reverted.certs.size(), 2u);
+  EXPECT_EQ(reverted.certs[0].fingerprint, a);
+  EXPECT_EQ(ClientIssuer(reverted, {a, b}, t0 + 3min, Times()), a);
+  EXPECT_EQ(ClientIssuer(reverted, {b, a}, t0 + 3min, Times()), a) << "b is not yet trusted everywhere";
+}
+
+// A bundle whose signer-since is missing (from an older provisioner, or a
+// hand edit) or in the future: from now, written down, and nothing retired
+// at once for it.
+TEST(CaRotation, AnUnusableSignerSinceCountsFromNow) {
+  Cas c;
+  auto now = std::chrono::system_clock::now();
+  auto b = c.cb.fingerprint;
+  for (auto since : {std::chrono::system_clock::time_point{}, now + 24h * 365}) {
+    PublishedCa p;
+    p.certs = pki::SplitBundle(c.b.cert_pem() + c.a.cert_pem());
+    p.signer_since = since;
+    std::string why;
+    PublishedCa next = NextPublished(p, c.cb, {b, b}, now, Times(), &why);
+    EXPECT_EQ(next.signer_since, now);
+    EXPECT_EQ(next.certs.size(), 2u) << "the older CA went at once: " << why;
+    EXPECT_NE(why.find("first since now"), std::string::npos) << why;
+    // Read back from the ConfigMap, garbage included.
+    nlohmann::json cm = PublishedCaPatch(p);
+    cm["metadata"]["annotations"][kSignerSinceAnnotation] = "yesterday";
+    cm["metadata"]["annotations"][kTrustedSinceAnnotation] = "{not json";
+    PublishedCa read = ReadPublishedCa(cm);
+    EXPECT_EQ(read.signer_since, std::chrono::system_clock::time_point{});
+    EXPECT_TRUE(read.trusted_since.empty());
+  }
 }
 
 TEST(CaRotation, ExpiredAndSurplusOldCasGoAtOnce) {

@@ -31,7 +31,7 @@ Status NodeCa::Load() {
   NODEVOL_RETURN_IF_ERROR(LoadOrMakeCa(api_, config_.ns, config_.secret, config_.made_lifetime, ca.get()));
   {
     std::lock_guard<std::mutex> l(mu_);
-    signer_ = ca;
+    secret_ca_ = signer_ = ca;
   }
   Poll(false, std::nullopt);
   return Status::Ok();
@@ -71,11 +71,12 @@ bool NodeCa::FollowSecret() {
     return false;
   }
   std::lock_guard<std::mutex> l(mu_);
-  if (signer_ && pki::Fingerprint(signer_->cert_pem()) == pki::Fingerprint(ca->cert_pem())) return true;
-  spdlog::info("node CA: Secret {} holds another CA: signing with {} from now on (was {})", where,
-               ShortFp(pki::Fingerprint(ca->cert_pem())), signer_ ? ShortFp(pki::Fingerprint(signer_->cert_pem())) : "none");
-  previous_ = signer_;
-  signer_ = ca;
+  if (secret_ca_ && pki::Fingerprint(secret_ca_->cert_pem()) == pki::Fingerprint(ca->cert_pem())) return true;
+  spdlog::info("node CA: Secret {} holds another CA, {} (was {}): it signs once it is published first", where,
+               ShortFp(pki::Fingerprint(ca->cert_pem())),
+               secret_ca_ ? ShortFp(pki::Fingerprint(secret_ca_->cert_pem())) : "none");
+  previous_ = secret_ca_;
+  secret_ca_ = ca;
   return true;
 }
 
@@ -85,7 +86,7 @@ void NodeCa::Publish(const std::optional<std::vector<std::string>>& node_cas,
   PublishedCa published;
   {
     std::lock_guard<std::mutex> l(mu_);
-    signer = signer_;
+    signer = secret_ca_;
     published = published_;
   }
   // Unknown nodes: nothing is retired for having moved (ca_rotation.h's
@@ -117,7 +118,11 @@ void NodeCa::Publish(const std::optional<std::vector<std::string>>& node_cas,
 }
 
 void NodeCa::CheckExpiry(bool leading, std::chrono::system_clock::time_point now) {
-  std::shared_ptr<const pki::Ca> signer = Signer();
+  std::shared_ptr<const pki::Ca> signer;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    signer = secret_ca_;  // the one that signs, or is about to
+  }
   size_t retiring = Published().certs.size();
   retiring = retiring > 0 ? retiring - 1 : 0;
   auto not_after = signer->not_after();
@@ -146,30 +151,45 @@ void NodeCa::CheckExpiry(bool leading, std::chrono::system_clock::time_point now
 }
 
 bool NodeCa::Poll(bool leading, const std::optional<std::vector<std::string>>& node_cas) {
-  // A leader that could not read the Secret publishes nothing: it might
-  // hold a CA the Secret no longer has and undo a rotation.
+  // A leader publishes only from what it read in this pass: one that could
+  // not read the Secret might hold a CA the Secret no longer has and undo
+  // a rotation; one that could not read the ConfigMap would write over it
+  // from an older copy (a CA put back, a time reset, a hand edit undone).
   const bool secret_read = FollowSecret();
   nlohmann::json cm;
   kube::Result r = api_->Get("/api/v1/namespaces/" + config_.ns + "/configmaps/" + config_.configmap, &cm);
-  if (r.ok() || r.code() == kube::Result::Code::kNotFound) {
+  const bool configmap_read = r.ok() || r.code() == kube::Result::Code::kNotFound;
+  if (configmap_read) {
     std::lock_guard<std::mutex> l(mu_);
     published_ = r.ok() ? ReadPublishedCa(cm) : PublishedCa{};
   } else {
     spdlog::warn("node CA: cannot read ConfigMap {}/{}: {}", config_.ns, config_.configmap, r.ToString());
   }
   auto now = std::chrono::system_clock::now();
-  if (leading && secret_read) Publish(node_cas, now);
+  if (leading && secret_read && configmap_read) Publish(node_cas, now);
   CheckExpiry(leading, now);
 
   std::lock_guard<std::mutex> l(mu_);
-  std::vector<std::string> held = {pki::Fingerprint(signer_->cert_pem())};
+  // The signer: the Secret's CA once the bundle has it first (nodes then
+  // renew from it); until then the one before, if this replica holds it.
+  // A leader whose publish failed thus never signs with a CA the nodes'
+  // bundle does not lead with (they would re-enroll at every pass).
+  const std::string secret_fp = pki::Fingerprint(secret_ca_->cert_pem());
+  const std::string first = published_.certs.empty() ? "" : published_.certs.front().fingerprint;
+  auto signer = secret_ca_;
+  if (first != secret_fp && previous_ && first == pki::Fingerprint(previous_->cert_pem())) signer = previous_;
+  if (signer != signer_)
+    spdlog::info("node CA: signing with {} from now on (was {})", ShortFp(pki::Fingerprint(signer->cert_pem())),
+                 ShortFp(pki::Fingerprint(signer_->cert_pem())));
+  signer_ = signer;
+  std::vector<std::string> held = {secret_fp};
   if (previous_) held.push_back(pki::Fingerprint(previous_->cert_pem()));
   std::string issuer_fp = provisioner::ClientIssuer(published_, held, now, config_.times);
-  auto issuer = previous_ && issuer_fp == held.back() && held.size() > 1 ? previous_ : signer_;
-  // Trusted: every published CA, the signer, and the client issuer (the
-  // bundle may not be published yet).
+  auto issuer = previous_ && issuer_fp == held.back() && held.size() > 1 ? previous_ : secret_ca_;
+  // Trusted: every published CA, the signer, the Secret's and the client
+  // issuer (the bundle may not be published yet).
   std::vector<pki::BundleCert> trust = published_.certs;
-  for (const auto& ca : {signer_, issuer}) {
+  for (const auto& ca : {signer_, secret_ca_, issuer}) {
     pki::BundleCert c = AsBundleCert(*ca);
     bool in = false;
     for (const auto& t : trust) in = in || t.fingerprint == c.fingerprint;
@@ -180,7 +200,7 @@ bool NodeCa::Poll(bool leading, const std::optional<std::vector<std::string>>& n
   if (issuer != client_issuer_)
     spdlog::info("node CA: this replica's client certificate comes from CA {}{}",
                  ShortFp(pki::Fingerprint(issuer->cert_pem())),
-                 issuer == signer_ ? "" : ", the one before the signer's, until every node trusts the new one");
+                 issuer == secret_ca_ ? "" : ", the one before the Secret's, until every node trusts the new one");
   client_issuer_ = issuer;
   trust_ = trust_pem;
   return changed;

@@ -3,13 +3,13 @@
 // `poll` (and at once on Wake, e.g. when this replica starts leading) it
 // reads the Secret and the published bundle again:
 //  - the Secret holds another CA (a cert-manager renewal, an operator's
-//    replacement): the signer signs with it from now on; the one before is
-//    kept in memory for this replica's client certificate while nodes may
-//    not trust the new one yet;
-//  - while this replica leads it alone publishes the bundle, always from
-//    the CA it signs with, keeping older CAs while nodes move off them
-//    (ca_rotation.h). A standby that read a new Secret first publishes
-//    nothing, so nodes never trust a CA the leader does not sign with;
+//    replacement): it signs once the published bundle has it first; the
+//    one before is kept in memory, to sign until then and for this
+//    replica's client certificate while nodes may not trust the new one;
+//  - while this replica leads it alone publishes the bundle, the Secret's
+//    CA first, keeping older CAs while nodes move off them (ca_rotation.h),
+//    and only from a Secret and a ConfigMap read in the same pass. A
+//    standby that read a new Secret first publishes nothing;
 //  - the CA this replica's client certificate comes from and the bundle it
 //    trusts nodes' certificates with: on_change runs when either changed
 //    (the ClientCertificate reissues);
@@ -97,7 +97,9 @@ class NodeCa {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false, wake_ = false;
-  std::shared_ptr<const pki::Ca> signer_, previous_, client_issuer_;
+  // secret_ca_: what the Secret holds; previous_: what it held before (kept
+  // in memory only); signer_: what signs (ca_rotation.h).
+  std::shared_ptr<const pki::Ca> secret_ca_, previous_, signer_, client_issuer_;
   std::string trust_;
   PublishedCa published_;
   std::chrono::system_clock::time_point warned_{}, evented_{};

@@ -47,6 +47,16 @@ std::vector<std::string> PublishedFingerprints(FakeApi* api) {
 }
 
 std::string Fp(const pki::Ca& ca) { return pki::Fingerprint(ca.cert_pem()); }
+
+// As if every published CA had been in the bundle for two hours (nodes
+// trust them all by now).
+void AgePublished(FakeApi* api) {
+  nlohmann::json cm = api->Object(kConfigMap);
+  nlohmann::json since = nlohmann::json::object();
+  for (const auto& c : pki::SplitBundle(cm["data"].value("ca.crt", ""))) since[c.fingerprint] = "2000-01-01T00:00:00Z";
+  cm["metadata"]["annotations"][kTrustedSinceAnnotation] = since.dump();
+  api->Put(kConfigMap, cm);
+}
 std::string Fp(const std::shared_ptr<const pki::Ca>& ca) { return pki::Fingerprint(ca->cert_pem()); }
 
 // An apiserver whose CA Secret holds c1; c2 is the one it is replaced by.
@@ -69,6 +79,7 @@ TEST(NodeCa, OnlyTheLeaderPublishesAndFromTheCaItSignsWith) {
   EXPECT_FALSE(api.Has(kConfigMap)) << "loading publishes nothing: a replica may be a standby";
   leader.Poll(true, std::vector<std::string>{});
   EXPECT_EQ(PublishedFingerprints(&api), std::vector<std::string>{Fp(c1)});
+  AgePublished(&api);
 
   // The Secret is replaced; a standby restarts and reads it first.
   StoreCa(&api, c2);
@@ -120,6 +131,30 @@ TEST(NodeCa, ARotationEndsWhenEveryNodeServesFromTheNewCa) {
   next.Poll(true, std::vector<std::string>{Fp(c2), Fp(c2)});
   EXPECT_EQ(PublishedFingerprints(&api), std::vector<std::string>{Fp(c2)});
   EXPECT_EQ(pki::SplitBundle(next.TrustBundle()).size(), 1u);
+}
+
+// A leader whose publish of the new CA failed keeps signing with the old
+// one: nodes renewing meanwhile get what their bundle leads with, not a
+// certificate that sends them back for another at every pass.
+TEST(NodeCa, ANewCaSignsOnlyOncePublishedFirst) {
+  TwoCas w;
+  NodeCa leader(&w.api, Config());
+  ASSERT_TRUE(leader.Load().ok());
+  leader.Poll(true, std::vector<std::string>{});
+  StoreCa(&w.api, w.c2);
+  w.api.Script("PATCH", kConfigMap, kube::Result::FromHttp(500, testing::StatusBody(500, "InternalError", "").dump()));
+  leader.Poll(true, std::vector<std::string>{});
+  EXPECT_EQ(PublishedFingerprints(&w.api), std::vector<std::string>{Fp(w.c1)});
+  EXPECT_EQ(Fp(leader.Signer()), Fp(w.c1)) << "signs with a CA the bundle does not lead with";
+  EXPECT_EQ(pki::SplitBundle(leader.TrustBundle()).size(), 2u);
+  leader.Poll(true, std::vector<std::string>{});
+  EXPECT_EQ(PublishedFingerprints(&w.api), (std::vector<std::string>{Fp(w.c2), Fp(w.c1)}));
+  EXPECT_EQ(Fp(leader.Signer()), Fp(w.c2));
+  // A ConfigMap it cannot read: nothing written from an older copy.
+  w.api.Script("GET", kConfigMap, kube::Result::FromHttp(500, testing::StatusBody(500, "InternalError", "").dump()));
+  const int writes = w.api.Writes("/configmaps");
+  leader.Poll(true, std::vector<std::string>{Fp(w.c2)});
+  EXPECT_EQ(w.api.Writes("/configmaps"), writes);
 }
 
 TEST(NodeCa, ASecretThatCannotBeReadKeepsTheCaAndPublishesNothing) {

@@ -277,7 +277,10 @@ Outcome ContentPass::SettleUncertainCreate(const std::string& uid, const std::st
     if (Status w = WriteStatus(h, snap); !w.ok()) return Failed("SnapshotCreationFailed", w.message());
     spdlog::info("VolumeSnapshotContent {}: the create that may have run did: snapshot {} of volume {}", name_,
                  FormatSnapshotHandle(h), source);
-    if (snap.state() != v1::VOLUME_STATE_READY) return Outcome::kRetry;
+    // Half made (its nodevold stopped mid-create) and the content going:
+    // DeleteSnapshot removes it on the node; waiting for it to be ready
+    // would wait for a create that is never asked for again.
+    if (snap.state() != v1::VOLUME_STATE_READY && !Deleting()) return Outcome::kRetry;
     if (!ClearBeingCreated().ok()) return Outcome::kRetry;
     // Dropping the annotation queues no pass: a content to go goes now.
     return ShouldDelete() ? Delete() : Outcome::kDone;

@@ -277,6 +277,24 @@ TEST(SnapshotContent, ADeletingContentIsNeverCreatedOnlySettled) {
   EXPECT_FALSE(after["metadata"].value("annotations", json::object()).contains(kAnnBeingCreated));
 }
 
+// The same with the snapshot half made on the node (nodevold stopped
+// mid-create: "CreateSnapshot finishes it, DeleteSnapshot removes it"):
+// it is deleted there, not waited for.
+TEST(SnapshotContent, ADeletingContentsHalfMadeSnapshotIsDeleted) {
+  SnapWorld w;
+  v1::Snapshot half = ReadySnapshot("snapshot-u-c8");
+  half.set_state(v1::VOLUME_STATE_CREATING);
+  w.a.AddSnapshot(half);
+  json c = DynamicContent("c8", "pvc-1");
+  c["metadata"]["deletionTimestamp"] = "2026-12-04T20:14:25Z";
+  c["metadata"]["annotations"] = {{kAnnBeingDeleted, "yes"}, {kAnnBeingCreated, "yes"}, {kAnnSnapshotNode, "a"}};
+  w.api.Put(kContents + "c8", c);
+  EXPECT_EQ(w.Sync("c8"), Outcome::kDone);
+  EXPECT_FALSE(w.a.HasSnapshot("snapshot-u-c8")) << "the half-made snapshot was left on the node";
+  EXPECT_EQ(w.a.snapshot_creates(), 0);
+  EXPECT_EQ(w.api.Object(kContents + "c8")["metadata"].value("finalizers", json::array()), json::array());
+}
+
 TEST(SnapshotContent, AStaticContentIsCheckedOnItsNode) {
   SnapWorld w;
   v1::Snapshot s;

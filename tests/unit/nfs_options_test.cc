@@ -108,6 +108,15 @@ TEST(NfsMountOptions, ARecordNeverDecidesWhatThePoolDecides) {
   EXPECT_EQ(from("hard,sec=krb5p,vers=4.2,timeo=50,rsize=65536,clientaddr=10.9.9.9"),
             "clientaddr=10.0.0.5,hard,rsize=65536,sec=krb5p,timeo=50,vers=4.2");
   EXPECT_EQ(from("sec=krb5p,vers=4.2,hard"), "clientaddr=10.0.0.5,hard,sec=krb5p,timeo=600,vers=4.2");
+  // Nor this node's local cache: a record's fsc (or fsc=ID, which picks the
+  // cache a superblock shares) is dropped; the pool's stays.
+  EXPECT_EQ(from("sec=krb5p,vers=4.2,hard,fsc=shared-with-another"), "clientaddr=10.0.0.5,hard,sec=krb5p,timeo=600,vers=4.2");
+  EXPECT_EQ(from("sec=krb5p,vers=4.2,hard,fsc"), "clientaddr=10.0.0.5,hard,sec=krb5p,timeo=600,vers=4.2");
+  NfsMountOptions cached_pool;
+  ASSERT_TRUE(cached_pool.Add("hard,sec=krb5p,vers=4.2,fsc").ok());
+  NfsMountOptions merged;
+  ASSERT_TRUE(OptionsFromRecord(cached_pool, "hard,sec=krb5p,vers=4.2,nofsc", &merged).ok());
+  EXPECT_EQ(merged.Get("fsc"), "fsc") << merged.ToString();
   for (const char* forged : {"soft,sec=krb5p,vers=4.2", "hard,sec=sys,vers=4.2", "hard,sec=krb5p,vers=3",
                              "hard,sec=krb5p", "hard,sec=krb5p,vers=4.2,mounthost=10.6.6.6",
                              "hard,sec=krb5p,vers=4.2,port=2050", "hard,sec=krb5p,vers=4.2,nolock",

@@ -221,9 +221,12 @@ Status OptionsFromRecord(const NfsMountOptions& pool, const std::string& record,
           (mine.empty() ? "nothing" : "\"" + mine + "\"") + ": " + g +
           " is the pool's to decide on every node (--pool mount-options), never a record's");
   }
+  // clientaddr names this node, fsc this node's local cache (cachefilesd,
+  // its disk, and which cache a superblock shares through fsc=ID): the
+  // pool's, set or unset, never a record's.
   NfsMountOptions merged = pool;
   for (const auto& [g, o] : rec.groups())
-    if (g != "clientaddr") merged.Set(g, o);
+    if (g != "clientaddr" && g != "fsc") merged.Set(g, o);
   *out = std::move(merged);
   return Status::Ok();
 }

@@ -52,8 +52,8 @@ class NfsMountOptions {
 // port, lock, local_lock, mounthost, mountport, mountproto, mountvers,
 // exec; on a pool that is not hard, timeo and retrans too, which decide
 // when I/O fails) must be the pool's own, set or unset alike:
-// FAILED_PRECONDITION names the first that is not. clientaddr is this
-// node's (the pool's), never the record's. The rest, tuning a creator
+// FAILED_PRECONDITION names the first that is not. clientaddr and fsc
+// are this node's (the pool's), never the record's: a record's are dropped. The rest, tuning a creator
 // may have chosen per volume (timeo, rsize, ac, ...), comes from the
 // record over the pool's. INVALID_ARGUMENT when `record` does not parse.
 Status OptionsFromRecord(const NfsMountOptions& pool, const std::string& record, NfsMountOptions* out);

@@ -32,7 +32,7 @@ std::chrono::system_clock::time_point Deadline(int seconds = 10) {
 
 }  // namespace
 
-void SetDeadline(grpc::ClientContext* ctx) { ctx->set_deadline(Deadline()); }
+void SetDeadline(grpc::ClientContext* ctx, int seconds) { ctx->set_deadline(Deadline(seconds)); }
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path);

@@ -94,8 +94,8 @@ class DaemonFixture : public ::testing::Test {
   std::unique_ptr<v1::Node::Stub> stub_;
 };
 
-// A 10 s deadline on a client call.
-void SetDeadline(grpc::ClientContext* ctx);
+// A deadline on a client call: 10 s, or `seconds`.
+void SetDeadline(grpc::ClientContext* ctx, int seconds = 10);
 // A whole file ("" when unreadable).
 std::string ReadAll(const std::string& path);
 

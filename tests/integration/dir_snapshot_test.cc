@@ -59,9 +59,12 @@ class DirSnapshotTest : public DaemonFixture {
     StartDaemon();
   }
 
+  // Copies of 10,000 files: 120 s, not 10 (a restore took 10.7 s under
+  // ASan on a busy 2-core machine, and failed on the deadline alone).
+  static constexpr int kCopySeconds = 120;
   grpc::Status Snapshot(const std::string& name, const std::string& source, v1::Snapshot* out = nullptr) {
     grpc::ClientContext ctx;
-    SetDeadline(&ctx);
+    SetDeadline(&ctx, kCopySeconds);
     v1::CreateSnapshotRequest req;
     req.set_name(name);
     req.set_source_volume(source);
@@ -92,7 +95,7 @@ class DirSnapshotTest : public DaemonFixture {
   grpc::Status CreateFrom(const std::string& name, const std::string& source, bool from_volume,
                           uint64_t size = kSize) {
     grpc::ClientContext ctx;
-    SetDeadline(&ctx);
+    SetDeadline(&ctx, kCopySeconds);
     v1::CreateVolumeRequest req;
     req.set_name(name);
     req.set_pool("default");

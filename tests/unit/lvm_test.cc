@@ -204,6 +204,14 @@ TEST(Lvm, AFailedSnapshotResumesTheOriginItLeftSuspended) {
     Status st = lvm.CreateSnapshot("nv", "nv-v", "nvs-s", {"nodevol.io/snapshot=s"}, false);
     EXPECT_FALSE(st.ok());
     ASSERT_EQ(fake.Count("lvchange"), suspended ? 1u : 0u) << "suspended " << suspended;
+    // lvextend suspends the LV it grows: the same rescue.
+    Lvm grow("/sbin/lvm", true, [&](const std::vector<std::string>& argv, const RunOptions& o, RunResult* r) {
+      Status s2 = inner(argv, o, r);
+      if (argv.size() > 1 && argv[1] == "lvextend") return Status::DeadlineExceeded("lvextend killed at 60 s");
+      return s2;
+    });
+    EXPECT_FALSE(grow.Extend("nv", "nv-v", 16777216, {}).ok());
+    EXPECT_EQ(fake.Count("lvchange"), suspended ? 2u : 0u) << "after lvextend, suspended " << suspended;
     if (suspended) {
       auto refresh = std::find_if(fake.calls.begin(), fake.calls.end(),
                                   [](const auto& c) { return c.size() > 1 && c[1] == "lvchange"; });

@@ -331,9 +331,10 @@ Status Lvm::CreateSnapshot(const std::string& vg, const std::string& origin, con
 
 void Lvm::ResumeIfSuspended(const std::string& vg, const std::string& origin) {
   // lvcreate -s suspends the origin, a pod's live volume, to take the
-  // snapshot; one killed at --lvm-timeout-seconds (or failed) between
-  // suspend and resume left it suspended, every write of its pod blocked,
-  // until nodevold restarted (issue 69 item 8: only start-up refreshed).
+  // snapshot, and lvextend the LV it grows; one killed at
+  // --lvm-timeout-seconds (or failed) between suspend and resume left it
+  // suspended, every write of its pod blocked, until nodevold restarted
+  // (issue 69 item 8: only start-up refreshed).
   LvmReport report;
   if (!Report(&report, /*fresh=*/true).ok()) return;
   const LvmLv* o = report.FindLv(vg, origin);
@@ -344,7 +345,7 @@ void Lvm::ResumeIfSuspended(const std::string& vg, const std::string& origin) {
   if (p && p->needs_refresh()) suspended.push_back(p->name);
   for (const std::string& name : suspended) {
     Status st = Refresh(vg, name);
-    spdlog::warn("lvm: {}/{} was left suspended by a snapshot's lvcreate that failed; {}", vg, name,
+    spdlog::warn("lvm: {}/{} was left suspended by an lvm command that failed; {}", vg, name,
                  st.ok() ? "resumed (lvchange --refresh)" : "resuming it failed: " + st.message());
   }
 }
@@ -380,7 +381,11 @@ Status Lvm::Extend(const std::string& vg, const std::string& lv, uint64_t bytes,
   };
   std::vector<std::string> args = {"lvextend", "-L", LvmBytes(bytes), vg + "/" + lv};
   args.insert(args.end(), onto.begin(), onto.end());
-  return Command(std::move(args), nullptr, edit);
+  // lvextend suspends the LV (a pod's live volume) to load its new table,
+  // as lvcreate -s does its origin: the same rescue when it fails.
+  Status st = Command(std::move(args), nullptr, edit);
+  if (!st.ok()) ResumeIfSuspended(vg, lv);
+  return st;
 }
 
 std::mutex& Lvm::AllocationLock(const std::string& vg) {

@@ -117,7 +117,8 @@ class Lvm {
   // command. Ours only (kManagedTag), or the pool's thin pool.
   Status Refresh(const std::string& vg, const std::string& lv);
   // Refreshes `origin` and its thin pool when a fresh report says either
-  // is suspended (CreateSnapshot's failure path).
+  // is suspended (the failure path of CreateSnapshot and Extend, the two
+  // commands that suspend a volume's LV).
   void ResumeIfSuspended(const std::string& vg, const std::string& origin);
 
   // Volume group and thin pool setup (pvcreate is implied by vgcreate).

@@ -27,6 +27,9 @@ std::vector<BundleCert> SplitBundle(const std::string& bundle_pem);
 // The fingerprint of the first certificate of `pem`; "" when it holds none.
 std::string Fingerprint(const std::string& pem);
 
+// The first 16 hex digits of a fingerprint: how logs name a CA.
+inline std::string ShortFingerprint(const std::string& fingerprint) { return fingerprint.substr(0, 16); }
+
 // The PEM of these certificates, one after another.
 std::string JoinBundle(const std::vector<BundleCert>& certs);
 

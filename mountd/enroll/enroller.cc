@@ -298,7 +298,7 @@ Status Enroller::AnnounceOn(const nlohmann::json& node, const std::vector<std::s
   if (!r.ok()) return Status::Unavailable("announce on Node " + config_.node + ": " + r.ToString());
   spdlog::info("enrollment: announced on Node {}: {}={}{}{}", config_.node, kEndpointAnnotation, endpoint,
                config_.label_key.empty() ? "" : ", label " + config_.label_key + "=" + config_.label_value,
-               serving_ca.empty() ? "" : ", serving from CA " + serving_ca.substr(0, 16));
+               serving_ca.empty() ? "" : ", serving from CA " + pki::ShortFingerprint(serving_ca));
   return Status::Ok();
 }
 

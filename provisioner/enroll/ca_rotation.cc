@@ -11,8 +11,6 @@
 namespace nodevol::provisioner {
 namespace {
 
-std::string ShortFingerprint(const std::string& fp) { return fp.substr(0, 16); }
-
 // RFC 3339 in UTC, to the second, as the apiserver writes times.
 std::string SinceText(std::chrono::system_clock::time_point t) {
   std::time_t tt = std::chrono::system_clock::to_time_t(t);
@@ -84,8 +82,8 @@ PublishedCa NextPublished(const PublishedCa& published, const pki::BundleCert& s
     for (const auto& c : published.certs) was_published = was_published || c.fingerprint == signer.fingerprint;
     if (!was_published) next.trusted_since[signer.fingerprint] = now;
     *why = published.certs.empty()
-               ? "published CA " + ShortFingerprint(signer.fingerprint)
-               : fmt::format("the signing CA is now {}; {} older kept while the nodes move to it", ShortFingerprint(signer.fingerprint),
+               ? "published CA " + pki::ShortFingerprint(signer.fingerprint)
+               : fmt::format("the signing CA is now {}; {} older kept while the nodes move to it", pki::ShortFingerprint(signer.fingerprint),
                              next.certs.size() - 1);
     return next;
   }
@@ -96,7 +94,7 @@ PublishedCa NextPublished(const PublishedCa& published, const pki::BundleCert& s
   next.signer_since = published.signer_since;
   if (next.signer_since == std::chrono::system_clock::time_point{} || next.signer_since > now) {
     next.signer_since = now;
-    *why = "signing CA " + ShortFingerprint(signer.fingerprint) + " first since now (no usable " +
+    *why = "signing CA " + pki::ShortFingerprint(signer.fingerprint) + " first since now (no usable " +
            kSignerSinceAnnotation + ")";
   }
   const bool all_moved = std::all_of(node_cas.begin(), node_cas.end(),
@@ -114,7 +112,7 @@ PublishedCa NextPublished(const PublishedCa& published, const pki::BundleCert& s
     else if (settled && all_moved) reason = fmt::format("all {} nodes serve from the new one", node_cas.size());
     else if (none_valid) reason = "no certificate it signed can still be valid";
     if (reason.empty()) next.certs.push_back(c);
-    else dropped.push_back("retired CA " + ShortFingerprint(c.fingerprint) + " (" + reason + ")");
+    else dropped.push_back("retired CA " + pki::ShortFingerprint(c.fingerprint) + " (" + reason + ")");
   }
   for (const auto& c : next.certs)
     if (auto it = published.trusted_since.find(c.fingerprint); it != published.trusted_since.end())

@@ -13,8 +13,6 @@
 namespace nodevol::provisioner {
 namespace {
 
-std::string ShortFp(const std::string& fp) { return fp.substr(0, 16); }
-
 pki::BundleCert AsBundleCert(const pki::Ca& ca) {
   auto certs = pki::SplitBundle(ca.cert_pem());
   return certs.empty() ? pki::BundleCert{} : certs.front();
@@ -73,8 +71,8 @@ bool NodeCa::FollowSecret() {
   std::lock_guard<std::mutex> l(mu_);
   if (secret_ca_ && pki::Fingerprint(secret_ca_->cert_pem()) == pki::Fingerprint(ca->cert_pem())) return true;
   spdlog::info("node CA: Secret {} holds another CA, {} (was {}): it signs once it is published first", where,
-               ShortFp(pki::Fingerprint(ca->cert_pem())),
-               secret_ca_ ? ShortFp(pki::Fingerprint(secret_ca_->cert_pem())) : "none");
+               pki::ShortFingerprint(pki::Fingerprint(ca->cert_pem())),
+               secret_ca_ ? pki::ShortFingerprint(pki::Fingerprint(secret_ca_->cert_pem())) : "none");
   previous_ = secret_ca_;
   secret_ca_ = ca;
   return true;
@@ -179,8 +177,8 @@ bool NodeCa::Poll(bool leading, const std::optional<std::vector<std::string>>& n
   auto signer = secret_ca_;
   if (first != secret_fp && previous_ && first == pki::Fingerprint(previous_->cert_pem())) signer = previous_;
   if (signer != signer_)
-    spdlog::info("node CA: signing with {} from now on (was {})", ShortFp(pki::Fingerprint(signer->cert_pem())),
-                 ShortFp(pki::Fingerprint(signer_->cert_pem())));
+    spdlog::info("node CA: signing with {} from now on (was {})", pki::ShortFingerprint(pki::Fingerprint(signer->cert_pem())),
+                 pki::ShortFingerprint(pki::Fingerprint(signer_->cert_pem())));
   signer_ = signer;
   std::vector<std::string> held = {secret_fp};
   if (previous_) held.push_back(pki::Fingerprint(previous_->cert_pem()));
@@ -199,7 +197,7 @@ bool NodeCa::Poll(bool leading, const std::optional<std::vector<std::string>>& n
   bool changed = issuer != client_issuer_ || trust_pem != trust_;
   if (issuer != client_issuer_)
     spdlog::info("node CA: this replica's client certificate comes from CA {}{}",
-                 ShortFp(pki::Fingerprint(issuer->cert_pem())),
+                 pki::ShortFingerprint(pki::Fingerprint(issuer->cert_pem())),
                  issuer == secret_ca_ ? "" : ", the one before the Secret's, until every node trusts the new one");
   client_issuer_ = issuer;
   trust_ = trust_pem;

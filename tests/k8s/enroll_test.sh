@@ -283,8 +283,8 @@ step "after the first certificates expired: en-1 restarted serves its renewed on
 pn_nodevold_stop en-1
 off=$(($(stat -c %s "$PROV_LOG") + 1))
 en_start en-1
-for _ in $(seq 60); do tail -c "+$off" "$PROV_LOG" | grep -q "node en-1 (.*) reachable" && break; sleep 0.5; done
-tail -c "+$off" "$PROV_LOG" | grep -q "node en-1 (.*) reachable" || pn_fail "the provisioner did not reach en-1 again"
+for _ in $(seq 60); do grep -q "node en-1 (.*) reachable" <(tail -c "+$off" "$PROV_LOG") && break; sleep 0.5; done
+grep -q "node en-1 (.*) reachable" <(tail -c "+$off" "$PROV_LOG") || pn_fail "the provisioner did not reach en-1 again"
 claim after-restart on-en-1 8Mi
 bound after-restart 60 || pn_fail "claim after-restart not Bound"
 for _ in $(seq 20); do

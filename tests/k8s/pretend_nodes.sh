@@ -256,7 +256,7 @@ prov_wait_nodes() {
   local n
   for n in "${PN_NAMES[@]}"; do
     for _ in $(seq 120); do
-      tail -c "+$PROV_OFF" "$PROV_LOG" | grep -q "node $n (.*) reachable" && continue 2
+      grep -q "node $n (.*) reachable" <(tail -c "+$PROV_OFF" "$PROV_LOG") && continue 2
       sleep 0.5
     done
     pn_fail "the provisioner never reached $n's nodevold"

@@ -144,9 +144,9 @@ vm_step "restart: nothing to add, nothing run but reports"
 vm_nodevold_stop
 lines=$(wc -l <"$VM_NODEVOLD_LOG")
 vm_nodevold_start '--pool=name=fast,backend=lvm,vg=nv,type=thick,match-serial=pool*'
-tail -n +$((lines + 1)) "$VM_NODEVOLD_LOG" | grep -q "$pool3 (serial pool3, 128.0MiB): already a physical volume of VG nv" ||
+grep -q "$pool3 (serial pool3, 128.0MiB): already a physical volume of VG nv" <(tail -n +$((lines + 1)) "$VM_NODEVOLD_LOG") ||
   vm_fail "after the restart the log does not show pool3 as a member"
-! tail -n +$((lines + 1)) "$VM_NODEVOLD_LOG" | grep -q "VG nv: adding\|VG nv: creating" || vm_fail "the restart changed VG nv"
+! grep -q "VG nv: adding\|VG nv: creating" <(tail -n +$((lines + 1)) "$VM_NODEVOLD_LOG") || vm_fail "the restart changed VG nv"
 [[ $(pvs_of nv) == "$want" ]] || vm_fail "PVs of nv changed across the restart: $(pvs_of nv)"
 vm_nodevold_stop
 

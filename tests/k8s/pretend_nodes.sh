@@ -166,7 +166,20 @@ pn_nodevold_stop() {
 
 pn_ctl() { local n=$1; shift; "$NODEVOLCTL" --socket "$PN_DIR/$n/nodevold.sock" "$@"; }
 # pn_volumes NAME: the names of the volumes on NAME's nodevold, one a line.
-pn_volumes() { pn_ctl "$1" volume list | tail -n +2 | awk '{ print $1 }'; }
+# Most callers read it inside $(...) for a "nothing left" check, where a
+# failed nodevolctl would read as an empty list and pass: a failure fails
+# the test instead, by a signal to the test's own shell ($$ names it even
+# inside $(...)), which runs pn_fail once the substitution returns.
+trap 'pn_fail "nodevolctl could not list the volumes of a pretend node (above); nothing about them is proven"' USR1
+pn_volumes() {
+  local out
+  if ! out=$(pn_ctl "$1" volume list); then
+    echo "pn_volumes: nodevolctl volume list failed on $1" >&2
+    kill -USR1 $$
+    return 1
+  fi
+  tail -n +2 <<<"$out" | awk '{ print $1 }'
+}
 # pn_free NAME: free bytes of NAME's pool "default", as nodevold reports them.
 pn_free() { pn_ctl "$1" -o json capacity default | sed -n 's/.*"free_bytes": *"\([0-9]*\)".*/\1/p' | head -1; }
 

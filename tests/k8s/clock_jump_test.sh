@@ -21,7 +21,9 @@
 #     clock would, and two would lead); 20 more bind; then b killed -9: a
 #     takes over after the lease duration.
 # Each step: the Lease's holder and transitions, exactly one PV and one
-# volume per claim, nothing left after deleting all.
+# volume per claim, nothing left after deleting all; while b leads, the
+# renewTime it writes is as far off the true clock as its jump (so the
+# jump happened).
 # The replicas run with a lease of 8 s (renew deadline 6 s, retry 1 s;
 # --lease-duration-seconds and its siblings) instead of client-go's 15/10/2:
 # the jumps are hours, so what the test shows is the same at any lease,
@@ -87,6 +89,20 @@ grep -q "leader is now" "$K8S_WORK/logs/prov-b.log" || pn_fail "replica b never 
 t_start=$(transitions)
 step "a leads as $(lease_holder); b stands by (lease transitions so far: $t_start)"
 
+# b_skew WANT: b leads, and the renewTime it writes is WANT seconds (within
+# 30) off this host's clock: b's wall clock really moved. Without it (no
+# LD_PRELOAD, a libfaketime that ignores the file) every step below
+# passes and proves nothing.
+b_skew() {
+  local t s
+  sleep 2  # a renewal since the jump (retry 1 s, faketime's cache 1 s)
+  t=$(k get lease nodevol.io-provisioner -o jsonpath='{.spec.renewTime}')
+  s=$(($(date -d "$t" +%s) - $(date +%s)))
+  ((s > $1 - 30 && s < $1 + 30)) ||
+    pn_fail "b's renewTime $t is $s s off the true clock, expected $1: b's clock did not move (libfaketime?)"
+  step "    renewTime written by b: $t ($s s off the true clock)"
+}
+
 # --- 1.
 jump_b "+1h"
 keeps_leading a $KEEP
@@ -115,6 +131,7 @@ failover() {
 step "2. replica a killed -9"
 failover a b
 step "b leads $took s after a was killed (lease $LEASE s), its clock 1 h ahead"
+b_skew 3600
 PROV_LOG=$K8S_WORK/logs/prov-b.log PROV_OFF=1
 burst two
 
@@ -123,13 +140,14 @@ jump_b "+3h"
 prov_replica a "${LEASE_ARGS[@]}"
 for _ in $(seq 60); do grep -q "leader is now" "$K8S_WORK/logs/prov-a.log" 2>/dev/null && break; sleep 0.5; done
 keeps_leading b $KEEP
+b_skew 10800
 burst three
 step "3. b kept leading for $KEEP s after its clock jumped 3 h ahead, a started again with a true clock; 20 more bound"
 
 # --- 4.
 jump_b "-1h"
 keeps_leading b $KEEP
-k get lease nodevol.io-provisioner -o jsonpath='{.spec.renewTime}{"\n"}' | sed 's/^/    renewTime written by b: /'
+b_skew -3600
 burst four
 step "4. b kept leading for $KEEP s with its clock 1 h behind; a did not take the lease; 20 more bound"
 failover b a

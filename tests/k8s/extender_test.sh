@@ -187,6 +187,7 @@ mid_burst restart 10 scheduler_with false
 clean restart
 
 step "5. the extender down, ignorable: false: pods wait"
+r0=$(reschedules)
 prov_down
 pods_yaml down 6 20 | k apply -f - >/dev/null
 m=$(wait_event down-0 FailedScheduling "$EXT/filter")
@@ -197,6 +198,8 @@ step "the provisioner back: all Bound"
 prov_up
 all_bound down 6 300
 check_no_overcommit
+# docs/scheduling.md: placed without a single reschedule once it answers.
+(($(reschedules) == r0)) || pn_fail "$(($(reschedules) - r0)) reschedules after the extender came back"
 clean down
 
 step "6. the extender down, ignorable: true: pods are placed without it"

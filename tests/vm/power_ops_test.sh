@@ -16,8 +16,9 @@
 #   after:  nodevold starts on what the disks kept; then, as kubelet and the
 #           provisioner would, the call in flight is made again and every
 #           publication replayed. Checked: every volume whose create ended
-#           (and was not deleted) is listed READY at least at its last
-#           expanded size, a finished delete stays deleted, no LV or pool
+#           (and was not deleted) is listed READY, its record at its last
+#           ended size (an LVM volume's LV that size and its filesystem
+#           filling it), a finished delete stays deleted, no LV or pool
 #           directory without a volume (nor an NFS subdirectory or shared
 #           record), every marker whose write returned reads back, and
 #           after tearing everything down nothing is left.
@@ -144,7 +145,7 @@ nfs_server_start $persist/nfs  # the share is back before nodevold starts
 # What the log says, from the calls that ended: volumes created (not
 # deleted since), their last size, which pod has each, the markers
 # written; and the call in flight.
-declare -A want_size=() want_pool=() marker=() pod_of=() want_snap=()
+declare -A want_size=() want_pool=() marker=() pod_of=() want_snap=() also_size=()
 pod_in() { local p=${1#"$VM_PODS/"}; echo "${p%%/*}"; }
 inflight=""
 done_ops=0
@@ -155,11 +156,15 @@ while read -r kind rc op a1 a2 a3 a4 a5 a6 a7 a8 a9; do
     done) inflight=""; done_ops=$((done_ops + 1)) ;;
     *) continue ;;
   esac
-  [[ $rc == rc=0 ]] || continue
+  if [[ $rc != rc=0 ]]; then
+    # A failed expand may have grown the volume or not: either size is right.
+    [[ $op == expand ]] && also_size[$a3]=${a5%Mi}
+    continue
+  fi
   case $op in
     create) want_size[$a3]=${a7%Mi}; want_pool[$a3]=$a5 ;;                 # volume create V --pool P --size S
     delete) unset "want_size[$a3]" "want_pool[$a3]" ;;                     # volume delete V
-    expand) want_size[$a3]=${a5%Mi} ;;                                      # volume expand V --size S
+    expand) want_size[$a3]=${a5%Mi}; unset "also_size[$a3]" ;;              # volume expand V --size S
     publish) pod_of[$a5]=$(pod_in "$a3") ;;                                 # publish --target T --volume V
     unpublish) for v in "${!pod_of[@]}"; do [[ ${pod_of[$v]} == "$(pod_in "$a3")" ]] && unset "pod_of[$v]"; done ;;
     snapcreate) want_snap[$a3]=1 ;;                                         # snapshot create S --volume V
@@ -172,7 +177,7 @@ vm_step "boot 2: $done_ops calls had ended before the cut; in flight: ${inflight
 vm_nodevold_start "${pools[@]}"
 vm_log "drift: $(vm_ctl info 2>&1 | sed -n '/Drift/,$p' | tr '\n' ' ')"
 
-declare -A listed listed_size
+declare -A listed
 while read -r name pool backend size unit state rest; do
   [[ $name == NAME ]] && continue
   listed[$name]=$state
@@ -253,13 +258,40 @@ if [[ -n $inflight ]]; then
   case $fly_op in
     create) want_size[$fly_vol]=${fly[7]%Mi}; want_pool[$fly_vol]=${fly[5]} ;;
     delete) unset "want_size[$fly_vol]" "want_pool[$fly_vol]" ;;
-    expand) want_size[$fly_vol]=${fly[5]%Mi} ;;
+    expand) want_size[$fly_vol]=${fly[5]%Mi}; unset "also_size[$fly_vol]" ;;
     publish) pod=${fly[3]#"$VM_PODS/"}; pod_of[$fly_vol]=${pod%%/*} ;;
     unpublish) for v in "${!pod_of[@]}"; do [[ $(target_of "${pod_of[$v]}") == "${fly[3]}" ]] && unset "pod_of[$v]"; done ;;
     snapcreate) want_snap[$fly_snap]=1 ;;
     snapdelete) unset "want_snap[$fly_snap]" ;;
   esac
 fi
+
+# size_ok V BYTES: BYTES is V's last ended size (or a failed expand's).
+size_ok() {
+  (($2 == want_size[$1] * MiB)) || { [[ -n ${also_size[$1]:-} ]] && (($2 == also_size[$1] * MiB)); }
+}
+# lv_of V: "BYTES DM_PATH" of the LV tagged nodevol.io/volume=V.
+lv_of() {
+  lvm lvs --noheadings --units b --nosuffix -o lv_size,lv_dm_path,lv_tags nv 2>/dev/null |
+    awk -v t="nodevol.io/volume=$1" '{n = split($3, tags, ","); for (i = 1; i <= n; i++) if (tags[i] == t) print $1 + 0, $2}'
+}
+# fs_bytes TARGET DEVICE: the size of the filesystem mounted at TARGET, from
+# its own superblock (statfs leaves out ext4's overhead).
+fs_bytes() {
+  case $(stat -f -c %T "$1") in
+    xfs) xfs_info "$1" | sed -n 's/^data *= *bsize=\([0-9]*\) *blocks=\([0-9]*\).*/\1 \2/p' | awk '{print $1 * $2}' ;;
+    *) dumpe2fs -h "$2" 2>/dev/null | awk -F: '/^Block count/ {c = $2} /^Block size/ {b = $2} END {print c * b}' ;;
+  esac
+}
+
+vm_step "every volume's size is its last ended create or expand: its record; an LVM volume's LV and filesystem too"
+sizes=0
+for v in "${!want_size[@]}"; do
+  got=$(vm_json_get "$(vm_ctl -o json volume get "$v")" size_bytes)
+  size_ok "$v" "${got:-0}" || vm_fail "volume $v: its record says ${got:-nothing} bytes, its last ended create or expand asked ${want_size[$v]} MiB"
+  sizes=$((sizes + 1))
+done
+vm_log "$sizes records at their last size"
 
 vm_step "kubelet replays every publication; each volume's marker and size"
 for v in "${!want_size[@]}"; do
@@ -271,12 +303,19 @@ for v in "${!want_size[@]}"; do
     [[ $(cat "$t/marker" 2>&1) == "${marker[$v]}" ]] || vm_fail "volume $v: its synced marker is lost: '$(cat "$t/marker" 2>&1)'"
   fi
   if [[ ${want_pool[$v]} == thick || ${want_pool[$v]} == thin ]]; then
-    total=$(($(stat -f -c '%b' "$t") * $(stat -f -c '%S' "$t") / MiB))
-    ((total >= want_size[$v] * 75 / 100)) || vm_fail "volume $v: its filesystem has ${total} MiB, its last expand asked ${want_size[$v]} MiB"
+    # The LV is the size asked (whole extents: every size here is a
+    # multiple of 8 MiB), and the filesystem fills it, within a MiB (xfs
+    # leaves out a last allocation group that small); an expand adds
+    # 16 MiB, so a lost lvextend or resize fails one of the two.
+    read -r lv_b dev <<<"$(lv_of "$v")"
+    size_ok "$v" "${lv_b:-0}" || vm_fail "volume $v: its LV has ${lv_b:-no} bytes, its last ended create or expand asked ${want_size[$v]} MiB"
+    fs_b=$(fs_bytes "$t" "$dev")
+    ((fs_b <= lv_b && fs_b > lv_b - MiB)) || vm_fail "volume $v: its filesystem has ${fs_b:-?} bytes in an LV of $lv_b"
+    lvm_checked=$((${lvm_checked:-0} + 1))
   fi
   [[ -n ${pod_of[$v]:-} ]] || vm_run vm_ctl unpublish --target "$t" >/dev/null
 done
-vm_log "markers read back: $(for v in "${!marker[@]}"; do [[ -n ${want_size[$v]:-} ]] && echo x; done | wc -l)"
+vm_log "markers read back: $(for v in "${!marker[@]}"; do [[ -n ${want_size[$v]:-} ]] && echo x; done | wc -l); LVs and filesystems at their size: ${lvm_checked:-0}"
 
 vm_step "everything torn down; nothing left"
 for v in "${!pod_of[@]}"; do

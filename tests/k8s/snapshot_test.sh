@@ -174,7 +174,13 @@ done
 [[ $msg == *"does not take snapshots"* ]] || prov_fail "thicksnap's error is '$msg'"
 [[ $(k get volumesnapshot thicksnap -o jsonpath='{.status.readyToUse}') != true ]] || fail "thicksnap is ready"
 snapshot nosuch src no-such-class
-sleep 5
+# Not a fixed sleep: the snapshot-controller's refusal, then nothing made.
+msg=
+for _ in $(seq 120); do
+  msg=$(k get volumesnapshot nosuch -o jsonpath='{.status.error.message}' 2>/dev/null) || true
+  [[ -n $msg ]] && break; sleep 0.5
+done
+[[ $msg == *no-such-class* ]] || prov_fail "nosuch's error is '$msg', naming no class no-such-class"
 [[ $(k get volumesnapshot nosuch -o jsonpath='{.status.readyToUse}') != true ]] || fail "nosuch is ready"
 [[ -z $(k get volumesnapshot nosuch -o jsonpath='{.status.boundVolumeSnapshotContentName}') ]] || fail "nosuch got a content"
 n=$(node_sh "lvm lvs --noheadings -o lv_name nv | grep -c nvs- || true")

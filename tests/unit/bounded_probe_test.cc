@@ -62,11 +62,10 @@ TEST(BoundedProbe, AStuckReadFailsAtTheLimitAndLaterOnesAtOnceUntilItReturns) {
   EXPECT_EQ(st.code(), Status::Code::kUnavailable) << st.ToString();
   EXPECT_NE(st.message().find("/dev/vdb"), std::string::npos) << st.message();
   EXPECT_GE(took, milliseconds(200));
-  EXPECT_LT(took, milliseconds(2000));
-  // While that read is stuck, no second one starts and the answer is at once.
-  t0 = ProbeClock::now();
+  // While that read is stuck, no second one starts (reads stays 1) and
+  // the answer comes while it is still stuck. No bounds in time: they only
+  // add flakes on a loaded machine (issue 68 item 10).
   EXPECT_EQ(probe->MetadataStamp({"/dev/vdb"}, &stamp).code(), Status::Code::kUnavailable);
-  EXPECT_LT(ProbeClock::now() - t0, milliseconds(100));
   EXPECT_EQ(inner->reads.load(), 1);
   // The disk answers again: the stuck read ends, the next one reads.
   inner->Release();

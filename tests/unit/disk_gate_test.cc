@@ -31,12 +31,12 @@ TEST(DiskGate, AStuckOperationClosesThePoolUntilItFinishes) {
 
   // Refused at once, and not run: no second thread waits on the dead disk.
   bool ran = false;
-  auto t0 = std::chrono::steady_clock::now();
+  // (It returns while v1's create is still stuck: it did not wait for it.
+  // No bound in time: that only adds flakes, issue 68 item 10.)
   st = gate.Run("the delete of volume v2", [&ran](const Step&) {
     ran = true;
     return Status::Ok();
   });
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 100ms);
   EXPECT_FALSE(ran);
   EXPECT_EQ(st.code(), Status::Code::kUnavailable);
   EXPECT_NE(st.message().find("the disk under /srv/pool has not answered"), std::string::npos) << st.message();

@@ -78,7 +78,9 @@ TEST(NfsServer, AHungCallCostsTheTimeoutOnceThenFailsFast) {
   EXPECT_EQ(st.code(), Status::Code::kDeadlineExceeded) << st.ToString();
   EXPECT_NE(st.message().find("unit-hung"), std::string::npos) << st.message();
   EXPECT_GE(took, 190ms);
-  EXPECT_LT(took, 2s);
+  // No upper bound: a call that waited for the hung one would never return
+  // (the gate is opened only at the end), and a bound in time only adds
+  // flakes on a loaded machine (issue 68 item 10).
 
   // The worker is still stuck: the next calls fail at once, naming the
   // server and what it is stuck on, without queueing: UNAVAILABLE, not the

@@ -58,6 +58,37 @@ TEST_F(CsiControllerTest, TheNodeSocketMakesNoVolumes) {
   EXPECT_TRUE(ListVolumes().empty());
 }
 
+// The volume grows, not only the answer (issue 68 item 6: an expand that
+// answered the size asked and grew nothing passed csi-sanity and every
+// test). What growing does to an LV and its filesystem is the domain's
+// ExpandVolume, which vm_lvm_thin and vm_lvm_thick check.
+TEST_F(CsiControllerTest, ExpandGrowsTheVolumeAndNeverShrinksIt) {
+  StartDaemon({"--csi-controller=on"});
+  auto controller = Dial("controller.sock");
+  ASSERT_TRUE(Create(controller, "pv-1").ok());
+  auto expand = [&](const std::string& id, int64_t bytes, ::csi::v1::ControllerExpandVolumeResponse* resp) {
+    grpc::ClientContext c;
+    SetDeadline(&c);
+    ::csi::v1::ControllerExpandVolumeRequest r;
+    r.set_volume_id(id);
+    r.mutable_capacity_range()->set_required_bytes(bytes);
+    return ::csi::v1::Controller::NewStub(controller)->ControllerExpandVolume(&c, r, resp);
+  };
+  ::csi::v1::ControllerExpandVolumeResponse resp;
+  grpc::Status st = expand("pv-1", 48 << 20, &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(resp.capacity_bytes(), 48 << 20);
+  EXPECT_FALSE(resp.node_expansion_required());
+  EXPECT_EQ(GetVolume("pv-1").size_bytes(), 48ull << 20) << "ControllerExpandVolume answered the size and grew nothing";
+  ASSERT_TRUE(expand("pv-1", 32 << 20, &resp).ok());
+  EXPECT_EQ(resp.capacity_bytes(), 48 << 20) << "a smaller size is a success that shrinks nothing";
+  EXPECT_EQ(GetVolume("pv-1").size_bytes(), 48ull << 20);
+  EXPECT_EQ(expand("pv-1", -1, &resp).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(expand("pv-none", 64 << 20, &resp).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(GetVolume("pv-1").size_bytes(), 48ull << 20) << "a refused expand changed the volume";
+  EXPECT_EQ(ListVolumes().size(), 1u);
+}
+
 TEST_F(CsiControllerTest, ControllerOnlyOnItsOwnRootOnlySocket) {
   StartDaemon({"--csi-controller=on"});
   struct stat sb;

@@ -5,8 +5,12 @@
 // nothing.
 #include <gtest/gtest.h>
 #include <grpcpp/grpcpp.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -26,6 +30,12 @@ class CsiNodeTest : public DaemonFixture {
  protected:
   void SetUp() override {
     DaemonFixture::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    // The pool on a tmpfs of its own, with totals nothing else here has
+    // (StatsAreThoseOfThePublishedVolume); TearDown unmounts it.
+    ASSERT_EQ(::mount("tmpfs", pool_dir_.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=128m,nr_inodes=4096,mode=0755"),
+              0)
+        << std::strerror(errno);
     StartDaemon();
     // --pods-root <root>/pods: the kubelet root is <root>.
     std::string sock = root_ + "/plugins/nodevol.io/csi.sock";
@@ -126,11 +136,11 @@ TEST_F(CsiNodeTest, RefusesTargetsKubeletNeverGivesAndChangesNothing) {
     EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << bad << ": " << st.error_message();
   }
   EXPECT_FALSE(fs::exists(root_ + "/elsewhere/mount"));
-  EXPECT_EQ(MountsBelow(root_), 0);
+  EXPECT_EQ(MountsBelow(root_), MountsBelow(pool_dir_)) << "a mount besides the pool's tmpfs";
   // A symlink where the target goes, leading out: judged by where it leads.
   fs::create_directory_symlink(root_ + "/elsewhere", dir + "/mount");
   EXPECT_EQ(Publish(Request("pv-b", dir + "/mount", "team")).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_EQ(MountsBelow(root_), 0);
+  EXPECT_EQ(MountsBelow(root_), MountsBelow(pool_dir_)) << "a mount besides the pool's tmpfs";
 }
 
 // issue 58 item 3: with kubelet's root behind a symlink, Publish resolved
@@ -234,20 +244,48 @@ TEST_F(CsiNodeTest, VolumeMountGroupIsTheDomainsFsGroup) {
   EXPECT_EQ(MountsBelow(pods_root_), 0);
 }
 
+// The figures are the volume's filesystem's, each in its place: the pool
+// is on a tmpfs of its own (128 MiB, 4096 inodes), so nothing else here has
+// those totals (the host's root filesystem, which a driver reporting the
+// wrong path would show, has others), and 8 MiB written by the pod show as
+// used, not as available (issue 68 item 6: totals > 0 was all it checked).
 TEST_F(CsiNodeTest, StatsAreThoseOfThePublishedVolume) {
   MakeVolume("pv-e", "team");
   std::string target = PodDir("pod-1", "pv-e") + "/mount";
   ASSERT_TRUE(Publish(Request("pv-e", target, "team")).ok());
-  grpc::ClientContext c;
+  auto stats = [&](::csi::v1::NodeGetVolumeStatsResponse* resp) {
+    grpc::ClientContext c;
+    SetDeadline(&c);
+    ::csi::v1::NodeGetVolumeStatsRequest r;
+    r.set_volume_id("pv-e");
+    r.set_volume_path(target);
+    return node_->NodeGetVolumeStats(&c, r, resp);
+  };
+  ::csi::v1::NodeGetVolumeStatsResponse before, resp;
+  ASSERT_TRUE(stats(&before).ok());
+  {
+    std::ofstream out(target + "/data", std::ios::binary);
+    std::string mib(1 << 20, 'x');
+    for (int i = 0; i < 8; ++i) out << mib;
+  }
+  ASSERT_TRUE(stats(&resp).ok());
+  ASSERT_EQ(resp.usage_size(), 2);
+  const auto& bytes = resp.usage(0);
+  const auto& inodes = resp.usage(1);
+  EXPECT_EQ(bytes.unit(), ::csi::v1::VolumeUsage::BYTES);
+  EXPECT_EQ(bytes.total(), 128 << 20);
+  EXPECT_EQ(bytes.used() - before.usage(0).used(), 8 << 20) << "the pod's 8 MiB are not counted as used";
+  EXPECT_EQ(bytes.available(), bytes.total() - bytes.used());
+  EXPECT_EQ(inodes.unit(), ::csi::v1::VolumeUsage::INODES);
+  EXPECT_EQ(inodes.total(), 4096);
+  EXPECT_EQ(inodes.used() - before.usage(1).used(), 1) << "the pod's one file is not counted";
+  EXPECT_EQ(inodes.available(), inodes.total() - inodes.used());
+  struct statvfs root;
+  ASSERT_EQ(::statvfs("/", &root), 0);
+  EXPECT_NE(static_cast<uint64_t>(bytes.total()), root.f_blocks * root.f_frsize) << "the root filesystem's figures";
   ::csi::v1::NodeGetVolumeStatsRequest r;
   r.set_volume_id("pv-e");
   r.set_volume_path(target);
-  ::csi::v1::NodeGetVolumeStatsResponse resp;
-  ASSERT_TRUE(node_->NodeGetVolumeStats(&c, r, &resp).ok());
-  ASSERT_EQ(resp.usage_size(), 2);
-  EXPECT_EQ(resp.usage(0).unit(), ::csi::v1::VolumeUsage::BYTES);
-  EXPECT_GT(resp.usage(0).total(), 0);
-  EXPECT_EQ(resp.usage(1).unit(), ::csi::v1::VolumeUsage::INODES);
   // Another volume's id at this path: not found.
   MakeVolume("pv-f", "team");
   grpc::ClientContext c2;
@@ -423,6 +461,14 @@ TEST_F(CsiNodeTest, ExpandChecksTheSizeAndThePath) {
   grpc::Status st = expand(target, 128 << 20, &resp);
   ASSERT_TRUE(st.ok()) << st.error_message();
   EXPECT_EQ(resp.capacity_bytes(), 128 << 20);
+  // The volume grew, not only the answer (issue 68 item 6). What growing
+  // does to an LV and its filesystem is the domain's ExpandVolume, which
+  // vm_lvm_thin and vm_lvm_thick check through the Node API.
+  EXPECT_EQ(GetVolume("pv-x").size_bytes(), 128ull << 20) << "NodeExpandVolume answered the size and grew nothing";
+  // Smaller than it is: a success that shrinks nothing.
+  ASSERT_TRUE(expand(target, 96 << 20, &resp).ok());
+  EXPECT_EQ(resp.capacity_bytes(), 128 << 20);
+  EXPECT_EQ(GetVolume("pv-x").size_bytes(), 128ull << 20);
   ASSERT_TRUE(Unpublish("pv-x", target).ok());
 }
 

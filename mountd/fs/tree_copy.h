@@ -40,4 +40,11 @@ struct TreeCopyStats {
 // open at dst_fd, the root's own metadata included.
 Status CopyTree(int src_fd, int dst_fd, TreeCopyStats* stats);
 
+// The bytes a CopyTree of the tree open at src_fd would allocate, as the
+// source's entries are allocated now: every hard link counted in full,
+// holes left out, devices, sockets and other mounts not counted. Walks the
+// tree as CopyTree does, reading no data. (A pod writing meanwhile can make
+// the copy larger: a caller that must bound it sets a limit, a quota.)
+Status MeasureTree(int src_fd, uint64_t* bytes);
+
 }  // namespace nodevol

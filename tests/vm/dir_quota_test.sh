@@ -196,6 +196,22 @@ vm_run vm_ctl volume delete r2
 vm_run vm_ctl volume delete c2
 vm_run vm_ctl snapshot delete s2
 
+# Issue 69 item 6: a copy writes every hard link in full, and the quota
+# usage of its source counts the file once; the check before the first
+# byte counts as the copy will write.
+vm_step "v2 (10 MiB) with 3 more links to its 7 MiB file: its copy would be 28 MiB; the snapshot is refused up front"
+for i in 1 2 3; do ln "$t2/data" "$t2/link-$i"; done
+err=$(vm_ctl snapshot create s-links --volume v2 2>&1) && vm_fail "a snapshot whose copy is 28 MiB of a 10 MiB volume was made"
+[[ $err == *"hard links are copied as separate files"* ]] || vm_fail "the refusal does not say why: $err"
+[[ ! -e /mnt/pool/a/.snapshots/s-links && ! -e /mnt/pool/a/.snapshots/.making-s-links ]] ||
+  vm_fail "the refused snapshot left a copy"
+vm_ctl snapshot get s-links >/dev/null 2>&1 && vm_fail "the refused snapshot is listed"
+vm_log "refused: $(tail -1 <<<"$err")"
+rm -f "$t2"/link-*
+
+vm_step "the copy's thread lacks CAP_SYS_RESOURCE: on $fs a write charged to a project stops at its hard limit"
+NODEVOL_REAL_QUOTA_DIR=/mnt/pool vm_gtest 'RealQuota.*'
+
 vm_step "unpublish and delete"
 vm_run vm_ctl unpublish --target "$t1"
 vm_run vm_ctl unpublish --target "$t2"

@@ -6,6 +6,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -201,6 +202,7 @@ Status DirBackend::GetCapacity(Capacity* out) {
   if (::statvfs(path_.c_str(), &vfs) != 0) return Status::FromErrno("statvfs " + path_, errno);
   out->total_bytes = static_cast<uint64_t>(vfs.f_blocks) * vfs.f_frsize;
   out->free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+  out->free_bytes -= std::min(out->free_bytes, copies_.promised());
   return Status::Ok();
 }
 

@@ -24,6 +24,7 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "backend/dir/copy_space.h"
 #include "backend/disk_gate.h"
 #include "backend/volume_root.h"
 
@@ -90,7 +91,14 @@ class DirBackend : public Backend {
   }
   // Copies the tree at src into parent/<name>: into parent/.making-<name>
   // first (a leftover of an earlier try is removed), with a project quota
-  // of limit bytes when the pool has quotas, synced, then renamed.
+  // of limit bytes when the pool has quotas, synced, then renamed. Every
+  // snapshot, restore and clone goes through it, and before the first byte
+  // it measures what the copy will write (fs/tree_copy.h: hard links in
+  // full) and refuses, RESOURCE_EXHAUSTED, a copy larger than limit (with
+  // quotas) or than the pool's free space less what the copies under way
+  // have reserved; it reserves that much until it ends. The copy itself
+  // runs without CAP_SYS_RESOURCE (process/without_capability.h), so the
+  // project's hard limit binds it on ext4 too.
   Status CopyInto(const std::string& src, const std::string& parent, const std::string& name, uint64_t limit,
                   Params* attributes);
 
@@ -99,6 +107,7 @@ class DirBackend : public Backend {
   const std::string& path_ = where_.path;
   const bool quota_ = where_.quota;
   DiskGate gate_;
+  CopySpace copies_;  // what the copies under way may still write
 };
 
 }  // namespace nodevol

@@ -14,6 +14,7 @@
 // a create that finds the final name taken by a directory it cannot have
 // made (no record of an unfinished create) refuses and leaves it.
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -23,10 +24,10 @@
 #include <cstdio>
 
 #include "backend/dir/dir_backend.h"
-#include "backend/dir/project_quota.h"
 #include "backend/dir/remove_tree.h"
 #include "base/unique_fd.h"
 #include "fs/tree_copy.h"
+#include "process/without_capability.h"
 
 namespace nodevol {
 namespace {
@@ -54,18 +55,34 @@ Status DirBackend::CopyInto(const std::string& src, const std::string& parent, c
                             uint64_t limit, Params* attributes) {
   const std::string making = kMakingPrefix + name;
   NODEVOL_RETURN_IF_ERROR(RemoveTree(parent, making).WithContext("a copy left by an earlier try"));
+  UniqueFd in(::open(src.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (in.get() < 0) return Status::FromErrno("open " + src, errno);
+  // Before the first byte: what the copy will write, against what it may
+  // write and what the pool can give it. (Before, a snapshot compared the
+  // source's quota usage, where a hard-linked file counts once, with the
+  // free space, which concurrent snapshots all passed at once; a restore
+  // or clone was not checked at all.)
+  uint64_t need = 0;
+  NODEVOL_RETURN_IF_ERROR(MeasureTree(in.get(), &need).WithContext("measure " + src));
+  if (quota_ && need > limit)
+    return Status::ResourceExhausted(src + " takes " + std::to_string(need) + " bytes as a copy (hard links are " +
+                                     "copied as separate files), more than the " + std::to_string(limit) +
+                                     " bytes the copy is limited to");
+  struct statvfs vfs;
+  if (::statvfs(path_.c_str(), &vfs) != 0) return Status::FromErrno("statvfs " + path_, errno);
+  const uint64_t free = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+  CopySpace::Hold promised;
+  NODEVOL_RETURN_IF_ERROR(copies_.Reserve(need, free, src, pool_, &promised));
   UniqueFd parent_fd(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (parent_fd.get() < 0) return Status::FromErrno("open " + parent, errno);
   if (::mkdirat(parent_fd.get(), making.c_str(), 0700) != 0)
     return Status::FromErrno("mkdir " + parent + "/" + making, errno);
   // Before the first byte: everything made below inherits the project.
   if (quota_) NODEVOL_RETURN_IF_ERROR(ApplyQuota(parent + "/" + making, limit, attributes));
-  UniqueFd in(::open(src.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (in.get() < 0) return Status::FromErrno("open " + src, errno);
   UniqueFd out(::openat(parent_fd.get(), making.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (out.get() < 0) return Status::FromErrno("open " + parent + "/" + making, errno);
   TreeCopyStats stats;
-  Status st = CopyTree(in.get(), out.get(), &stats);
+  Status st = RunWithoutCapability(CAP_SYS_RESOURCE, [&] { return CopyTree(in.get(), out.get(), &stats); });
   if (st.code() == Status::Code::kResourceExhausted && quota_)
     st = Status::ResourceExhausted(st.message() + "; the copy is limited to " + std::to_string(limit) +
                                    " bytes (hard links are copied as separate files)");
@@ -102,24 +119,10 @@ Status DirBackend::CreateSnapshot(const VolumeRecord& source, SnapshotRecord* sn
     NODEVOL_RETURN_IF_ERROR(IsDir(path, "snapshot " + name));
     if (quota_) NODEVOL_RETURN_IF_ERROR(ApplyQuota(path, source.spec.size_bytes, &attributes));
   } else {
-    const std::string src = VolumeDir(source.spec.name);
     NODEVOL_RETURN_IF_ERROR(Check(source));
-    if (quota_) {
-      // The volume's data must fit in what the pool has free: a copy that
-      // fills the filesystem fails every other volume's writes meanwhile.
-      uint32_t id = 0;
-      uint64_t used = 0;
-      struct statvfs vfs;
-      NODEVOL_RETURN_IF_ERROR(GetProjectId(src, &id));
-      NODEVOL_RETURN_IF_ERROR(GetProjectUsage(src, id, &used));
-      if (::statvfs(path_.c_str(), &vfs) != 0) return Status::FromErrno("statvfs " + path_, errno);
-      uint64_t free = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
-      if (used > free)
-        return Status::ResourceExhausted("volume " + source.spec.name + " holds " + std::to_string(used) +
-                                         " bytes and pool " + pool_ + " has " + std::to_string(free) +
-                                         " bytes free: no room for a copy");
-    }
-    NODEVOL_RETURN_IF_ERROR(CopyInto(src, dir, name, source.spec.size_bytes, &attributes));
+    // A copy that fills the filesystem fails every other volume's writes
+    // meanwhile: CopyInto refuses one that does not fit.
+    NODEVOL_RETURN_IF_ERROR(CopyInto(VolumeDir(source.spec.name), dir, name, source.spec.size_bytes, &attributes));
   }
   snapshot->attributes = std::move(attributes);
   spdlog::info("pool {}: snapshot {} of volume {} is the copy {}", pool_, name, source.spec.name, path);

@@ -18,6 +18,8 @@ set(NODEVOL_LONG_TESTS
   k8s_many_pods                      # soak: many pods on one node
   k8s_oldest_smoke                   # the oldest supported Kubernetes release
   k8s_oldest_provisioner             # the oldest supported Kubernetes release
+  k8s_oldest_csi                     # the oldest supported Kubernetes release
+  k8s_oldest_scheduling              # the oldest supported Kubernetes release
   vm_package_upgrade_old             # builds the previous release from history
 )
 

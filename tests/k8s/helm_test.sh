@@ -127,7 +127,13 @@ bound plain 120 || pfail "claim plain (no class) not Bound"
   fail "claim plain's PV does not have team-default's Retain"
 
 step "helm uninstall: the chart's objects go, the volumes stay"
-caps_before=$(kn get csistoragecapacities -o name | wc -l)
+# Some to begin with, or "none after" below proves nothing.
+caps_before=0
+for _ in $(seq 120); do
+  caps_before=$(kn get csistoragecapacities -o name | wc -l)
+  ((caps_before > 0)) && break; sleep 0.5
+done
+((caps_before > 0)) || pfail "no CSIStorageCapacity object before the uninstall: the provisioner published none"
 helm uninstall nodevol --namespace "$NS" --wait --timeout 3m >"$K8S_WORK/logs/helm-uninstall.log" 2>&1 ||
   { cat "$K8S_WORK/logs/helm-uninstall.log" >&2; pfail "helm uninstall"; }
 left=

@@ -124,15 +124,19 @@ for n in en-1 en-2; do
   [[ $(k get node "$n" -o jsonpath='{.metadata.labels.nodevol\.io/node}') == true ]] || pn_fail "$n did not label itself"
   [[ $(stat -c %a "$PN_DIR/$n/state/tls/tls.key") == 600 ]] || pn_fail "$n's key is not 0600"
   # The key never left the node: the certificate the signer made is for
-  # the key on the node, and no object in the cluster holds that key (as
-  # PEM, or base64 of it, as a Secret would).
+  # the key on the node, and no object in the cluster holds that key: not
+  # as text, nor in a Secret's or a CSR's base64 (decoded here). The key's
+  # second PEM line is its own bytes (the first is the header every
+  # PKCS#8 key shares, the CA's in its Secret included).
   pub=$(openssl pkey -in "$PN_DIR/$n/state/tls/tls.key" -pubout)
   [[ $(openssl x509 -in "$PN_DIR/$n/state/tls/tls.crt" -noout -pubkey) == "$pub" ]] ||
     pn_fail "$n's certificate is not for the key on the node"
   keyline=$(sed -n 2p "$PN_DIR/$n/state/tls/tls.key")
-  key64=$(base64 -w0 "$PN_DIR/$n/state/tls/tls.key" | cut -c1-40)
-  objs=$(k get secrets,configmaps,csr -A -o yaml)
-  [[ $objs != *"$keyline"* && $objs != *"$key64"* ]] || pn_fail "$n's private key is in an object of the cluster"
+  objs=$(k get secrets,configmaps,csr -A -o yaml
+         k get secrets -A -o jsonpath='{range .items[*].data.*}{@}{"\n"}{end}' | while read -r v; do base64 -d <<<"$v" 2>/dev/null; echo; done
+         k get csr -o jsonpath='{range .items[*]}{.spec.request}{"\n"}{end}' | while read -r v; do base64 -d <<<"$v" 2>/dev/null; echo; done)
+  [[ $objs == *"BEGIN CERTIFICATE REQUEST"* ]] || pn_fail "no CSR decoded: the key check below reads nothing"
+  [[ $objs != *"$keyline"* ]] || pn_fail "$n's private key is in an object of the cluster"
 done
 prov_wait_nodes
 

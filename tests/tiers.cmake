@@ -11,6 +11,7 @@ set(NODEVOL_LONG_TESTS
   vm_power_loss_ops                  # a power cut at a random moment of a stream
   vm_lvm_faults                      # fault rounds: I/O errors, hung PVs, frozen disks
   vm_csi_sanity_lvm                  # a conformance suite (csi-sanity) on LVM
+  vm_csi_sanity_thick_nfs            # a conformance suite (csi-sanity) on thick LVM and NFS
   k8s_provisioner_apiserver_faults   # fault rounds against the apiserver
   k8s_provisioner_clock_jump         # fault rounds: clock jumps
   k8s_provisioner_node_cutoff        # fault rounds: a node cut off

@@ -21,9 +21,19 @@
 // A source moved under the walk so that ".." is no longer where the walk
 // came from ends the copy with ABORTED; a full destination (quota) with
 // RESOURCE_EXHAUSTED.
+//
+// A pod may write while its tree is copied. A regular file is copied as
+// far as its size when opened (growth after that is later than the copy),
+// and a caller that measured the tree first (MeasureTree) passes what it
+// measured as the copy's budget: a copy that would write more data bytes,
+// or make more entries, than that ends with ABORTED ("the source grew
+// while it was copied") before it writes them. So what the copy takes is
+// bounded by what was checked and reserved for it, not by what the pod
+// adds meanwhile: more hard links, a file extended, new files.
 #pragma once
 
 #include <cstdint>
+#include <limits>
 
 #include "base/status.h"
 
@@ -34,17 +44,28 @@ struct TreeCopyStats {
   uint64_t bytes = 0;        // of regular files
   uint64_t reflinked = 0;    // files shared by FICLONE rather than copied
   uint64_t left_out = 0;     // devices, sockets, other mounts, entries gone meanwhile
+  uint64_t written = 0;      // data bytes written (not reflinked), against the budget
+};
+
+// What a copy of a tree takes, as MeasureTree reads it, and a CopyTree's
+// budget. A reflinked file writes nothing and is not charged.
+struct TreeSize {
+  uint64_t bytes = std::numeric_limits<uint64_t>::max();    // data bytes written
+  uint64_t entries = std::numeric_limits<uint64_t>::max();  // files, directories, symlinks, FIFOs made
 };
 
 // Copies the tree open at src_fd (a directory) into the empty directory
-// open at dst_fd, the root's own metadata included.
-Status CopyTree(int src_fd, int dst_fd, TreeCopyStats* stats);
+// open at dst_fd, the root's own metadata included, within `budget`.
+Status CopyTree(int src_fd, int dst_fd, TreeCopyStats* stats, const TreeSize& budget = TreeSize{});
 
-// The bytes a CopyTree of the tree open at src_fd would allocate, as the
-// source's entries are allocated now: every hard link counted in full,
-// holes left out, devices, sockets and other mounts not counted. Walks the
-// tree as CopyTree does, reading no data. (A pod writing meanwhile can make
-// the copy larger: a caller that must bound it sets a limit, a quota.)
-Status MeasureTree(int src_fd, uint64_t* bytes);
+// What a CopyTree of the tree open at src_fd would take, as the source's
+// entries are now: bytes as allocated (every hard link in full, since the
+// copy makes separate files; holes left out; at least the size of a file
+// shorter than a block, which some filesystems keep in its inode), and
+// the entries it would make, directories included. Devices, sockets and
+// other mounts are not counted. Walks the tree as CopyTree does, reading
+// no data. Sums saturate (a tree of more than 2^64 bytes is "too big",
+// never a small number).
+Status MeasureTree(int src_fd, TreeSize* size);
 
 }  // namespace nodevol

@@ -5,8 +5,9 @@
 // Capabilities belong to threads on Linux: capset(2) changes the calling
 // thread only (glibc does not broadcast it to the others, as it does
 // setuid). The new thread drops the capability from its effective,
-// permitted and inheritable sets, so neither it nor a program it runs can
-// raise it again, and it ends when the function returns: no other thread,
+// permitted and inheritable sets, so it cannot raise it again (a program
+// it exec'd as root would get the bounding set back: the functions run
+// this way exec nothing), and it ends when the function returns: no other thread,
 // and no later work, runs without it. The caller waits for the function
 // and gets its status; the thread serves the caller's call (its deadline,
 // base/call_scope.h). When the capability cannot be dropped the function
@@ -14,8 +15,11 @@
 //
 // The dir pool's copies run this way without CAP_SYS_RESOURCE: with it,
 // ext4 lets root exceed a project's hard limit (the quota code's
-// ignore_hardlimit) and take the blocks reserved for root, so a snapshot
-// charged to a project of its own would not be bounded by that project.
+// ignore_hardlimit), so a snapshot charged to a project of its own would
+// not be bounded by that project. (ext4 still lets the thread, whose fsuid
+// is 0, into the blocks reserved for root, s_resuid: what bounds a copy
+// there is its budget, what it measured against the free space outside
+// the reserve, fs/tree_copy.h.)
 #pragma once
 
 #include <functional>

@@ -8,6 +8,8 @@
 #include <malloc.h>
 #include <stdio.h>
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/inotify.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -58,12 +60,27 @@ class TreeCopyTest : public ::testing::Test {
     std::error_code ec;
     fs::remove_all(root_, ec);
   }
-  Status Copy(const std::string& from, const std::string& to, TreeCopyStats* stats) {
+  Status Copy(const std::string& from, const std::string& to, TreeCopyStats* stats,
+              const TreeSize& budget = TreeSize{}) {
     UniqueFd s(::open(from.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     UniqueFd d(::open(to.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     EXPECT_GE(s.get(), 0);
     EXPECT_GE(d.get(), 0);
-    return CopyTree(s.get(), d.get(), stats);
+    return CopyTree(s.get(), d.get(), stats, budget);
+  }
+  TreeSize Measure(const std::string& dir) {
+    UniqueFd s(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    TreeSize size;
+    Status st = MeasureTree(s.get(), &size);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return size;
+  }
+  // Bytes allocated under dir (du).
+  static uint64_t Allocated(const std::string& dir) {
+    uint64_t sum = 0;
+    for (const auto& e : fs::recursive_directory_iterator(dir))
+      if (!e.is_symlink()) sum += static_cast<uint64_t>(Lstat(e.path()).st_blocks) * 512;
+    return sum;
   }
   static void Write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
   static std::string Read(const std::string& path) {
@@ -158,6 +175,126 @@ TEST_F(TreeCopyTest, ASparseFileStaysSparse) {
   ASSERT_EQ(::pread(fd.get(), buf, 6, (512 << 20) + 4096), 6);
   EXPECT_EQ(std::string(buf, 6), std::string(6, '\0'));
   EXPECT_EQ(stats.files, 1u);
+}
+
+// A review of issue 69 item 6: the copy is held to what was measured and
+// reserved for it, not to what the pod adds while it runs.
+TEST_F(TreeCopyTest, ACopyWithinWhatWasMeasuredIsWhole) {
+  fs::create_directories(src_ + "/a/b");
+  Write(src_ + "/a/b/f", std::string(100000, 'f'));
+  Write(src_ + "/small", "s");
+  Write(src_ + "/empty", "");
+  ASSERT_EQ(::link((src_ + "/a/b/f").c_str(), (src_ + "/hard").c_str()), 0);
+  ASSERT_EQ(::symlink("a/b/f", (src_ + "/rel").c_str()), 0);
+  ASSERT_EQ(::mkfifo((src_ + "/fifo").c_str(), 0600), 0);
+  const TreeSize need = Measure(src_);
+  TreeCopyStats stats;
+  Status st = Copy(src_, dst_, &stats, need);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(Read(dst_ + "/hard"), std::string(100000, 'f'));
+  EXPECT_EQ(need.entries, 8u) << "a, b, f, small, empty, hard, rel, fifo";
+  EXPECT_EQ(stats.files + stats.dirs + stats.symlinks + stats.fifos, need.entries);
+  EXPECT_LE(stats.written, need.bytes);
+}
+
+TEST_F(TreeCopyTest, AFileGrownAfterTheMeasureEndsTheCopyBeforeItTakesMore) {
+  Write(src_ + "/log", std::string(1 << 20, 'a'));
+  const TreeSize need = Measure(src_);
+  {
+    std::ofstream(src_ + "/log", std::ios::app) << std::string(8 << 20, 'b');  // the pod appends 8 MiB
+  }
+  TreeCopyStats stats;
+  Status st = Copy(src_, dst_, &stats, need);
+  if (stats.reflinked == 1) {
+    // xfs with reflink, btrfs: the grown file is shared, not written.
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return;
+  }
+  EXPECT_EQ(st.code(), Status::Code::kAborted) << st.ToString();
+  EXPECT_NE(st.message().find("grew while it was copied"), std::string::npos) << st.message();
+  EXPECT_LE(stats.written, need.bytes) << "the copy wrote past what was measured for it";
+  EXPECT_LE(Allocated(dst_), need.bytes + (64 << 10));
+}
+
+// The review of the budget: a pod writes one byte into each of its empty
+// files after the measure. Each byte takes a block in the copy.
+TEST_F(TreeCopyTest, BytesWrittenIntoEmptyFilesAreChargedTheirBlocks) {
+  for (int i = 0; i < 200; ++i) Write(src_ + "/e" + std::to_string(i), "");
+  const TreeSize need = Measure(src_);
+  for (int i = 0; i < 200; ++i) Write(src_ + "/e" + std::to_string(i), "x");
+  TreeCopyStats stats;
+  Status st = Copy(src_, dst_, &stats, need);
+  EXPECT_EQ(st.code(), Status::Code::kAborted) << st.ToString();
+  EXPECT_LE(Allocated(dst_), need.bytes + (64 << 10)) << "the copy took blocks it never charged";
+}
+
+TEST_F(TreeCopyTest, LongerSymlinkTargetsAfterTheMeasureAreCharged) {
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(::symlink("t", (src_ + "/s" + std::to_string(i)).c_str()), 0);
+  const TreeSize need = Measure(src_);
+  const std::string longer(4000, 'L');
+  for (int i = 0; i < 100; ++i) {
+    const std::string s = src_ + "/s" + std::to_string(i);
+    ASSERT_EQ(::unlink(s.c_str()), 0);
+    ASSERT_EQ(::symlink(longer.c_str(), s.c_str()), 0);
+  }
+  TreeCopyStats stats;
+  Status st = Copy(src_, dst_, &stats, need);
+  EXPECT_EQ(st.code(), Status::Code::kAborted) << st.ToString();
+  EXPECT_LE(Allocated(dst_), need.bytes + (64 << 10));
+}
+
+TEST_F(TreeCopyTest, HardLinksAddedAfterTheMeasureEndTheCopy) {
+  Write(src_ + "/data", std::string(1 << 20, 'd'));
+  const TreeSize need = Measure(src_);
+  for (int i = 0; i < 8; ++i)
+    ASSERT_EQ(::link((src_ + "/data").c_str(), (src_ + "/l" + std::to_string(i)).c_str()), 0);
+  TreeCopyStats stats;
+  Status st = Copy(src_, dst_, &stats, need);
+  EXPECT_EQ(st.code(), Status::Code::kAborted) << st.ToString();
+  EXPECT_LE(stats.written, need.bytes);
+}
+
+TEST_F(TreeCopyTest, EntriesAddedAfterTheMeasureEndTheCopy) {
+  for (int i = 0; i < 10; ++i) Write(src_ + "/e" + std::to_string(i), "");
+  const TreeSize need = Measure(src_);
+  for (int i = 0; i < 1000; ++i) Write(src_ + "/n" + std::to_string(i), "");
+  TreeCopyStats stats;
+  Status st = Copy(src_, dst_, &stats, need);
+  EXPECT_EQ(st.code(), Status::Code::kAborted) << st.ToString();
+  EXPECT_NE(st.message().find("entries"), std::string::npos) << st.message();
+  EXPECT_LE(stats.files, need.entries);
+}
+
+// The attack the review described: the pod watches its file and, as the
+// copy opens it, extends it to far more than it holds. copy_file_range
+// reads the new hole back as zeros; the copy stops at the size the file
+// had when opened (or, if the extension came first, copies it as the
+// sparse file it then is). Either way it takes what was measured.
+TEST_F(TreeCopyTest, AFileExtendedAsTheCopyOpensItIsCopiedAsItWas) {
+  const std::string f = src_ + "/bait";
+  Write(f, std::string(4 << 20, 'x'));
+  const TreeSize need = Measure(src_);
+  int in = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+  ASSERT_GE(in, 0);
+  ASSERT_GE(::inotify_add_watch(in, f.c_str(), IN_OPEN), 0);
+  std::atomic<bool> done{false};
+  std::thread pod([&] {
+    // Waits for the open, but not for ever: a copy that fails first ends
+    // the test, not hangs it.
+    struct pollfd p = {in, POLLIN, 0};
+    while (!done && ::poll(&p, 1, 100) == 0) {
+    }
+    char ev[4096];
+    if (!done && ::read(in, ev, sizeof ev) > 0) ::truncate(f.c_str(), 256ll << 20);  // + 252 MiB of hole
+  });
+  TreeCopyStats stats;
+  Status st = Copy(src_, dst_, &stats, need);
+  done = true;
+  pod.join();
+  ::close(in);
+  ASSERT_TRUE(st.ok() || st.code() == Status::Code::kAborted) << st.ToString();
+  EXPECT_LE(stats.written, need.bytes);
+  EXPECT_LE(Allocated(dst_), need.bytes + (64 << 10)) << "the copy wrote the pod's extension";
 }
 
 TEST_F(TreeCopyTest, AnotherMountInsideIsLeftOut) {

@@ -96,9 +96,11 @@ class DirBackend : public Backend {
   // it measures what the copy will write (fs/tree_copy.h: hard links in
   // full) and refuses, RESOURCE_EXHAUSTED, a copy larger than limit (with
   // quotas) or than the pool's free space less what the copies under way
-  // have reserved; it reserves that much until it ends. The copy itself
-  // runs without CAP_SYS_RESOURCE (process/without_capability.h), so the
-  // project's hard limit binds it on ext4 too.
+  // on its filesystem have reserved; it reserves that much until it ends,
+  // and the copy may take no more than it measured (a pod writing
+  // meanwhile makes it ABORTED, not larger). The copy itself runs without
+  // CAP_SYS_RESOURCE (process/without_capability.h), so the project's hard
+  // limit binds it on ext4 too.
   Status CopyInto(const std::string& src, const std::string& parent, const std::string& name, uint64_t limit,
                   Params* attributes);
 
@@ -107,7 +109,9 @@ class DirBackend : public Backend {
   const std::string& path_ = where_.path;
   const bool quota_ = where_.quota;
   DiskGate gate_;
-  CopySpace copies_;  // what the copies under way may still write
+  // What the copies under way on this pool's filesystem may still write
+  // (shared with the other pools on it).
+  CopySpace& copies_ = CopySpace::ForFilesystem(where_.dev);
 };
 
 }  // namespace nodevol

@@ -62,15 +62,18 @@ Status DirBackend::CopyInto(const std::string& src, const std::string& parent, c
   // source's quota usage, where a hard-linked file counts once, with the
   // free space, which concurrent snapshots all passed at once; a restore
   // or clone was not checked at all.)
-  uint64_t need = 0;
+  TreeSize need;
   NODEVOL_RETURN_IF_ERROR(MeasureTree(in.get(), &need).WithContext("measure " + src));
-  if (quota_ && need > limit)
-    return Status::ResourceExhausted(src + " takes " + std::to_string(need) + " bytes as a copy (hard links are " +
+  if (quota_ && need.bytes > limit)
+    return Status::ResourceExhausted(src + " takes " + std::to_string(need.bytes) + " bytes as a copy (hard links are " +
                                      "copied as separate files), more than the " + std::to_string(limit) +
                                      " bytes the copy is limited to");
   struct statvfs vfs;
   if (::statvfs(path_.c_str(), &vfs) != 0) return Status::FromErrno("statvfs " + path_, errno);
-  const uint64_t free = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+  TreeSize free;
+  free.bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+  // f_files 0: a filesystem that does not count inodes.
+  if (vfs.f_files != 0) free.entries = vfs.f_favail;
   CopySpace::Hold promised;
   NODEVOL_RETURN_IF_ERROR(copies_.Reserve(need, free, src, pool_, &promised));
   UniqueFd parent_fd(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
@@ -82,10 +85,20 @@ Status DirBackend::CopyInto(const std::string& src, const std::string& parent, c
   UniqueFd out(::openat(parent_fd.get(), making.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (out.get() < 0) return Status::FromErrno("open " + parent + "/" + making, errno);
   TreeCopyStats stats;
-  Status st = RunWithoutCapability(CAP_SYS_RESOURCE, [&] { return CopyTree(in.get(), out.get(), &stats); });
-  if (st.code() == Status::Code::kResourceExhausted && quota_)
-    st = Status::ResourceExhausted(st.message() + "; the copy is limited to " + std::to_string(limit) +
-                                   " bytes (hard links are copied as separate files)");
+  // Held to what was measured and promised: a pod writing meanwhile
+  // makes the copy fail (ABORTED), not larger.
+  Status st = RunWithoutCapability(CAP_SYS_RESOURCE, [&] { return CopyTree(in.get(), out.get(), &stats, need); });
+  if (st.code() == Status::Code::kResourceExhausted) {
+    // xfs says ENOSPC for a project's limit as for a full filesystem: say
+    // both figures.
+    std::string now = ::statvfs(path_.c_str(), &vfs) == 0
+                          ? std::to_string(static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize)
+                          : std::string("unknown");
+    st = Status::ResourceExhausted(st.message() + (quota_ ? "; the copy is limited to " + std::to_string(limit) +
+                                                                " bytes (hard links are copied as separate files)"
+                                                          : std::string()) +
+                                   "; pool " + pool_ + "'s filesystem has " + now + " bytes free now");
+  }
   NODEVOL_RETURN_IF_ERROR(st.WithContext("copy " + src));
   // The data reaches the disk before the name says the copy is whole.
   if (::syncfs(out.get()) != 0) return Status::FromErrno("syncfs " + parent, errno);

@@ -34,6 +34,11 @@ if(NOT NODEVOL_TIMEOUT_PERCENT MATCHES "^[1-9][0-9]*$")
   message(FATAL_ERROR "NODEVOL_TIMEOUT_PERCENT must be a whole number of percent, not '${NODEVOL_TIMEOUT_PERCENT}'")
 endif()
 
+# The script tests start through tests/cpu-meter, which records the CPU
+# each one takes (scripts/test prints the table, docs/reliability.md keeps
+# it); it finds the test's name in NODEVOL_TEST_NAME, set below.
+set(NODEVOL_METER ${PROJECT_SOURCE_DIR}/tests/cpu-meter --)
+
 # Called at the end of each tests/ directory's CMakeLists.txt: test
 # properties can be set only in the directory that added the test.
 function(nodevol_tiers)
@@ -42,6 +47,7 @@ function(nodevol_tiers)
     if(t IN_LIST NODEVOL_LONG_TESTS)
       set_property(TEST ${t} APPEND PROPERTY LABELS long)
     endif()
+    set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT NODEVOL_TEST_NAME=${t})
     get_test_property(${t} TIMEOUT timeout)
     if(timeout)
       math(EXPR timeout "${timeout} * ${NODEVOL_TIMEOUT_PERCENT} / 100")

@@ -363,6 +363,13 @@ for n in en-1 en-2; do
 done
 claim rot-ca-warm on-en-1 8Mi
 bound rot-ca-warm 60 || pn_fail "claim rot-ca-warm not Bound under the two replicas"
+# A pod's volume on en-1 that must stay usable through the rotation, and be
+# deleted after it (the provisioner dials en-1 with the new CA's certificate).
+warm_pv=$(k get pvc rot-ca-warm -o jsonpath='{.spec.volumeName}')
+warm_t=$PN_DIR/en-1/pods/pod-rot/volumes/nodevol.io~volume/$warm_pv
+mkdir -p "$warm_t"
+pn_ctl en-1 publish --volume "$warm_pv" --target "$warm_t" >/dev/null || pn_fail "publish $warm_pv on en-1"
+echo "before the rotation" >"$warm_t/data" || pn_fail "write to $warm_pv before the rotation"
 csrs_before=$(k get csr -o name | wc -l)
 
 # A new CA, as an operator (or cert-manager) would put it in the Secret.
@@ -409,5 +416,12 @@ for n in en-1 en-2; do
   claim "after-rot-$n" "on-$n" 8Mi
   bound "after-rot-$n" 60 || pn_fail "claim after-rot-$n not Bound with only the new CA trusted"
 done
-step "rotated in $((SECONDS - t_rot)) s: $i claims bound meanwhile, $csrs certificate requests, the old CA retired"
+[[ $(cat "$warm_t/data" 2>&1) == "before the rotation" ]] || pn_fail "$warm_pv lost its data in the rotation"
+findmnt -n "$warm_t" >/dev/null || pn_fail "$warm_pv is no longer mounted at $warm_t"
+echo "after the rotation" >>"$warm_t/data" || pn_fail "write to $warm_pv after the rotation"
+pn_ctl en-1 unpublish --target "$warm_t" >/dev/null || pn_fail "unpublish $warm_pv"
+k delete pvc rot-ca-warm --wait=false >/dev/null
+for _ in $(seq 120); do grep -qx "$warm_pv" <(pn_volumes en-1) || break; sleep 0.5; done
+! grep -qx "$warm_pv" <(pn_volumes en-1) || pn_fail "$warm_pv was not deleted from en-1 with only the new CA trusted"
+step "rotated in $((SECONDS - t_rot)) s: $i claims bound meanwhile, $csrs certificate requests, the old CA retired, a published volume kept"
 step "PASS"
